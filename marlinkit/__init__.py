@@ -1,0 +1,7 @@
+"""marlinkit: reproduce, inspect and extend LLM-guided multi-agent RL (MARLIN, MAESTRO).
+
+Layers (lower never imports upper): ``envs`` -> ``algos`` -> ``llm`` -> experiment runners
+(``marlin``, ``maestro``) -> ``stats``/``plots`` -> notebooks.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Environments: the MARLIN corridor worlds and the MAESTRO traffic network."""

@@ -1,0 +1,60 @@
+"""Figure and table output shared by every notebook: provenance footers, byte-stable files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # batch runs never need a display; notebooks still show the figure inline
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from marlinkit.runs import atomic_write_bytes, atomic_write_text  # noqa: E402
+
+PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
+
+
+def provenance_text(preset: str, engine: str | None = None, llm: str | None = None, note: str | None = None) -> str:
+    """One line saying what produced a figure or table."""
+    parts = [f"preset: {preset}"]
+    if engine:
+        parts.append(f"engine: {engine}")
+    if llm:
+        parts.append(f"LLM: {llm}")
+    if note:
+        parts.append(note)
+    return "marlinkit | " + " | ".join(parts)
+
+
+def add_footer(fig: plt.Figure, text: str) -> None:
+    fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
+
+
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> list[Path]:
+    """Write ``name.png`` and ``name.pdf`` with a provenance footer; identical bytes on rerun."""
+    add_footer(fig, footer)
+    written = []
+    for ext, kwargs in (("png", {"metadata": {"Software": None}, "dpi": 150}),
+                        ("pdf", {"metadata": {"CreationDate": None, "ModDate": None, "Producer": None}})):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=ext, bbox_inches="tight", **kwargs)
+        path = Path(out_dir) / f"{name}.{ext}"
+        atomic_write_bytes(path, buffer.getvalue())
+        written.append(path)
+    return written
+
+
+def save_table(table: pd.DataFrame, out_dir: Path, name: str, caption: str, latex_table: str | None = None) -> list[Path]:
+    """Write a table as CSV, Markdown (with the caption) and LaTeX (caption included).
+
+    ``latex_table`` replaces the generated LaTeX body, for tables that need bold cells.
+    """
+    out_dir = Path(out_dir)
+    csv_path, md_path, tex_path = (out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
+    atomic_write_text(csv_path, table.to_csv(index=False))
+    atomic_write_text(md_path, f"{caption}\n\n{table.to_markdown(index=False)}\n")
+    body = latex_table if latex_table is not None else table.to_latex(index=False, escape=True)
+    atomic_write_text(tex_path, f"% {caption}\n{body}")
+    return [csv_path, md_path, tex_path]

@@ -1,0 +1,85 @@
+"""The three run presets, defined once and read by the Makefile, the CLI and every notebook.
+
+* ``smoke``: seconds per notebook; what nbval runs in ``make test``.
+* ``quick``: the default of ``make figures``; the whole collection fits in ~30 min on 2 CPU cores.
+* ``paper``: the papers' full protocol (hours; GPU and a Llama 3.1 endpoint where the paper had them).
+
+Each preset has one section per experiment. A notebook asks for its section and may override
+single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+PRESET_NAMES = ("smoke", "quick", "paper")
+DEFAULT_PRESET = "quick"
+
+_SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
+
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "smoke": {
+        "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "marlin_training": {
+            "scenarios": ["single_slot", "two_path"],
+            "seeds": [0],
+            "episodes": 20,
+            "n_envs": 4,
+            "checkpoints": [5, 10, 20],
+            "eval_runs": 5,
+            "llm_only_trials": 5,
+            "workers": 1,
+        },
+    },
+    "quick": {
+        "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "marlin_training": {
+            "scenarios": _SCENARIOS,
+            "seeds": [0],
+            "episodes": 400,
+            "n_envs": 15,
+            "checkpoints": [100, 250, 400],
+            "eval_runs": 50,
+            "llm_only_trials": 20,
+            "workers": 2,
+        },
+    },
+    "paper": {
+        "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "marlin_training": {
+            "scenarios": _SCENARIOS,
+            "seeds": [0],
+            "episodes": 1600,
+            "n_envs": 15,
+            "checkpoints": [100, 850, 1600],
+            "eval_runs": 50,
+            "llm_only_trials": 50,
+            "workers": 2,
+        },
+    },
+}
+
+
+def check_preset(preset: str) -> str:
+    """Return ``preset`` if it is known, else raise a ValueError naming the valid ones."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESET_NAMES)}")
+    return preset
+
+
+def get(preset: str, section: str, **overrides: Any) -> dict[str, Any]:
+    """A copy of one experiment's settings under ``preset``, with ``overrides`` applied.
+
+    Unknown sections or override keys raise, so a typo in a notebook parameter fails
+    before any compute instead of being silently ignored.
+    """
+    sections = PRESETS[check_preset(preset)]
+    if section not in sections:
+        raise ValueError(f"preset {preset!r} has no section {section!r}; known: {sorted(sections)}")
+    settings = copy.deepcopy(sections[section])
+    unknown = sorted(set(overrides) - set(settings))
+    if unknown:
+        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(settings)}")
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return settings
