@@ -12,9 +12,18 @@ import json
 import sys
 from typing import Any, Callable
 
-#: bench target -> module exposing ``add_arguments(parser)`` (optional) and ``run(args) -> dict``.
+#: Top-level commands and bench targets -> module exposing ``run(args) -> dict`` and optionally
+#: ``add_arguments(parser)``. Modules keep heavy imports inside ``run`` so the CLI starts fast.
+COMMANDS = {
+    "traffic-baseline": "marlinkit.envs.traffic.cli",
+    "check-reward": "marlinkit.llm.sandbox_cli",
+}
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",
+    "mappo": "marlinkit.bench.mappo",
+    "negotiation": "marlinkit.bench.negotiation",
+    "traffic": "marlinkit.bench.traffic",
+    "maddpg": "marlinkit.bench.maddpg",
 }
 
 
@@ -45,8 +54,23 @@ def _cmd_presets(args: argparse.Namespace) -> dict[str, Any]:
     return {"presets": list(presets.PRESET_NAMES), "default": presets.DEFAULT_PRESET}
 
 
-def _bench_runner(module_name: str) -> Callable[[argparse.Namespace], dict[str, Any]]:
+def _module_runner(module_name: str) -> Callable[[argparse.Namespace], dict[str, Any]]:
     return lambda args: importlib.import_module(module_name).run(args)
+
+
+def _add_module_commands(subparsers, registry: dict[str, str]) -> None:
+    for name, module_name in registry.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name is not None and module_name.startswith(error.name):
+                continue  # that part of the package is not built yet
+            raise
+        sub = subparsers.add_parser(name, help=(module.__doc__ or name).strip().splitlines()[0])
+        sub.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+        if hasattr(module, "add_arguments"):
+            module.add_arguments(sub)
+        sub.set_defaults(handler=_module_runner(module_name))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,15 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     presets_cmd = command("presets", _cmd_presets, "list the run presets (or --check NAME)")
     presets_cmd.add_argument("--check", metavar="NAME", help="exit non-zero unless NAME is a preset")
 
+    _add_module_commands(commands, COMMANDS)
     bench = commands.add_parser("bench", help="speed benchmarks that print numbers")
-    targets = bench.add_subparsers(dest="target", required=True)
-    for target, module_name in BENCHMARKS.items():
-        module = importlib.import_module(module_name)
-        sub = targets.add_parser(target, help=(module.__doc__ or target).splitlines()[0])
-        sub.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-        if hasattr(module, "add_arguments"):
-            module.add_arguments(sub)
-        sub.set_defaults(handler=_bench_runner(module_name))
+    _add_module_commands(bench.add_subparsers(dest="target", required=True), BENCHMARKS)
     return parser
 
 
