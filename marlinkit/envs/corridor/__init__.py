@@ -11,10 +11,11 @@ from marlinkit.envs.corridor.core import (
     LayoutArrays,
     layout_arrays,
 )
+from marlinkit.envs.corridor.env import AGENTS, CorridorParallelEnv
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, LAYOUTS, Layout, get_layout, layout_from_ascii, to_ascii
 
 __all__ = [
     "ACTION_NAMES", "BLOCK_PENALTY", "EPISODE_STEPS", "LLM_ACTION_NAMES", "N_ACTIONS", "N_AGENTS",
     "CorridorState", "LayoutArrays", "layout_arrays", "LAYOUT_NAMES", "LAYOUTS", "Layout",
-    "get_layout", "layout_from_ascii", "to_ascii",
+    "get_layout", "layout_from_ascii", "to_ascii", "AGENTS", "CorridorParallelEnv",
 ]

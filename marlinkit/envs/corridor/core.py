@@ -52,12 +52,16 @@ class LayoutArrays(NamedTuple):
     starts: np.ndarray  # int64[2, 2]
     goals: np.ndarray  # int64[2, 2]
     start_distance: np.ndarray  # float64[2], D_i
+    free_padded: np.ndarray  # bool[W + 2, H + 2], ``valid`` inside a ring of walls: one lookup, no bounds checks
 
 
 def layout_arrays(layout: Layout) -> LayoutArrays:
     starts = np.asarray(layout.starts, dtype=np.int64)
     goals = np.asarray(layout.goals, dtype=np.int64)
-    return LayoutArrays(layout.valid.copy(), starts, goals, np.abs(starts - goals).sum(-1).astype(np.float64))
+    padded = np.zeros((layout.width + 2, layout.height + 2), dtype=bool)
+    padded[1:-1, 1:-1] = layout.valid
+    distance = np.abs(starts - goals).sum(-1).astype(np.float64)
+    return LayoutArrays(layout.valid.copy(), starts, goals, distance, padded)
 
 
 def reset(arrays: LayoutArrays, batch_size: int) -> CorridorState:
@@ -83,23 +87,17 @@ def performance(arrays: LayoutArrays, state: CorridorState) -> np.ndarray:
     return progress(arrays, state.pos).mean(-1)
 
 
-def _free(valid: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Whether cells int[B, 2] lie on the grid and are not walls."""
-    width, height = valid.shape
-    x, y = cells[:, 0], cells[:, 1]
-    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
-    return inside & valid[np.clip(x, 0, width - 1), np.clip(y, 0, height - 1)]
-
-
 def step(arrays: LayoutArrays, state: CorridorState, actions: np.ndarray) -> StepResult:
     """Advance ``B`` environments one step with joint actions int[B, 2]."""
     actions = np.asarray(actions, dtype=np.int64)
     pos = state.pos.copy()
-    blocked = np.zeros(actions.shape, dtype=bool)
+    blocked = np.empty(actions.shape, dtype=bool)
     for agent in range(N_AGENTS):  # the order is part of the rules: robot 0 moves first
-        other = pos[:, 1 - agent]
         target = pos[:, agent] + ACTION_DELTAS[actions[:, agent]]
-        ok = _free(arrays.valid, target) & np.any(target != other, axis=-1)
+        other = pos[:, 1 - agent]  # robot 1 sees robot 0's new cell, robot 0 sees robot 1's old one
+        # Moves are at most one cell, so the wall ring of free_padded covers every off-grid target.
+        free = arrays.free_padded[target[:, 0] + 1, target[:, 1] + 1]
+        ok = free & ((target[:, 0] != other[:, 0]) | (target[:, 1] != other[:, 1]))
         blocked[:, agent] = ~ok & (actions[:, agent] != 0)
         pos[:, agent] = np.where(ok[:, None], target, pos[:, agent])
     reward = REWARD_WEIGHT * progress(arrays, pos) - BLOCK_PENALTY * blocked
