@@ -1,0 +1,204 @@
+"""Statistics the two papers report, in one place (scipy/statsmodels wherever they provide the test).
+
+MAESTRO (Section 5.3, Appendix A.3/A.7) works on seed-level summaries: one number per
+(configuration, seed), the mean return over episodes 180-199. Its risk metrics borrow finance
+names for seed-level quantities; where the paper does not define one, the docstring says which
+reading we use and why (the paper audit notebook shows what each reading gives).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+
+def _sample(values: Sequence[float], minimum: int = 1, name: str = "values") -> np.ndarray:
+    """Validated 1-D float array of finite values with at least ``minimum`` entries."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if array.size < minimum:
+        raise ValueError(f"{name} needs at least {minimum} value(s), got {array.size}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite")
+    return array
+
+
+@dataclass(frozen=True)
+class MannWhitney:
+    """One Mann-Whitney U comparison: U of the first sample, the smaller U, raw and corrected p."""
+
+    u_first: float
+    u_min: float
+    p_value: float
+    p_bonferroni: float
+
+
+def bonferroni(p_values: Sequence[float]) -> np.ndarray:
+    """Bonferroni-adjusted p-values: each multiplied by the number of tests, capped at 1."""
+    p = _sample(p_values, name="p_values")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    return np.minimum(p * p.size, 1.0)
+
+
+def mann_whitney(a: Sequence[float], b: Sequence[float], n_tests: int = 1, method: str = "exact") -> MannWhitney:
+    """Two-sided Mann-Whitney U test of ``a`` vs ``b``; ``n_tests`` comparisons for Bonferroni.
+
+    ``method="exact"`` (the default) is right for the paper's 2-4 seeds per group; scipy's
+    ``"asymptotic"`` normal approximation is there for comparison.
+    """
+    a, b = _sample(a, name="a"), _sample(b, name="b")
+    if n_tests < 1:
+        raise ValueError(f"n_tests must be >= 1, got {n_tests}")
+    result = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=method)
+    u_first = float(result.statistic)
+    return MannWhitney(u_first, min(u_first, a.size * b.size - u_first), float(result.pvalue),
+                       min(float(result.pvalue) * n_tests, 1.0))
+
+
+def pooled_sd(a: Sequence[float], b: Sequence[float]) -> float:
+    """Pooled standard deviation weighted by degrees of freedom, sqrt(((n1-1)s1^2+(n2-1)s2^2)/(n1+n2-2))."""
+    a, b = _sample(a, 2, "a"), _sample(b, 2, "b")
+    return math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
+
+
+def cohens_d(treatment: Sequence[float], control: Sequence[float]) -> float:
+    """Cohen's d = (mean treatment - mean control) / pooled SD (the df-weighted pooled SD above)."""
+    sd = pooled_sd(treatment, control)
+    if sd == 0:
+        raise ValueError("Cohen's d is undefined when both samples are constant")
+    return (float(np.mean(treatment)) - float(np.mean(control))) / sd
+
+
+def pairwise_mann_whitney(groups: Mapping[str, Sequence[float]]) -> list[dict[str, float | str]]:
+    """Every pair of groups: U, raw p, Bonferroni p over all pairs, Cohen's d (second vs first)."""
+    if len(groups) < 2:
+        raise ValueError("need at least two groups to compare")
+    pairs = list(combinations(groups, 2))
+    rows = []
+    for first, second in pairs:
+        test = mann_whitney(groups[first], groups[second], n_tests=len(pairs))
+        rows.append({"comparison": f"{first} vs {second}", "U": test.u_min, "U_first": test.u_first,
+                     "p": test.p_value, "p_bonferroni": test.p_bonferroni,
+                     "cohens_d": cohens_d(groups[second], groups[first])})
+    return rows
+
+
+def bootstrap_ci(values: Sequence[float], statistic: Callable[[np.ndarray], float] = np.mean,
+                 n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``statistic`` from ``n_resamples`` seeded resamples (MAESTRO §5.3).
+
+    Same seed -> same interval. ``statistic`` takes a 2-D array (resamples x values) along axis -1
+    when it accepts ``axis``; plain callables are applied row by row.
+    """
+    data = _sample(values, 2)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    index = np.random.default_rng(seed).integers(0, data.size, size=(n_resamples, data.size))
+    resamples = data[index]
+    try:
+        estimates = np.asarray(statistic(resamples, axis=-1), dtype=float)
+    except TypeError:
+        estimates = np.array([statistic(row) for row in resamples], dtype=float)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(estimates, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def seeds_for_power(effect_size: float, power: float = 0.8, alpha: float = 0.05) -> int:
+    """Seeds per condition for a two-sided two-sample t-test to reach ``power`` at Cohen's d = ``effect_size``.
+
+    statsmodels' exact noncentral-t solution, rounded up. (The t-test is the standard planning
+    model; the Mann-Whitney test needs ~5 % more for normal data, by its 0.955 efficiency.)
+    """
+    from statsmodels.stats.power import TTestIndPower
+
+    if effect_size == 0 or not math.isfinite(effect_size):
+        raise ValueError(f"effect_size must be finite and non-zero, got {effect_size}")
+    if not 0 < power < 1 or not 0 < alpha < 1:
+        raise ValueError("power and alpha must lie in (0, 1)")
+    n = TTestIndPower().solve_power(effect_size=abs(effect_size), power=power, alpha=alpha,
+                                     alternative="two-sided")
+    return int(math.ceil(n - 1e-9))
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Sample SD (ddof=1) over the mean, as a fraction (MAESTRO Table 2 prints it in %)."""
+    data = _sample(values, 2)
+    mean = data.mean()
+    if mean == 0:
+        raise ValueError("coefficient of variation is undefined for a zero mean")
+    return float(data.std(ddof=1) / mean)
+
+
+def sharpe_ratio(values: Sequence[float], baseline_mean: float) -> float:
+    """MAESTRO's Sharpe ratio (Table 2/7): (mean - baseline mean) / sample SD of ``values``."""
+    data = _sample(values, 2)
+    sd = data.std(ddof=1)
+    if sd == 0:
+        raise ValueError("Sharpe ratio is undefined for constant values")
+    return float((data.mean() - baseline_mean) / sd)
+
+
+def downside_deviation(values: Sequence[float], ddof: int = 1) -> float:
+    """sqrt(sum(min(0, x - mean)^2) / (n - ddof)): spread of the values below their own mean.
+
+    The paper only says "downside deviation". Around the baseline mean (the finance-style
+    target) A7's would be zero and its Sortino infinite, yet the paper prints 2.16, so the target
+    must be the configuration's own mean. ddof=1 matches the SD used for Sharpe; the audit
+    notebook shows that neither ddof reproduces both of the paper's values.
+    """
+    data = _sample(values, 2)
+    if not 0 <= ddof < data.size:
+        raise ValueError(f"ddof must lie in [0, {data.size - 1}], got {ddof}")
+    shortfall = np.minimum(data - data.mean(), 0.0)
+    return float(math.sqrt(np.sum(shortfall**2) / (data.size - ddof)))
+
+
+def sortino_ratio(values: Sequence[float], baseline_mean: float, ddof: int = 1) -> float:
+    """(mean - baseline mean) / downside deviation (see :func:`downside_deviation`)."""
+    deviation = downside_deviation(values, ddof)
+    if deviation == 0:
+        raise ValueError("Sortino ratio is undefined when no value lies below the mean")
+    return float((np.mean(values) - baseline_mean) / deviation)
+
+
+def value_at_risk(values: Sequence[float], level: float = 0.05) -> float:
+    """Empirical ``level`` quantile (inverted-CDF: an observed value, the minimum when n < 1/level).
+
+    Table 7's VaR (5 %) equals each configuration's worst seed, which this definition gives for
+    2-4 seeds; numpy's default interpolation would not.
+    """
+    data = _sample(values)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return float(np.quantile(data, level, method="inverted_cdf"))
+
+
+def max_drawdown(values: Sequence[float]) -> float:
+    """MAESTRO's "max drawdown" (Table 7): mean - worst value, the largest shortfall below the mean.
+
+    Not the finance peak-to-trough of a time series: across seeds there is no order, and the
+    paper's 4.24 / 0.85 / 5.51 are exactly each configuration's mean minus its worst seed
+    (Table 3); its text also calls the number the "maximum deviation".
+    """
+    data = _sample(values)
+    return float(data.mean() - data.min())
+
+
+def success_rate(values: Sequence[float], threshold: float) -> float:
+    """Fraction of values at or above ``threshold``.
+
+    The paper does not define its threshold; 0.95 x 165.0 = 156.75 (the curriculum's lower bound,
+    Section 4.2), inclusive, is the one reading that gives all of Table 7's 3/4, 2/2, 3/4.
+    """
+    data = _sample(values)
+    return float(np.mean(data >= threshold))
