@@ -1,0 +1,43 @@
+"""Source notebooks are committed clean: no outputs, no execution counts, a papermill parameters cell."""
+
+from __future__ import annotations
+
+import ast
+
+import nbformat
+import pytest
+
+from marlinkit import paths
+
+# JupyterLab's autosave copies are not source and are git-ignored.
+NOTEBOOKS = sorted(nb for nb in paths.NOTEBOOKS_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in nb.parts)
+
+
+def _ids(notebook) -> str:
+    return str(notebook.relative_to(paths.NOTEBOOKS_DIR))
+
+
+def test_there_are_notebooks_to_check():
+    assert NOTEBOOKS, f"no notebooks found under {paths.NOTEBOOKS_DIR}"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_ids)
+def test_notebook_has_no_outputs_and_no_execution_counts(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    dirty = [i for i, cell in enumerate(nb.cells)
+             if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
+    assert not dirty, f"{_ids(notebook)}: cells {dirty} hold outputs; run `.venv/bin/nbstripout {notebook}`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_ids)
+def test_notebook_has_a_parameters_cell_defining_preset_and_figures_dir(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    tagged = [cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{_ids(notebook)}: needs exactly one cell tagged 'parameters', found {len(tagged)}"
+    assert tagged[0].cell_type == "code"
+    assigned = {target.id for node in ast.parse(tagged[0].source).body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    missing = {"PRESET", "FIGURES_DIR"} - assigned
+    assert not missing, f"{_ids(notebook)}: the parameters cell does not define {sorted(missing)}"
+    first_code = next(cell for cell in nb.cells if cell.cell_type == "code")
+    assert first_code is tagged[0], f"{_ids(notebook)}: the parameters cell must be the first code cell"
