@@ -312,3 +312,18 @@ def test_figure_1_panels_follow_the_papers_order():
                       "(e) Maze-Like"]
     with pytest.raises(ValueError, match="trajectory must have shape"):
         rgb_array("single_slot", np.zeros((3, 2)))
+
+
+def test_bench_cli_prints_throughput_keys_as_json(capsys):
+    import json
+
+    from marlinkit.__main__ import main
+
+    assert main(["bench", "corridor", "--steps", "60", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    rates = [f"batched_b{b}_agent_steps_per_s" for b in (1, 64, 1024)] + ["parallel_env_agent_steps_per_s"]
+    assert all(result[key] > 0 for key in rates)
+    assert result["target_b1024_agent_steps_per_s"] == 1e6
+    assert result["meets_target"] == (result["batched_b1024_agent_steps_per_s"] >= 1e6)
+    assert main(["bench", "corridor", "--steps", "0", "--json"]) == 2
+    assert "--steps must be positive" in capsys.readouterr().out
