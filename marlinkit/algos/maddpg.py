@@ -1,0 +1,363 @@
+"""MADDPG (Lowe et al., 2017) for discrete actions, hand-written in the CleanRL spirit: MAESTRO's learner.
+
+Decentralised actors pi_i(o_i) -> logits over the agent's actions; centralised critics
+Q_i(o_1..o_N, a_1..a_N); discrete actions through the straight-through Gumbel-softmax; target
+networks with soft (Polyak) updates; one replay buffer of joint transitions.
+
+The N agents' networks are *stacked*: every weight has a leading agent axis and one batched
+matmul evaluates all N actors (or critics) at once, so one update covers all agents. The same
+stacked weights can also be run one agent at a time (``mode="loop"``): the reference path the
+parity test holds the batched one to, and the "per-agent loop" of ``bench maddpg``.
+
+Works with any PettingZoo ``ParallelEnv`` whose agents all have the same ``Box`` observation
+shape and the same ``Discrete`` action space and stay alive for the whole episode (the traffic
+environment: 16 intersections, ``Discrete(4)`` phases). Reward shaping (MAESTRO's A7) belongs in
+an environment wrapper: this file knows nothing of LLMs.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+from torch import nn
+
+Mode = Literal["batched", "loop"]
+
+
+@dataclass(frozen=True)
+class MADDPGConfig:
+    """MADDPG hyperparameters. MAESTRO gives none ("standard MADDPG practice", §5.3): defaults are
+    Lowe et al. (2017, §5 and their released code) unless the field says "our choice"."""
+
+    seed: int = 200
+    """Seeds torch, numpy, Python and the agent's own generators (MAESTRO seeds: 200/300/400/500)."""
+    actor_lr: float = 1e-2
+    """Adam learning rate of the actors (Lowe et al.: 0.01)."""
+    critic_lr: float = 1e-2
+    """Adam learning rate of the critics (Lowe et al.: 0.01)."""
+    gamma: float = 0.95
+    """Discount factor (Lowe et al.: 0.95)."""
+    tau: float = 0.01
+    """Polyak rate of the target networks (Lowe et al.: 0.01)."""
+    hidden: int = 64
+    """Units of each of the two ReLU hidden layers, actors and critics (Lowe et al.: 64)."""
+    batch_size: int = 1024
+    """Joint transitions per update (Lowe et al.: 1024)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in joint transitions (Lowe et al.: 1e6; 200 x 360 steps fit 14 times)."""
+    learning_starts: int = 1024
+    """Steps collected before the first update (our choice: one full batch)."""
+    update_every: int = 100
+    """Environment steps between updates (Lowe et al.: every 100 samples added)."""
+    gumbel_temperature: float = 1.0
+    """Temperature of the Gumbel-softmax (Lowe et al.'s code: 1.0)."""
+    max_grad_norm: float = 0.5
+    """Per-agent gradient-norm clip (Lowe et al.'s code: 0.5)."""
+    logit_reg: float = 1e-3
+    """Weight of the squared-logit penalty in the actor loss (Lowe et al.'s code: 1e-3)."""
+    eval_every: int = 2
+    """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
+
+    def __post_init__(self) -> None:
+        positive = ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
+                    "gumbel_temperature", "max_grad_norm", "eval_every")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"MADDPGConfig.{name} must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.gamma <= 1 or not 0 < self.tau <= 1:
+            raise ValueError(f"need 0 <= gamma <= 1 and 0 < tau <= 1, got {self.gamma}, {self.tau}")
+        if self.batch_size > self.buffer_size or self.learning_starts < 0:
+            raise ValueError("need batch_size <= buffer_size and learning_starts >= 0")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy, PyTorch and cuDNN as MAESTRO §5.3 lists them."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+
+
+# --- pure helpers ------------------------------------------------------------------------------
+
+def sample_gumbel(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """Standard Gumbel noise g = -log(-log U), drawn from ``generator`` (so updates are reproducible)."""
+    uniform = torch.rand(shape, generator=generator).clamp_(1e-10, 1.0 - 1e-7)
+    return -torch.log(-torch.log(uniform))
+
+
+def gumbel_softmax(logits: torch.Tensor, gumbels: torch.Tensor, temperature: float, hard: bool = True) -> torch.Tensor:
+    """softmax((logits + g) / T); with ``hard`` the one-hot of its argmax, straight-through:
+    the forward value is one-hot, the gradient is that of the soft sample (Jang et al., 2017)."""
+    soft = F.softmax((logits + gumbels) / temperature, dim=-1)
+    if not hard:
+        return soft
+    one_hot = F.one_hot(soft.argmax(dim=-1), soft.shape[-1]).to(soft.dtype)
+    return one_hot - soft.detach() + soft
+
+
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging theta' <- tau * theta + (1 - tau) * theta', in place."""
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters(), strict=True):
+            t.lerp_(s, tau)
+
+
+def critic_target(rewards: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor, gamma: float) -> torch.Tensor:
+    """y_i = r_i + gamma * (1 - terminated_i) * Q'_i(o', a'). Truncation (a time limit) still bootstraps."""
+    return rewards + gamma * (1.0 - terminated) * next_q
+
+
+def substitute_own_action(buffer_actions: torch.Tensor, policy_actions: torch.Tensor) -> torch.Tensor:
+    """Joint actions for each agent's actor loss: the buffer's, with agent i's slot from its policy.
+
+    buffer_actions (B, N, A), policy_actions (N, B, A) -> (N, B, N, A) whose [i, :, i] is
+    policy_actions[i] and whose [i, :, j != i] is buffer_actions[:, j].
+    """
+    n = policy_actions.shape[0]
+    own = torch.eye(n, dtype=policy_actions.dtype)[:, None, :, None]  # (N, 1, N, 1)
+    return buffer_actions.unsqueeze(0) * (1 - own) + policy_actions.unsqueeze(2) * own
+
+
+def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scale each agent's slice of the gradients to global norm <= max_norm; returns the norms (N,)."""
+    grads = [p.grad for p in parameters]
+    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+    return norms
+
+
+# --- networks and buffer -----------------------------------------------------------------------
+
+class StackedMLP(nn.Module):
+    """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis."""
+
+    def __init__(self, n_agents: int, sizes: list[int]):
+        super().__init__()
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            bound = fan_in ** -0.5  # nn.Linear's default range, per agent
+            self.weights.append(nn.Parameter(torch.empty(n_agents, fan_in, fan_out).uniform_(-bound, bound)))
+            self.biases.append(nn.Parameter(torch.empty(n_agents, fan_out).uniform_(-bound, bound)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """All agents at once: x (N, B, in) -> (N, B, out), one batched matmul per layer."""
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b.unsqueeze(1), x, w)
+            x = F.relu(x) if k < last else x
+        return x
+
+    def forward_agent(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        """Agent i alone: x (B, in) -> (B, out), through its slice of the stacked weights."""
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.addmm(b[i], x, w[i])
+            x = F.relu(x) if k < last else x
+        return x
+
+    def run(self, x: torch.Tensor, mode: Mode) -> torch.Tensor:
+        """Either path, same result: (N, B, in) -> (N, B, out)."""
+        if mode == "batched":
+            return self(x)
+        return torch.stack([self.forward_agent(i, x[i]) for i in range(x.shape[0])])
+
+
+class ReplayBuffer:
+    """Ring buffer of joint transitions as NumPy arrays (agent axis second)."""
+
+    def __init__(self, capacity: int, n_agents: int, obs_dim: int):
+        self.obs = np.zeros((capacity, n_agents, obs_dim), np.float32)
+        self.next_obs = np.zeros_like(self.obs)
+        self.actions = np.zeros((capacity, n_agents), np.int64)
+        self.rewards = np.zeros((capacity, n_agents), np.float32)
+        self.terminated = np.zeros((capacity, n_agents), np.float32)
+        self.capacity, self.size, self.pos = capacity, 0, 0
+
+    def add(self, obs, actions, rewards, next_obs, terminated) -> None:
+        i = self.pos
+        self.obs[i], self.actions[i], self.rewards[i] = obs, actions, rewards
+        self.next_obs[i], self.terminated[i] = next_obs, terminated
+        self.pos = (self.pos + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
+        idx = rng.integers(0, self.size, size=batch_size)
+        return {k: torch.from_numpy(getattr(self, k)[idx])
+                for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
+
+
+# --- the learner -------------------------------------------------------------------------------
+
+class MADDPG:
+    """N actors and N centralised critics (plus targets) with stacked weights; Adam on each set."""
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig):
+        self.n, self.obs_dim, self.n_actions, self.config = n_agents, obs_dim, n_actions, config
+        torch.manual_seed(config.seed)  # initial weights depend on the seed alone
+        joint = n_agents * (obs_dim + n_actions)
+        self.actor = StackedMLP(n_agents, [obs_dim, config.hidden, config.hidden, n_actions])
+        self.critic = StackedMLP(n_agents, [joint, config.hidden, config.hidden, 1])
+        self.target_actor = StackedMLP(n_agents, [obs_dim, config.hidden, config.hidden, n_actions])
+        self.target_critic = StackedMLP(n_agents, [joint, config.hidden, config.hidden, 1])
+        self.target_actor.load_state_dict(self.actor.state_dict())
+        self.target_critic.load_state_dict(self.critic.state_dict())
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
+        self.generator = torch.Generator().manual_seed(config.seed)  # Gumbel noise
+        self.rng = np.random.default_rng(config.seed)  # replay sampling
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
+        """Actions (N,) for observations (N, obs_dim): Gumbel samples when exploring, else argmax."""
+        logits = self.actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(1)).squeeze(1)
+        if explore:
+            logits = logits + sample_gumbel(tuple(logits.shape), self.generator)
+        return logits.argmax(-1).numpy()
+
+    def noise(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gumbel noise for one update: target actions and policy actions, each (N, B, A)."""
+        shape = (self.n, batch_size, self.n_actions)
+        return sample_gumbel(shape, self.generator), sample_gumbel(shape, self.generator)
+
+    def update(self, batch: dict[str, torch.Tensor], noise: tuple[torch.Tensor, torch.Tensor],
+               mode: Mode = "batched") -> dict[str, float]:
+        """One MADDPG step for all agents: critics, then actors, then targets."""
+        cfg, n = self.config, self.n
+        obs, next_obs = batch["obs"].transpose(0, 1), batch["next_obs"].transpose(0, 1)  # (N, B, O)
+        size = obs.shape[1]
+        actions = F.one_hot(batch["actions"], self.n_actions).float()  # (B, N, A)
+        flat_obs, flat_next = batch["obs"].reshape(size, -1), batch["next_obs"].reshape(size, -1)
+
+        with torch.no_grad():
+            next_logits = self.target_actor.run(next_obs, mode)
+            next_actions = gumbel_softmax(next_logits, noise[0], cfg.gumbel_temperature).transpose(0, 1)
+            next_input = torch.cat([flat_next, next_actions.reshape(size, -1)], -1).expand(n, -1, -1)
+            next_q = self.target_critic.run(next_input, mode).squeeze(-1)  # (N, B)
+            y = critic_target(batch["rewards"].T, batch["terminated"].T, next_q, cfg.gamma)
+
+        q = self.critic.run(torch.cat([flat_obs, actions.reshape(size, -1)], -1).expand(n, -1, -1), mode)
+        critic_loss = self._backward(((q.squeeze(-1) - y) ** 2).mean(1), mode)
+        self._step(self.critic_opt, self.critic)
+
+        logits = self.actor.run(obs, mode)
+        policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)
+        joint = substitute_own_action(actions, policy).reshape(n, size, -1)
+        q_pi = self.critic.run(torch.cat([flat_obs.expand(n, -1, -1), joint], -1), mode).squeeze(-1)
+        actor_loss = self._backward(-q_pi.mean(1) + cfg.logit_reg * (logits ** 2).mean((1, 2)), mode)
+        self._step(self.actor_opt, self.actor)
+
+        soft_update(self.target_actor, self.actor, cfg.tau)
+        soft_update(self.target_critic, self.critic, cfg.tau)
+        return {"critic_loss": critic_loss, "actor_loss": actor_loss}
+
+    def _backward(self, per_agent_loss: torch.Tensor, mode: Mode) -> float:
+        """Gradients of every agent's own loss; agents share no weights, so summing is exact."""
+        self.actor_opt.zero_grad(set_to_none=False)
+        self.critic_opt.zero_grad(set_to_none=False)
+        if mode == "batched":
+            per_agent_loss.sum().backward()
+        else:
+            for i in range(self.n):
+                per_agent_loss[i].backward(retain_graph=i < self.n - 1)
+        return float(per_agent_loss.detach().mean())
+
+    def _step(self, optimizer: torch.optim.Optimizer, net: StackedMLP) -> None:
+        clip_grad_norm_per_agent(list(net.parameters()), self.config.max_grad_norm)
+        optimizer.step()
+
+
+# --- environment loop --------------------------------------------------------------------------
+
+def env_dims(env) -> tuple[list[str], int, int]:
+    """Agents, observation size and action count of a ParallelEnv MADDPG can train on."""
+    agents = list(env.possible_agents)
+    obs_spaces = [env.observation_space(a) for a in agents]
+    act_spaces = [env.action_space(a) for a in agents]
+    if not all(isinstance(s, spaces.Box) and s.shape == obs_spaces[0].shape for s in obs_spaces):
+        raise ValueError("MADDPG needs Box observations of one shape for all agents")
+    if not all(isinstance(s, spaces.Discrete) and s.n == act_spaces[0].n for s in act_spaces):
+        raise ValueError("MADDPG needs the same Discrete action space for all agents")
+    return agents, int(np.prod(obs_spaces[0].shape)), int(act_spaces[0].n)
+
+
+def _stack(per_agent: dict, agents: list[str], dtype=np.float32) -> np.ndarray:
+    return np.stack([np.asarray(per_agent[a], dtype=dtype).ravel() for a in agents])
+
+
+def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBuffer | None = None,
+                step_count: int = 0) -> dict[str, float]:
+    """One episode; when ``buffer`` is given, store transitions and update every ``update_every`` steps.
+
+    Returns the episode return (sum over steps of the agents' mean reward), steps, updates and the
+    wall time spent in the environment vs in MADDPG (acting and updating).
+    """
+    agents = list(env.possible_agents)
+    cfg = learner.config
+    obs_dict, _ = env.reset(seed=seed)
+    obs = _stack(obs_dict, agents)
+    episode_return, steps, updates, sim_s, train_s = 0.0, 0, 0, 0.0, 0.0
+    while env.agents:
+        started = time.perf_counter()
+        actions = learner.act(obs, explore)
+        acted = time.perf_counter()
+        obs_dict, rewards, terminations, truncations, _ = env.step(dict(zip(agents, actions.tolist())))
+        sim_s += time.perf_counter() - acted
+        if set(obs_dict) != set(agents) and env.agents:
+            raise ValueError("MADDPG needs every agent alive until the episode ends")
+        next_obs = _stack(obs_dict, agents)
+        reward = _stack(rewards, agents).ravel()
+        episode_return += float(reward.mean())
+        steps += 1
+        updating = time.perf_counter()
+        if buffer is not None:
+            buffer.add(obs, actions, reward, next_obs, _stack(terminations, agents).ravel())
+            total = step_count + steps
+            if total >= cfg.learning_starts and total % cfg.update_every == 0 and buffer.size >= cfg.batch_size:
+                learner.update(buffer.sample(cfg.batch_size, learner.rng), learner.noise(cfg.batch_size))
+                updates += 1
+        train_s += (acted - started) + (time.perf_counter() - updating)
+        obs = next_obs
+    return {"return": episode_return, "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s}
+
+
+def evaluate(env, learner: MADDPG, seed: int, episodes: int = 1) -> float:
+    """Mean return of the deterministic (argmax) policies over ``episodes`` seeded episodes."""
+    return float(np.mean([run_episode(env, learner, seed + k, explore=False)["return"] for k in range(episodes)]))
+
+
+def train(env, config: MADDPGConfig, episodes: int, eval_env=None, eval_episodes: int = 1
+          ) -> tuple[MADDPG, list[dict[str, float]]]:
+    """Train for ``episodes`` episodes; evaluate deterministically every ``config.eval_every``.
+
+    Episode k is reset with seed ``config.seed + k``; evaluations use seeds from
+    ``config.seed + 10**6`` so they never reuse a training scenario. Returns the learner and one
+    tidy row per episode (``eval_return`` is NaN between evaluations).
+    """
+    if episodes < 1 or eval_episodes < 1:
+        raise ValueError("episodes and eval_episodes must be >= 1")
+    seed_everything(config.seed)
+    agents, obs_dim, n_actions = env_dims(env)
+    learner = MADDPG(len(agents), obs_dim, n_actions, config)
+    buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
+    rows, step_count = [], 0
+    for episode in range(episodes):
+        row = {"episode": episode, **run_episode(env, learner, config.seed + episode, True, buffer, step_count)}
+        step_count += row["steps"]
+        evaluate_now = (episode + 1) % config.eval_every == 0
+        row["eval_return"] = (evaluate(eval_env or env, learner, config.seed + 10**6 + episode, eval_episodes)
+                              if evaluate_now else float("nan"))
+        rows.append(row)
+    return learner, rows
+
