@@ -97,7 +97,7 @@ FIELD_NAMES = tuple(f.name for f in REWARD_FIELDS)
 class SandboxLimits:
     """Resource limits of one sandbox process; the defaults suit training, tests use smaller ones."""
 
-    cpu_seconds: int = 2  # RLIMIT_CPU per batch, whole seconds (the kernel's granularity)
+    cpu_seconds: int = 2  # CPU per batch via RLIMIT_CPU, which counts whole seconds: +-0.5 s
     memory_bytes: int = 256 * 2**20  # RLIMIT_AS of the sandbox process
     wall_seconds: float = 10.0  # wall-clock timeout per batch, enforced by the parent (SIGKILL)
     recursion_limit: int = 200  # Python frames; a recursion bomb ends in RecursionError
@@ -158,41 +158,46 @@ def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> None:
                 bound.add(node.name)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound.add(node.id)
-    for node in ast.walk(tree):
-        _check_node(node, bound)
+    located = sorted(
+        ((getattr(node, "lineno", 0), getattr(node, "col_offset", 0)), problem)
+        for node in ast.walk(tree)
+        if (problem := _node_problem(node, bound))
+    )
+    if located:  # every problem, in source order: the feedback a retry prompt needs
+        problems = list(dict.fromkeys(f"{problem} (line {line})" if line else problem for (line, _), problem in located))
+        raise SandboxError("syntax", "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
     _check_signature(tree)
 
 
-def _check_node(node: ast.AST, bound: set[str]) -> None:
-    where = f"line {getattr(node, 'lineno', '?')}"
+def _node_problem(node: ast.AST, bound: set[str]) -> str | None:
     if not isinstance(node, _ALLOWED_NODES):
-        raise SandboxError("syntax", f"{type(node).__name__} is not allowed ({where})")
+        return f"{type(node).__name__} is not allowed"
     names = []
     if isinstance(node, ast.Name):
         names.append(node.id)
         if isinstance(node.ctx, ast.Store) and (node.id in ALLOWED_BUILTINS or node.id == "math"):
-            raise SandboxError("syntax", f"assigning to {node.id!r} is not allowed ({where})")
+            return f"assigning to {node.id!r} is not allowed"
         if isinstance(node.ctx, ast.Load) and node.id not in bound:
-            raise SandboxError("syntax", f"name {node.id!r} is not defined or not allowed ({where})")
+            return f"name {node.id!r} is not defined or not allowed"
     elif isinstance(node, ast.arg):
         names.append(node.arg)
     elif isinstance(node, ast.FunctionDef):
         names.append(node.name)
         if node.decorator_list:
-            raise SandboxError("syntax", f"decorators are not allowed ({where})")
+            return "decorators are not allowed"
     elif isinstance(node, ast.keyword) and node.arg is not None:
         names.append(node.arg)
     elif isinstance(node, ast.Attribute):
         names.append(node.attr)
         is_math = isinstance(node.value, ast.Name) and node.value.id == "math"
-        allowed = ALLOWED_MATH if is_math else ALLOWED_METHODS
-        if node.attr not in allowed:
-            raise SandboxError("syntax", f"attribute .{node.attr} is not allowed ({where})")
+        if node.attr not in (ALLOWED_MATH if is_math else ALLOWED_METHODS):
+            return f"attribute .{node.attr} is not allowed"
     elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, type(None))):
-        raise SandboxError("syntax", f"constant of type {type(node.value).__name__} is not allowed ({where})")
+        return f"constant of type {type(node.value).__name__} is not allowed"
     for name in names:
         if name.startswith("_"):
-            raise SandboxError("syntax", f"names starting with '_' are not allowed: {name!r} ({where})")
+            return f"names starting with '_' are not allowed: {name!r}"
+    return None
 
 
 def _check_signature(tree: ast.Module) -> None:
@@ -224,13 +229,19 @@ class RewardWorker:
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={}, cwd="/", start_new_session=True,
         )
-        self._send(json.dumps({"code": source, "function": FUNCTION_NAME, "fields": FIELD_NAMES}).encode())
+        init = {"code": source, "function": FUNCTION_NAME, "fields": FIELD_NAMES,
+                "builtins": sorted(ALLOWED_BUILTINS), "math": sorted(ALLOWED_MATH)}
+        self._send(json.dumps(init).encode())
         self._receive_status()
 
     def evaluate(self, metrics: Mapping[str, Any], difficulty: float | np.ndarray) -> np.ndarray:
         """Reward per row: ``metrics`` maps every name in FIELD_NAMES to an array of equal length."""
         values = self.evaluate_raw(metrics, difficulty)
-        check_outputs(values, self.limits.bound)
+        try:
+            check_outputs(values, self.limits.bound)
+        except SandboxError:
+            self.close()
+            raise
         return values
 
     def evaluate_raw(self, metrics: Mapping[str, Any], difficulty: float | np.ndarray) -> np.ndarray:
@@ -248,6 +259,10 @@ class RewardWorker:
         if size != 8 * len(rows):
             self._fail("execution", f"reply of {size} bytes for {len(rows)} rows")
         return np.frombuffer(self._read_exact(size, deadline), dtype=np.float64).copy()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     @property
     def alive(self) -> bool:

@@ -8,7 +8,8 @@ whitelisted builtins and a ``math`` namespace of pure functions; ``open``, ``__i
 ``getattr`` and friends simply do not exist in its namespace.
 
 Protocol on stdin/stdout: frames of a 4-byte big-endian length and a payload. First a JSON frame
-``{"code", "function", "fields"}`` -> ``{"ok": true}`` or ``{"ok": false, "error"}``. Then per batch
+``{"code", "function", "fields", "builtins", "math"}`` (the last two: allowed names, defined once
+in ``sandbox.py``) -> ``{"ok": true}`` or ``{"ok": false, "error"}``. Then per batch
 one binary frame of float64: n rows of the fields, then n difficulties -> ``{"ok": true}`` and a
 binary frame of n float64 values, or an error frame. (Binary because JSON float formatting cost
 more than the reward code itself.) The CPU budget is re-armed before every batch, so a long-lived
@@ -25,28 +26,19 @@ import struct
 import sys
 import types
 
-SAFE_BUILTINS = {
-    name: getattr(builtins, name)
-    for name in (
-        "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "len", "list", "max",
-        "min", "pow", "range", "round", "sorted", "sum", "tuple", "zip",
-    )
-}
-MATH = types.SimpleNamespace(**{
-    name: getattr(math, name)
-    for name in (
-        "atan", "atan2", "ceil", "copysign", "cos", "e", "exp", "expm1", "fabs", "floor", "fsum",
-        "hypot", "isfinite", "isinf", "isnan", "log", "log10", "log1p", "log2", "pi", "sin",
-        "sqrt", "tan", "tanh",
-    )
-})
 MAX_ERROR_CHARS = 300
 NOBODY = 65534
 
 
+def _cap(limit, value):
+    hard = resource.getrlimit(limit)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 def _limit(cpu_seconds, memory_bytes):
+    memory_bytes = _cap(resource.RLIMIT_AS, memory_bytes)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, resource.RLIM_INFINITY))
+    _rearm_cpu(cpu_seconds)
     for limit in (resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_NPROC):
         resource.setrlimit(limit, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # stdin/stdout/stderr only
@@ -58,9 +50,11 @@ def _limit(cpu_seconds, memory_bytes):
 
 
 def _rearm_cpu(cpu_seconds):
+    """Allow about ``cpu_seconds`` more CPU (whole seconds, as the kernel counts); the hard limit is
+    left as inherited so the soft one can be raised again for the next batch."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    spent = usage.ru_utime + usage.ru_stime
-    resource.setrlimit(resource.RLIMIT_CPU, (int(math.ceil(spent)) + cpu_seconds, resource.RLIM_INFINITY))
+    soft = _cap(resource.RLIMIT_CPU, round(usage.ru_utime + usage.ru_stime + cpu_seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
 
 
 def _read(stream):
@@ -106,7 +100,10 @@ def main():
     sys.setrecursionlimit(recursion_limit)
     init = json.loads(_read(stdin))
     fields = init["fields"]
-    namespace = {"__builtins__": SAFE_BUILTINS, "math": MATH}
+    namespace = {
+        "__builtins__": {name: getattr(builtins, name) for name in init["builtins"]},
+        "math": types.SimpleNamespace(**{name: getattr(math, name) for name in init["math"]}),
+    }
     try:
         exec(compile(init["code"], "<reward>", "exec"), namespace)
         function = namespace[init["function"]]
