@@ -202,3 +202,29 @@ def success_rate(values: Sequence[float], threshold: float) -> float:
     """
     data = _sample(values)
     return float(np.mean(data >= threshold))
+
+
+@dataclass(frozen=True)
+class PairedT:
+    """A paired t-test: mean difference (second - first), t statistic, two-sided p, number of pairs."""
+
+    mean_difference: float
+    t: float
+    p_value: float
+    n: int
+
+
+def paired_ttest(first: Sequence[float], second: Sequence[float]) -> PairedT:
+    """Two-sided paired t-test (MARLIN Table I: MARL vs MARLIN runs sharing a seed), via scipy.
+
+    When every pair has the same difference the test is undefined: t and p are NaN then
+    (never "significant"), e.g. when both systems score 1.0 in every run.
+    """
+    a, b = _sample(first, 2, "first"), _sample(second, 2, "second")
+    if a.size != b.size:
+        raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
+    difference = b - a
+    if np.all(difference == difference[0]):
+        return PairedT(float(difference[0]), math.nan, math.nan, int(a.size))
+    result = _scipy_stats.ttest_rel(b, a)
+    return PairedT(float(difference.mean()), float(result.statistic), float(result.pvalue), int(a.size))

@@ -1,0 +1,330 @@
+"""MAPPO for the MARLIN corridors (paper Section III), hand-written in the CleanRL style.
+
+One actor shared by both robots (4 integer inputs -> 256 tanh -> 256 tanh -> 5 logits) and a
+centralised critic (own obs, other obs, other's one-hot action = 13 inputs -> 16 tanh -> 1).
+The loss is RLlib's PPO loss, the stack the authors used: clipped surrogate, adaptive KL penalty,
+squared value error clipped at ``vf_clip`` and weighted by ``vf_coef``, optional entropy bonus.
+Defaults are the authors' values (FACTS §4) and RLlib's PPO defaults for what they left alone.
+
+Training runs ``n_envs`` corridor copies in lock step on the batched core and updates the policy
+every ``steps_per_iteration`` environment steps (all copies together).
+
+Actions from outside. ``train`` takes a ``generator(state, sampled) -> actions`` that may replace
+the policy's samples for any copy and step (a whole episode or from a step on); MARLIN's
+negotiated plans enter this way. Every taken action is trained on alike: its behaviour
+log-probability (and the behaviour logits of the KL term) is the *current* policy's, computed at
+collection time. For sampled actions that is the exact behaviour probability; for outside actions
+it makes the importance ratio start at 1, so PPO treats them as on-policy and its clip bounds how
+far one iteration moves towards them.
+
+The 50-step episode end is treated as terminal (fixed-horizon task): no bootstrap across it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import Layout
+
+OBS_SIZE = 4
+CRITIC_SIZE = 2 * OBS_SIZE + core.N_ACTIONS  # own obs, other obs, other's one-hot action
+
+
+@dataclass(frozen=True)
+class MAPPOConfig:
+    """MAPPO hyperparameters; defaults are the authors' RLlib settings (FACTS §4)."""
+
+    lr: float = 1e-5
+    """Adam learning rate of actor and critic (authors: 1e-5)."""
+    gamma: float = 0.99
+    """Discount factor (RLlib default)."""
+    gae_lambda: float = 1.0
+    """GAE lambda (RLlib PPO default)."""
+    clip_coef: float = 0.2
+    """PPO surrogate clip epsilon (authors: 0.2)."""
+    kl_coeff: float = 0.01
+    """Initial KL penalty weight (authors: 0.01); 0 disables the KL term."""
+    kl_target: float = 0.01
+    """KL the penalty weight adapts towards after each iteration, as in RLlib (x1.5 above 2x, x0.5 below 0.5x)."""
+    vf_coef: float = 0.005
+    """Weight of the value loss (authors' vf_loss_coeff: 0.005)."""
+    vf_clip: float | None = 10.0
+    """Clip of the squared value error, RLlib's vf_clip_param; None for no clip."""
+    ent_coef: float = 0.0
+    """Entropy bonus weight (RLlib default 0)."""
+    max_grad_norm: float | None = None
+    """Global gradient-norm clip; None as in RLlib's PPO default."""
+    norm_adv: bool = True
+    """Standardise advantages over each training batch (RLlib does)."""
+    steps_per_iteration: int = 4000
+    """Environment steps (all copies together) collected per policy update (RLlib train_batch_size)."""
+    update_epochs: int = 30
+    """Passes over each batch (RLlib num_epochs)."""
+    minibatch_size: int = 128
+    """Agent-step rows per gradient step (RLlib minibatch_size)."""
+    actor_hidden: int = 256
+    """Units in each of the actor's two tanh layers (paper: 256)."""
+    critic_hidden: int = 16
+    """Units in the critic's tanh layer (paper: 16)."""
+
+
+def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
+    layer = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class Actor(nn.Sequential):
+    """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 5 logits."""
+
+    def __init__(self, hidden: int = 256):
+        super().__init__(_layer(OBS_SIZE, hidden, 2**0.5), nn.Tanh(), _layer(hidden, hidden, 2**0.5), nn.Tanh(),
+                         _layer(hidden, core.N_ACTIONS, 0.01))
+
+
+class Critic(nn.Sequential):
+    """Centralised value: own obs, other robot's obs and its one-hot action -> V."""
+
+    def __init__(self, hidden: int = 16):
+        super().__init__(_layer(CRITIC_SIZE, hidden, 2**0.5), nn.Tanh(), _layer(hidden, 1, 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure helpers (unit-tested)
+
+
+def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray,
+                gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages and returns by GAE(gamma, lambda) over arrays [T, ...].
+
+    ``dones[t]`` marks that the episode ended with step ``t``; ``next_value`` is V of the state
+    after the last step (used only where the last step did not end an episode).
+    """
+    advantages = np.zeros_like(values)
+    last = np.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        following = next_value if t == len(rewards) - 1 else values[t + 1]
+        live = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * live - values[t]
+        last = delta + gamma * lam * live * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's clipped surrogate, negated for minimisation: ``-E[min(r A, clip(r, 1-eps, 1+eps) A)]``."""
+    ratio = torch.exp(logp - old_logp)
+    return -torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages).mean()
+
+
+def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """KL(old || new) per row of two categorical distributions given as logits."""
+    old_logp = torch.log_softmax(old_logits, -1)
+    return (old_logp.exp() * (old_logp - torch.log_softmax(logits, -1))).sum(-1)
+
+
+def value_loss(values: torch.Tensor, returns: torch.Tensor, clip: float | None) -> torch.Tensor:
+    """Mean squared value error, each term clipped at ``clip`` (RLlib's vf_clip_param)."""
+    error = (values - returns) ** 2
+    return (error if clip is None else error.clamp(max=clip)).mean()
+
+
+def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
+    """RLlib's adaptive KL weight: x1.5 when the KL exceeds twice the target, x0.5 below half."""
+    if kl > 2.0 * target:
+        return coeff * 1.5
+    if kl < 0.5 * target:
+        return coeff * 0.5
+    return coeff
+
+
+def critic_inputs(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Centralised critic inputs [..., 2, 13] from obs [..., 2, 4] and joint actions [..., 2]."""
+    other_obs = obs[..., ::-1, :]
+    other_action = np.eye(core.N_ACTIONS, dtype=np.float32)[actions[..., ::-1]]
+    return np.concatenate([obs, other_obs, other_action], axis=-1).astype(np.float32)
+
+
+def sample_actions(logits: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Categorical samples from logits [..., 5] by inverse CDF of given uniforms [...] (seedable, batched)."""
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    cdf = np.cumsum(probs, -1)
+    return np.minimum((uniforms[..., None] * cdf[..., -1:] > cdf).sum(-1), core.N_ACTIONS - 1)
+
+
+def log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """log pi(a) for logits [..., 5] and integer actions [...]."""
+    shifted = logits - logits.max(-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return np.take_along_axis(logp, actions[..., None], -1)[..., 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Agent
+
+
+class MAPPO:
+    """Actor, critic and their optimiser; ``update`` runs PPO epochs over one batch."""
+
+    def __init__(self, config: MAPPOConfig, seed: int):
+        torch.manual_seed(seed)
+        self.config = config
+        self.actor = Actor(config.actor_hidden)
+        self.critic = Critic(config.critic_hidden)
+        self.params = [*self.actor.parameters(), *self.critic.parameters()]
+        self.optimizer = torch.optim.Adam(self.params, lr=config.lr, fused=True)
+        self.kl_coeff = config.kl_coeff
+        self.generator = torch.Generator().manual_seed(seed)
+
+    @torch.no_grad()
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """Policy logits for observations [..., 4]."""
+        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    @torch.no_grad()
+    def values(self, critic_in: np.ndarray) -> np.ndarray:
+        return self.critic(torch.as_tensor(critic_in)).squeeze(-1).numpy()
+
+    def update(self, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
+        """PPO epochs over one batch of agent-step rows (flat arrays); returns loss statistics."""
+        cfg = self.config
+        tensors = [torch.as_tensor(a, dtype=torch.float32) for a in (obs, critic_in, old_logp, advantages, returns)]
+        old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=torch.float32), -1)
+        tensors += [old_log_probs, old_log_probs.exp(), torch.as_tensor(actions, dtype=torch.int64)[:, None]]
+        if cfg.norm_adv:
+            tensors[3] = (tensors[3] - tensors[3].mean()) / (tensors[3].std() + 1e-8)
+        n = len(obs)
+        size = min(cfg.minibatch_size, n)
+        kls, policy_losses, value_losses = [], [], []
+        for _ in range(cfg.update_epochs):
+            order = torch.randperm(n, generator=self.generator)
+            shuffled = [t[order] for t in tensors]  # one gather per epoch; minibatches are then views
+            for start in range(0, n - size + 1, size):
+                mb_obs, mb_critic, mb_logp, mb_adv, mb_ret, mb_old_lp, mb_old_p, mb_act = (t[start:start + size] for t in shuffled)
+                logp_all = torch.log_softmax(self.actor(mb_obs), -1)
+                pg_loss = clipped_policy_loss(logp_all.gather(1, mb_act)[:, 0], mb_logp, mb_adv, cfg.clip_coef)
+                v_loss = value_loss(self.critic(mb_critic)[:, 0], mb_ret, cfg.vf_clip)
+                kl = (mb_old_p * (mb_old_lp - logp_all)).sum(-1).mean()  # categorical_kl with the old side precomputed
+                loss = pg_loss + cfg.vf_coef * v_loss + self.kl_coeff * kl
+                if cfg.ent_coef:
+                    loss = loss + cfg.ent_coef * (logp_all.exp() * logp_all).sum(-1).mean()
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.max_grad_norm is not None:
+                    nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+                self.optimizer.step()
+                kls.append(kl.detach())
+                policy_losses.append(pg_loss.detach())
+                value_losses.append(v_loss.detach())
+        mean_kl = float(torch.stack(kls).mean())
+        if cfg.kl_coeff:
+            self.kl_coeff = adapt_kl_coeff(self.kl_coeff, mean_kl, cfg.kl_target)
+        return {"kl": mean_kl, "policy_loss": float(torch.stack(policy_losses).mean()),
+                "value_loss": float(torch.stack(value_losses).mean()), "kl_coeff": self.kl_coeff}
+
+
+# ---------------------------------------------------------------------------------------------
+# Training and evaluation on the batched corridor core
+
+#: ``generator(state, sampled) -> actions``: joint actions int[B, 2] to take, given the policy's samples.
+Generator = Callable[[core.CorridorState, np.ndarray], np.ndarray]
+#: ``on_episode_end(episode, agent, performance[B], team_return[B])``, called when all copies finish an episode.
+EpisodeCallback = Callable[[int, MAPPO, np.ndarray, np.ndarray], None]
+
+
+def train(config: MAPPOConfig, layout: Layout, *, n_envs: int, episodes: int, seed: int,
+          generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> MAPPO:
+    """Train one shared policy on ``n_envs`` copies for ``episodes`` episodes per copy.
+
+    ``episode`` passed to the callback counts per copy, starting at 1 (the paper's x-axis).
+    """
+    if n_envs < 1 or episodes < 1:
+        raise ValueError(f"n_envs and episodes must be >= 1, got {n_envs} and {episodes}")
+    agent = MAPPO(config, seed)
+    rng = np.random.default_rng(seed)
+    arrays = core.layout_arrays(layout)
+    horizon = max(1, round(config.steps_per_iteration / n_envs))  # steps per copy per update
+    shape = (horizon, n_envs, core.N_AGENTS)
+    obs_buf = np.zeros((*shape, OBS_SIZE), np.float32)
+    action_buf = np.zeros(shape, np.int64)
+    logp_buf = np.zeros(shape, np.float32)
+    logits_buf = np.zeros((*shape, core.N_ACTIONS), np.float32)
+    reward_buf = np.zeros(shape, np.float32)
+    done_buf = np.zeros(shape, np.float32)
+
+    def choose(state):
+        obs = core.observe(arrays, state).astype(np.float32)
+        logits = agent.logits(obs)
+        sampled = sample_actions(logits, rng.random((n_envs, core.N_AGENTS)))
+        actions = sampled if generator is None else np.asarray(generator(state, sampled), dtype=np.int64)
+        return obs, logits, actions
+
+    state = core.reset(arrays, n_envs)
+    obs, logits, actions = choose(state)
+    team_return = np.zeros(n_envs)
+    filled, episode = 0, 0
+    for _ in range(episodes * core.EPISODE_STEPS):
+        obs_buf[filled], logits_buf[filled], action_buf[filled] = obs, logits, actions
+        logp_buf[filled] = log_prob(logits, actions)
+        result = core.step(arrays, state, actions)
+        reward_buf[filled] = result.reward
+        done_buf[filled] = result.done[:, None]
+        team_return += result.reward.sum(-1)
+        filled += 1
+        state = result.state
+        if result.done.all():  # copies run in lock step and episodes have a fixed length
+            episode += 1
+            if on_episode_end is not None:
+                on_episode_end(episode, agent, core.performance(arrays, state), team_return.copy())
+            state, team_return = core.reset(arrays, n_envs), np.zeros(n_envs)
+        last_step = episode == episodes
+        if not last_step:
+            obs, logits, actions = choose(state)  # sampled before the update: the true behaviour policy
+        if filled == horizon or last_step:
+            next_value = agent.values(critic_inputs(obs, actions)) if not last_step else np.zeros((n_envs, 2), np.float32)
+            _update(agent, obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
+                    reward_buf[:filled], done_buf[:filled], next_value)
+            filled = 0
+    return agent
+
+
+def _update(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> dict[str, float]:
+    cfg = agent.config
+    critic_in = critic_inputs(obs, actions)
+    values = agent.values(critic_in)
+    advantages, returns = compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
+    flat = lambda a: a.reshape(-1, *a.shape[3:])  # noqa: E731  [T, B, 2, ...] -> [T*B*2, ...]
+    return agent.update(flat(obs), flat(critic_in), flat(actions), flat(logp), flat(logits), flat(advantages), flat(returns))
+
+
+def evaluation_uniforms(seed: int | tuple, runs: int) -> np.ndarray:
+    """Uniforms [50, runs, 2] for sampled evaluation; run ``r`` draws from its own stream ``(seed, r)``.
+
+    Two policies evaluated with the same seed share each run's random numbers (paired runs).
+    """
+    seed = tuple(np.atleast_1d(seed).tolist())
+    return np.stack([np.random.default_rng((*seed, r)).random((core.EPISODE_STEPS, core.N_AGENTS))
+                     for r in range(runs)], axis=1)
+
+
+def evaluate(agent: MAPPO, layout: Layout, runs: int, seed: int | tuple) -> np.ndarray:
+    """Performance of ``runs`` episodes with actions sampled from the policy (not greedy).
+
+    Start and dynamics are deterministic, so a greedy policy would give one number ``runs`` times;
+    sampling is what makes repeated evaluation runs (and the paper's paired t-test) meaningful.
+    """
+    arrays = core.layout_arrays(layout)
+    uniforms = evaluation_uniforms(seed, runs)
+    state = core.reset(arrays, runs)
+    for t in range(core.EPISODE_STEPS):
+        actions = sample_actions(agent.logits(core.observe(arrays, state)), uniforms[t])
+        state = core.step(arrays, state, actions).state
+    return core.performance(arrays, state)
+

@@ -1,0 +1,410 @@
+"""MARLIN (paper Algorithm 1): MAPPO whose actions come from policy sampling or from a plan source.
+
+Three systems per scenario: ``MARL`` (MAPPO alone), ``MARLIN`` (Algorithm 1 switching between the
+policy and plans) and ``LLM-only`` (the plan source alone). The plan source is any
+``PlanSource``; the default is the exact joint planner (an upper bound, not an LLM), the LLM
+negotiation plugs in at the same place.
+
+Protocol as we read it (FACTS §4): one training = ``n_envs`` (15) corridor copies in lock step
+feeding one shared policy; "episode" counts per copy (the x-axis of Fig. 3); each copy runs
+Algorithm 1 on its own performance history and all copies share the plan cache. Policy
+checkpoints at given episodes are evaluated over ``eval_runs`` runs with actions *sampled* from
+the policy (start and dynamics are deterministic, so greedy runs would all be identical); run
+``r`` of a checkpoint uses random stream ``(seed, episode, r)`` for every system, which makes
+MARL and MARLIN runs pairs for the paired t-test of Table I.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import paths, runs
+from marlinkit.algos import mappo
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
+from marlinkit.envs.corridor.plans import Plan, PlanSource, plan_key
+
+SYSTEMS = ("MARL", "MARLIN", "LLM-only")
+SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
+#: LLM-only performance the authors used as Algorithm 1's threshold (Llama 3.1 8B, FACTS §4).
+AUTHORS_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
+                    "two_path": 0.357, "maze_like": 0.333}
+#: The paper's Table I: scenario -> checkpoint episode -> (MARL, MARLIN).
+PAPER_TABLE1 = {
+    "asymmetrical_two_slot": {100: (0.8543, 1.0000), 850: (0.9814, 0.9957), 1600: (0.9843, 0.9929)},
+    "maze_like": {100: (0.4300, 0.4271), 850: (0.8529, 0.9643), 1600: (0.8214, 1.0000)},
+    "single_slot": {100: (0.7157, 0.9071), 850: (0.9329, 0.9943), 1600: (0.9700, 1.0000)},
+    "symmetrical_two_slot": {100: (0.8671, 0.9714), 850: (0.9929, 1.0000), 1600: (0.9857, 0.9952)},
+    "two_path": {100: (0.7771, 0.9271), 850: (0.9929, 1.0000), 1600: (1.0000, 0.9667)},
+}
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Algorithm 1's generator switch."""
+
+    m: int = 5
+    """Initial episodes of sampling, then as many of plans (paper: m = 5)."""
+    window: int = 5
+    """Past episodes in the performance average (paper: 5)."""
+    rule: str = "paper"
+    """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a plateau."""
+    toggle_probability: float = 0.1
+    """Chance per episode and copy of switching generator at ``toggle_step`` (paper: 10 %)."""
+    toggle_step: int = core.EPISODE_STEPS // 2
+    """Step of the possible toggle (paper: step_max / 2)."""
+    plateau_tolerance: float = 0.01
+    """"code" rule: a plateau is a window median within this of the previous window's, below 1."""
+
+    def __post_init__(self):
+        if self.rule not in ("paper", "code"):
+            raise ValueError(f"switch rule must be 'paper' or 'code', got {self.rule!r}")
+        if self.m < 0 or self.window < 1 or not 0 <= self.toggle_probability <= 1:
+            raise ValueError(f"invalid switch settings {self}")
+
+
+def recent_performance(history: list[float] | deque, config: SwitchConfig) -> float | None:
+    """The paper's p-bar: mean (code rule: median) of the last ``window`` episodes; None without history."""
+    recent = list(history)[-config.window:]
+    if not recent:
+        return None
+    return float(np.median(recent) if config.rule == "code" else np.mean(recent))
+
+
+def choose_generator(episode: int, history: list[float] | deque, plan_performance: float | None,
+                     llm_only: float, config: SwitchConfig) -> str:
+    """Algorithm 1, lines 7-13: the generator of 0-based ``episode`` of one copy, at step 0."""
+    if episode < config.m:
+        return SAMPLING
+    if episode < 2 * config.m:
+        return PLAN
+    p_bar = recent_performance(history, config)
+    if config.rule == "paper":
+        return PLAN if plan_performance == 1.0 or p_bar < llm_only else SAMPLING
+    previous = list(history)[-2 * config.window:-config.window]
+    plateau = (len(previous) == config.window and p_bar < 1.0
+               and abs(p_bar - float(np.median(previous))) <= config.plateau_tolerance)
+    return PLAN if p_bar < llm_only or plateau else SAMPLING
+
+
+class PlanCache:
+    """Plans per ``plan_key``; a new plan replaces the cached one only when it performs better."""
+
+    def __init__(self):
+        self.plans: dict[tuple, Plan] = {}
+
+    def get(self, key: tuple) -> Plan | None:
+        return self.plans.get(key)
+
+    def offer(self, key: tuple, plan: Plan) -> Plan:
+        """Store ``plan`` if it beats the cached one; return the plan now cached."""
+        cached = self.plans.get(key)
+        if cached is None or plan.performance > cached.performance:
+            self.plans[key] = plan
+        return self.plans[key]
+
+
+class Algorithm1:
+    """The generator switch of every copy; called by the trainer each step as ``generator(state, sampled)``."""
+
+    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig, seed: int):
+        self.layout, self.source, self.config, self.llm_only = layout, source, config, llm_only
+        self.cache = PlanCache()
+        self.rng = np.random.default_rng((seed, 1))
+        self.seed = seed
+        self.plans_made = 0
+        self.history = [deque(maxlen=2 * config.window) for _ in range(n_envs)]
+        self.episode = [0] * n_envs
+        self.generator = [SAMPLING] * n_envs
+        self.first_generator = [SAMPLING] * n_envs
+        self.toggled = [False] * n_envs
+        self.cache_hit = [False] * n_envs
+        self.plan: list[np.ndarray | None] = [None] * n_envs
+        self.plan_start = [0] * n_envs
+
+    def _load_plan(self, copy: int, positions: np.ndarray, step: int) -> None:
+        """Lines 5 and 14-15: the cached plan for this state, or a new one when none or worse than p-bar."""
+        key = plan_key(self.layout, positions)
+        plan = self.cache.get(key)
+        p_bar = recent_performance(self.history[copy], self.config)
+        hit = plan is not None and (p_bar is None or plan.performance >= p_bar)
+        if not hit:
+            self.plans_made += 1
+            new = self.source.make_plan(self.layout, positions, core.EPISODE_STEPS - step, seed=self.seed * 1_000_003 + self.plans_made)
+            plan = self.cache.offer(key, new)
+        self.cache_hit[copy] = self.cache_hit[copy] or hit
+        self.plan[copy], self.plan_start[copy] = plan.actions, step
+
+    def __call__(self, state: core.CorridorState, sampled: np.ndarray) -> np.ndarray:
+        actions = sampled.copy()
+        for c in range(len(actions)):
+            step = int(state.t[c])
+            if step == 0:
+                cached = self.cache.get(plan_key(self.layout, state.pos[c]))
+                self.generator[c] = choose_generator(self.episode[c], self.history[c],
+                                                     None if cached is None else cached.performance, self.llm_only, self.config)
+                self.first_generator[c], self.toggled[c], self.cache_hit[c] = self.generator[c], False, False
+                if self.generator[c] == PLAN:
+                    self._load_plan(c, state.pos[c], step)
+            elif step == self.config.toggle_step and self.rng.random() < self.config.toggle_probability:
+                self.toggled[c] = True
+                self.generator[c] = SAMPLING if self.generator[c] == PLAN else PLAN
+                if self.generator[c] == PLAN:
+                    self._load_plan(c, state.pos[c], step)
+            if self.generator[c] == PLAN:
+                offset = step - self.plan_start[c]
+                plan = self.plan[c]
+                actions[c] = plan[offset] if offset < len(plan) else 0  # after the plan: WAIT
+        return actions
+
+    def end_episode(self, performance: np.ndarray) -> list[dict[str, Any]]:
+        """Line 21: store each copy's performance; return what each copy did this episode."""
+        info = []
+        for c, p in enumerate(performance):
+            self.history[c].append(float(p))
+            self.episode[c] += 1
+            info.append({"generator": self.first_generator[c], "toggled": self.toggled[c], "plan_cache_hit": self.cache_hit[c]})
+        return info
+
+
+# ---------------------------------------------------------------------------------------------
+# One run of one system
+
+
+def _settings_parts(settings: dict[str, Any]) -> tuple[mappo.MAPPOConfig, SwitchConfig]:
+    return mappo.MAPPOConfig(**settings.get("mappo", {})), SwitchConfig(rule=settings.get("switch_rule", "paper"))
+
+
+def llm_only_threshold(settings: dict[str, Any], scenario: str) -> float:
+    """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
+    values = {**AUTHORS_LLM_ONLY, **(settings.get("llm_only_performance") or {})}
+    if scenario not in values:
+        raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
+    return float(values[scenario])
+
+
+def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
+                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations."""
+    layout = get_layout(scenario)
+    config, switch = _settings_parts(settings)
+    n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
+    controller = None
+    if system == "MARLIN":
+        controller = Algorithm1(layout, source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, scenario), switch, seed)
+    records, evaluations = [], []
+    clock = [time.perf_counter()]
+
+    def on_episode_end(episode, agent, performance, team_return):
+        now = time.perf_counter()
+        info = controller.end_episode(performance) if controller else [{"generator": SAMPLING, "toggled": False, "plan_cache_hit": False}] * n_envs
+        for c in range(n_envs):
+            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c, **info[c],
+                            "performance": float(performance[c]), "return": float(team_return[c]),
+                            "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
+        if episode in checkpoints:
+            scores = mappo.evaluate(agent, layout, settings["eval_runs"], (seed, episode))
+            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "run": r,
+                                "performance": float(s)} for r, s in enumerate(scores))
+        clock[0] = time.perf_counter()
+
+    mappo.train(config, layout, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller, on_episode_end=on_episode_end)
+    return pd.DataFrame(records), pd.DataFrame(evaluations)
+
+
+def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None) -> pd.DataFrame:
+    """The plan source alone: ``trials`` plans from the start, each played out on the core."""
+    layout, source = get_layout(scenario), source or ExactJointPlanner()
+    arrays = core.layout_arrays(layout)
+    rows = []
+    for trial in range(trials):
+        started = time.perf_counter()
+        plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)
+        padded = np.zeros((core.EPISODE_STEPS, core.N_AGENTS), np.int64)
+        padded[:len(plan.actions)] = plan.actions[:core.EPISODE_STEPS]
+        end, rewards = core.rollout(arrays, padded)
+        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0,
+                     "generator": PLAN, "toggled": False, "plan_cache_hit": False,
+                     "performance": float(core.performance(arrays, end)[0]), "return": float(rewards.sum()),
+                     "steps": core.EPISODE_STEPS, "wall_time_s": time.perf_counter() - started})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid runner
+
+
+class Results(NamedTuple):
+    episodes: pd.DataFrame  # one row per episode and copy (all systems)
+    evaluations: pd.DataFrame  # one row per checkpoint evaluation run (MARL, MARLIN)
+
+
+def validate_settings(settings: dict[str, Any]) -> None:
+    """Fail before any compute on settings that cannot run."""
+    unknown = sorted(set(settings["scenarios"]) - set(LAYOUT_NAMES))
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; choose from {list(LAYOUT_NAMES)}")
+    bad = sorted(set(settings.get("systems", SYSTEMS)) - set(SYSTEMS))
+    if bad:
+        raise ValueError(f"unknown system(s) {bad}; choose from {list(SYSTEMS)}")
+    if not all(1 <= c <= settings["episodes"] for c in settings["checkpoints"]):
+        raise ValueError(f"checkpoints {settings['checkpoints']} must lie in 1..episodes={settings['episodes']}")
+    for key in ("episodes", "n_envs", "eval_runs", "llm_only_trials", "workers"):
+        if int(settings[key]) < 1:
+            raise ValueError(f"{key} must be >= 1, got {settings[key]}")
+    _settings_parts(settings)
+    for scenario in settings["scenarios"]:
+        llm_only_threshold(settings, scenario)
+
+
+def job_config(scenario: str, system: str, seed: int, settings: dict[str, Any], source_name: str) -> dict[str, Any]:
+    """Everything that shapes one run's numbers (its cache key)."""
+    config, switch = _settings_parts(settings)
+    base = {"scenario": scenario, "system": system, "seed": seed}
+    if system == "LLM-only":
+        return {**base, "trials": settings["llm_only_trials"], "plan_source": source_name}
+    base.update(episodes=settings["episodes"], n_envs=settings["n_envs"], checkpoints=sorted(settings["checkpoints"]),
+                eval_runs=settings["eval_runs"], mappo=dataclasses.asdict(config))
+    if system == "MARLIN":
+        base.update(switch=dataclasses.asdict(switch), llm_only_performance=llm_only_threshold(settings, scenario),
+                    plan_source=source_name)
+    return base
+
+
+def _run_job(root: str, name: str, config: dict[str, Any], settings: dict[str, Any], source: PlanSource | None) -> str:
+    """One run in a worker process (one torch thread): train or plan, then write its files."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        store = runs.ResultStore(Path(root))
+        started = time.perf_counter()
+        if config["system"] == "LLM-only":
+            episodes = llm_only(config["scenario"], config["seed"], config["trials"], source)
+        else:
+            episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
+            store.save(name + "__eval", evaluations, config)
+        store.save(name, episodes, config, wall_time_s=time.perf_counter() - started, engine="corridor core (numpy)",
+                   plan_source=config.get("plan_source"))
+    finally:
+        torch.set_num_threads(threads)
+    return name
+
+
+def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = None, root: Path | None = None,
+             progress: bool = True) -> Results:
+    """Run (or load) every scenario x system x seed of ``settings``; finished runs are never redone."""
+    validate_settings(settings)
+    source_name = (source or ExactJointPlanner()).name
+    root = Path(root) if root else paths.results_dir("marlin", preset)
+    store = runs.ResultStore(root)
+    jobs = [(runs.run_name(sc, sy.replace("-", "_").lower(), f"seed{se}"), job_config(sc, sy, se, settings, source_name))
+            for sc in settings["scenarios"] for sy in settings.get("systems", SYSTEMS) for se in settings["seeds"]]
+    todo = [(name, config) for name, config in jobs
+            if not (store.is_complete(name, config)
+                    and (config["system"] == "LLM-only" or store.is_complete(name + "__eval", config)))]
+    if todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="MARLIN runs", disable=not progress)
+        if settings["workers"] == 1:
+            for name, config in todo:
+                _run_job(str(root), name, config, settings, source)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=settings["workers"]) as pool:
+                futures = [pool.submit(_run_job, str(root), name, config, settings, source) for name, config in todo]
+                for future in as_completed(futures):
+                    future.result()
+                    bar.update()
+        bar.close()
+    episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
+    evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
+    return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 3 and Table I
+
+SIGNIFICANCE = 0.001  # Table I bolds p < 0.001
+
+
+def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
+    """Mean checkpoint performance of MARL and MARLIN, paired t-test over runs sharing (seed, run).
+
+    The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
+    """
+    from marlinkit import stats
+
+    paper_episodes = (100, 850, 1600)
+    rows = []
+    for scenario, group in evaluations.groupby("scenario", sort=False):
+        for i, checkpoint in enumerate(sorted(checkpoints)):
+            at = group[group.checkpoint == checkpoint]
+            pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
+            test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
+            paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
+            paper = PAPER_TABLE1.get(scenario, {}).get(paper_episode, (np.nan, np.nan))
+            rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
+                         "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
+                         "significant": bool(test.p_value < SIGNIFICANCE), "paper_episode": paper_episode,
+                         "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
+    return pd.DataFrame(rows)
+
+
+def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way)."""
+    shown = table.copy()
+    for column in ("MARL", "MARLIN", "paper_MARL", "paper_MARLIN"):
+        shown[column] = shown[column].map(lambda v: f"{v:.4f}")
+    shown["p_value"] = table.p_value.map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+    latex = shown.copy()
+    for i, row in table.iterrows():
+        if row.significant:
+            better = "MARLIN" if row.MARLIN > row.MARL else "MARL"
+            shown.loc[i, better] = f"**{shown.loc[i, better]}**"
+            latex.loc[i, better] = f"\\textbf{{{latex.loc[i, better]}}}"
+    latex["scenario"] = latex.scenario.str.replace("_", r"\_")
+    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "paper_episode", "paper_MARL", "paper_MARLIN"]
+    body = latex[columns].rename(columns=lambda c: c.replace("_", r"\_")).to_latex(index=False, escape=False)
+    return shown[columns], body
+
+
+def figure3(results: Results, scenarios: list[str]):
+    """Median training performance per episode for MARL and MARLIN; LLM-only runs as a boxplot at the right."""
+    import matplotlib.pyplot as plt
+
+    from marlinkit.plots import PAPER_COLORS
+
+    episodes = results.episodes
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.0), sharey=True, squeeze=False)
+    for ax, scenario in zip(axes[0], scenarios):
+        data = episodes[episodes.scenario == scenario]
+        last = int(data.episode.max())
+        for system in ("MARL", "MARLIN"):
+            curve = data[data.system == system].groupby("episode").performance.median()
+            ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.2)
+        llm = data[data.system == "LLM-only"].performance
+        if len(llm):
+            ax.boxplot([llm.values], positions=[last * 1.1], widths=last * 0.08, manage_ticks=False,
+                       patch_artist=True, boxprops={"facecolor": PAPER_COLORS["LLM-only"], "alpha": 0.6})
+        ax.set_xlim(0, last * 1.18)
+        ax.set_title(get_layout(scenario).title, fontsize=9)
+        ax.set_xlabel("episode (per environment copy)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("median performance")
+    axes[0][0].set_ylim(-0.02, 1.05)
+    axes[0][0].legend(loc="lower right", fontsize=8, title="box: LLM-only", title_fontsize=7)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
