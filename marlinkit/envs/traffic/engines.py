@@ -1,0 +1,372 @@
+"""Traffic engines behind one small interface: load a flow, set signals, step, read lanes.
+
+* :class:`SumoEngine` (default): SUMO 1.28 through libsumo (in-process, no TraCI socket).
+  libsumo holds one simulation per process, so at most one SumoEngine may be open at a time;
+  a new episode reloads the same simulation (``libsumo.load``). Run several simulations in
+  parallel only in separate processes (see :func:`marlinkit.envs.traffic.controllers.run_in_subprocess`).
+* :class:`CityFlowEngine`: CityFlow when ``cityflow`` is importable (it is not on PyPI). Config
+  paths are absolute, a failed load (which CityFlow only prints) raises, and Engines are never
+  destroyed while the process lives (destroying one right after ``next_step`` can hang its
+  threads): each flow keeps one Engine and later episodes call ``reset()``.
+
+Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
+see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
+
+Signals are coded per intersection: ``k`` in 0..3 is phase k green (``PHASES``), ``4 + k`` is the
+change interval after phase k (SUMO: yellow on the links phase k served; CityFlow: the
+roadnet's all-red phase 0). Right turns are green in every phase.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib.util
+import json
+from itertools import chain
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from marlinkit import paths
+from marlinkit.envs.traffic.context import Flow, write_cityflow_flow, write_sumo_routes
+from marlinkit.envs.traffic.data import MOVEMENTS, ROADNET, SOURCE_HINT, SUMO_NET, DataError, Network
+
+#: The 4 actions: the movements each phase serves as (axis of the approach, movement).
+PHASES = ("WT_ET", "NT_ST", "WL_EL", "NL_SL")
+PHASE_MOVES = (("EW", "through"), ("NS", "through"), ("EW", "left"), ("NS", "left"))
+ENGINES = ("sumo", "cityflow")
+#: Where generated engine files (routes, flows, configs) go: never the data folder.
+GENERATED_DIR = paths.BUILD_DIR / "cache" / "traffic"
+
+
+def available_engines() -> dict[str, bool]:
+    return {"sumo": importlib.util.find_spec("libsumo") is not None,
+            "cityflow": importlib.util.find_spec("cityflow") is not None}
+
+
+def axis(heading: int) -> str:
+    return "EW" if heading in (0, 2) else "NS"
+
+
+@dataclass
+class Reading:
+    """What an engine reports after one simulated second (arrays over the observed lanes)."""
+
+    time: float
+    count: np.ndarray  # vehicles on each lane
+    halting: np.ndarray  # vehicles slower than 0.1 m/s on each lane
+    inflow: np.ndarray  # vehicles that entered each lane during the second
+    outflow: np.ndarray  # vehicles that left each lane during the second (almost all across the stop line)
+    departed: list[int]  # flow indices of vehicles inserted into the network during the second
+    arrived: list[int]  # flow indices of vehicles that reached the end of their route
+
+
+class _LaneTracker:
+    """Counts and in/out flows per lane from which vehicles (flow indices) are on which lane.
+
+    Vectorised over vehicles: a vehicle whose lane differs from last second's left its old lane
+    (outflow) and entered its new one (inflow); lanes outside the observed set are -1.
+    """
+
+    def __init__(self, n_lanes: int, n_vehicles: int):
+        self.n_lanes = n_lanes
+        self.lane_of = np.full(n_vehicles, -1, dtype=np.int64)  # observed lane of each vehicle last second
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.lanes = np.zeros(0, dtype=np.int64)
+
+    def update(self, ids: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``ids[k]`` is on observed lane ``lanes[k]`` now; returns count, inflow, outflow per lane."""
+        entered = self.lane_of[ids] != lanes
+        self.lane_of[self.ids] = -1
+        self.lane_of[ids] = lanes
+        left = self.lane_of[self.ids] != self.lanes
+        inflow = np.bincount(lanes[entered], minlength=self.n_lanes).astype(float)
+        outflow = np.bincount(self.lanes[left], minlength=self.n_lanes).astype(float)
+        self.ids, self.lanes = ids, lanes
+        return np.bincount(lanes, minlength=self.n_lanes).astype(float), inflow, outflow
+
+
+class Engine(abc.ABC):
+    """One simulation of the Hangzhou network."""
+
+    name: str
+    version: str
+
+    def __init__(self, network: Network):
+        self.network = network
+        self.lanes = network.observed_lanes
+        self.flow: Flow | None = None
+        self._tracker = _LaneTracker(len(self.lanes), 0)
+        self._signals: list[int] = []
+
+    @abc.abstractmethod
+    def load(self, flow: Flow, seed: int) -> None:
+        """Start an episode at time 0 with ``flow`` and ``seed``."""
+
+    def set_signals(self, codes: list[int]) -> None:
+        """Set every intersection's signal (codes as in the module docstring); unchanged ones are skipped."""
+        for i, code in enumerate(codes):
+            if code != self._signals[i]:
+                self._apply_signal(i, code)
+                self._signals[i] = code
+
+    @abc.abstractmethod
+    def _apply_signal(self, agent_index: int, code: int) -> None: ...
+
+    @abc.abstractmethod
+    def advance(self) -> None:
+        """Advance one second without reading anything (the raw engine step)."""
+
+    @abc.abstractmethod
+    def step(self) -> Reading:
+        """Advance one second and read the lanes."""
+
+    @abc.abstractmethod
+    def distances(self, indices: list[int]) -> dict[int, float]:
+        """Metres driven so far by the given vehicles that are still in the network."""
+
+    def close(self) -> None:
+        """Release the simulation (SUMO); CityFlow Engines stay alive, see the module docstring."""
+
+    def _start_episode(self, flow: Flow) -> None:
+        self.flow = flow
+        self._tracker = _LaneTracker(len(self.lanes), len(flow))
+        self._signals = [-1] * len(self.network.agents)
+
+    def _check_routes(self, flow: Flow) -> None:
+        for i, route in enumerate(flow.routes):
+            unknown = [road for road in route if road not in self.network.roads]
+            if unknown or not route:
+                raise ValueError(f"vehicle {i} has an invalid route {route} (unknown roads {unknown})")
+
+
+def _generated(flow: Flow, suffix: str) -> Path:
+    return GENERATED_DIR / f"{flow.key()}{suffix}"
+
+
+# ----------------------------------------------------------------------------- SUMO
+_SUMO_OPEN: list["SumoEngine"] = []
+
+
+class SumoEngine(Engine):
+    """SUMO via libsumo, on the LibSignal SUMO net of the data folder (same road ids as CityFlow)."""
+
+    name = "sumo"
+
+    def __init__(self, network: Network):
+        super().__init__(network)
+        import libsumo
+
+        self._ls = libsumo
+        from libsumo import _libsumo  # the flat functions: one Python call per lane read instead of two
+
+        self._halting = _libsumo.lane_getLastStepHaltingNumber
+        self._vehicle_ids = _libsumo.lane_getLastStepVehicleIDs
+        self.version = "SUMO"  # completed from the running simulation on load
+        self.net_file = network.folder / SUMO_NET
+        self.lane_ids = [f"{road}_{2 - MOVEMENTS.index(move)}" for road, move in self.lanes]  # SUMO lane 0 = right
+        self._lane_range = np.arange(len(self.lane_ids))
+        self._green: list[list[str]] = []
+        self._yellow: list[list[str]] = []
+        self._started = False
+
+    def load(self, flow: Flow, seed: int) -> None:
+        self._check_routes(flow)
+        if _SUMO_OPEN and _SUMO_OPEN[0] is not self:
+            raise RuntimeError("libsumo runs one simulation per process and another SumoEngine is open: close() it, "
+                               "or run this simulation in a subprocess (controllers.run_in_subprocess)")
+        routes = _generated(flow, ".rou.xml")
+        if not routes.exists():
+            write_sumo_routes(flow, routes)
+        args = ["-n", str(self.net_file), "-r", str(routes), "--seed", str(int(seed)), "--no-step-log", "true",
+                "--no-warnings", "true", "--duration-log.disable", "true", "--begin", "0"]
+        try:
+            if self._started:
+                self._ls.load(args)
+            else:
+                self._ls.start(["sumo", *args])
+                self._started = True
+                _SUMO_OPEN.append(self)
+        except self._ls.TraCIException as error:  # libsumo raises this for bad input files
+            raise DataError(f"SUMO could not load {self.net_file} with {routes}: {error}. {SOURCE_HINT}") from error
+        if not self._green:
+            self._build_signal_states()
+        if len(flow) and self._ls.simulation.getMinExpectedNumber() == 0:
+            raise DataError(f"SUMO loaded no vehicles from {routes}")
+        self.version = "SUMO " + self._ls.simulation.getVersion()[1].split()[-1].rsplit(".", 1)[0]
+        self._start_episode(flow)
+
+    def _build_signal_states(self) -> None:
+        """Signal strings per agent and phase, built from each link's approach axis and direction."""
+        tl, lane = self._ls.trafficlight, self._ls.lane
+        known = set(tl.getIDList())
+        missing = [a for a in self.network.agents if a not in known]
+        if missing:
+            raise DataError(f"{self.net_file} has no traffic light for {missing}. {SOURCE_HINT}")
+        unknown_lanes = set(self.lane_ids) - set(lane.getIDList())
+        if unknown_lanes:
+            raise DataError(f"{self.net_file} lacks lanes {sorted(unknown_lanes)[:4]}... {SOURCE_HINT}")
+        for agent in self.network.agents:
+            green, yellow = [], []
+            links = tl.getControlledLinks(agent)
+            moves = []
+            for link in links:
+                in_lane, out_lane, _ = link[0]
+                direction = next(l[6] for l in lane.getLinks(in_lane) if l[0] == out_lane)
+                road = in_lane.rsplit("_", 1)[0]
+                moves.append((axis(self.network.roads[road].heading), {"l": "left", "s": "through", "r": "right"}[direction]))
+            for phase_axis, phase_move in PHASE_MOVES:
+                served = [m == (phase_axis, phase_move) for m in moves]
+                green.append("".join("G" if (m[1] == "right" or s) else "r" for m, s in zip(moves, served)))
+                yellow.append("".join("G" if m[1] == "right" else ("y" if s else "r") for m, s in zip(moves, served)))
+            self._green.append(green)
+            self._yellow.append(yellow)
+
+    def phase_state(self, agent_index: int, code: int) -> str:
+        """The SUMO signal string for a signal code (useful for checks against the net's program)."""
+        return self._green[agent_index][code] if code < 4 else self._yellow[agent_index][code - 4]
+
+    def _apply_signal(self, agent_index: int, code: int) -> None:
+        self._ls.trafficlight.setRedYellowGreenState(self.network.agents[agent_index], self.phase_state(agent_index, code))
+
+    def advance(self) -> None:
+        self._ls.simulationStep()
+
+    def step(self) -> Reading:
+        ls = self._ls
+        ls.simulationStep()
+        on_lane = list(map(self._vehicle_ids, self.lane_ids))  # vehicle ids are flow indices (write_sumo_routes)
+        sizes = np.fromiter(map(len, on_lane), np.int64, len(on_lane))
+        ids = np.fromiter(map(int, chain.from_iterable(on_lane)), np.int64, int(sizes.sum()))
+        count, inflow, outflow = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
+        halting = np.zeros(len(self.lane_ids))
+        occupied = np.flatnonzero(sizes)  # an empty lane has no halted vehicle: skip its read
+        halting[occupied] = [self._halting(self.lane_ids[j]) for j in occupied.tolist()]
+        return Reading(ls.simulation.getTime(), count, halting, inflow, outflow,
+                       list(map(int, ls.simulation.getDepartedIDList())), list(map(int, ls.simulation.getArrivedIDList())))
+
+    def distances(self, indices: list[int]) -> dict[int, float]:
+        running = set(self._ls.vehicle.getIDList())
+        return {i: self._ls.vehicle.getDistance(str(i)) for i in indices if str(i) in running}
+
+    def close(self) -> None:
+        if self._started:
+            self._ls.close()
+            self._started = False
+            _SUMO_OPEN.remove(self)
+
+
+# ------------------------------------------------------------------------- CityFlow
+#: Engines are kept for the life of the process (destroying one can hang CityFlow's threads).
+_CITYFLOW_ENGINES: dict[str, object] = {}
+
+
+class CityFlowEngine(Engine):
+    """CityFlow (optional; not on PyPI) on the data folder's CityFlow roadnet."""
+
+    name = "cityflow"
+    version = "CityFlow"
+
+    def __init__(self, network: Network, threads: int = 1):
+        super().__init__(network)
+        import cityflow
+
+        self._cityflow = cityflow
+        self.threads = threads
+        self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
+        self._lane_range = np.arange(len(self.lane_ids))
+        self._phase_ids = self._phase_ids_from_roadnet()
+        self._engine = None
+        self._running: set[str] = set()
+
+    def _phase_ids_from_roadnet(self) -> list[list[int]]:
+        """Per agent: roadnet phase index of each of PHASES, then of the all-red change phase."""
+        raw = json.loads((self.network.folder / ROADNET).read_text())
+        kinds = {"turn_left": "left", "go_straight": "through", "turn_right": "right"}
+        out = []
+        for node in sorted((n for n in raw["intersections"] if not n["virtual"]), key=lambda n: n["id"]):
+            links = [(axis(self.network.roads[link["startRoad"]].heading), kinds[link["type"]]) for link in node["roadLinks"]]
+            by_served = {}
+            for index, phase in enumerate(node["trafficLight"]["lightphases"]):
+                served = frozenset(links[k] for k in phase["availableRoadLinks"] if links[k][1] != "right")
+                by_served.setdefault(served, index)
+            try:
+                out.append([by_served[frozenset({move})] for move in PHASE_MOVES] + [by_served[frozenset()]])
+            except KeyError as error:
+                raise DataError(f"{node['id']} in {ROADNET} lacks the phase serving {error}. {SOURCE_HINT}") from error
+        return out
+
+    def load(self, flow: Flow, seed: int) -> None:
+        self._check_routes(flow)
+        key = f"{flow.key()}-{seed}"
+        if key not in _CITYFLOW_ENGINES:
+            flow_file = _generated(flow, ".cityflow.json")
+            if not flow_file.exists():
+                write_cityflow_flow(flow, flow_file)
+            config = {"interval": 1.0, "seed": int(seed), "dir": "", "roadnetFile": str((self.network.folder / ROADNET).resolve()),
+                      "flowFile": str(flow_file.resolve()), "rlTrafficLight": True, "laneChange": False,
+                      "saveReplay": False, "roadnetLogFile": "", "replayLogFile": ""}
+            config_file = _generated(flow, f"-{seed}.cityflow-config.json")
+            config_file.parent.mkdir(parents=True, exist_ok=True)
+            config_file.write_text(json.dumps(config))
+            engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
+            lanes = engine.get_lane_vehicle_count()
+            if not lanes or any(lane not in lanes for lane in self.lane_ids):
+                raise DataError(f"CityFlow failed to load {config_file} (it printed the reason above). {SOURCE_HINT}")
+            _CITYFLOW_ENGINES[key] = engine
+        else:
+            _CITYFLOW_ENGINES[key].reset()
+        self._engine = _CITYFLOW_ENGINES[key]
+        self._running = set()
+        self._start_episode(flow)
+
+    def _apply_signal(self, agent_index: int, code: int) -> None:
+        self._engine.set_tl_phase(self.network.agents[agent_index], self._phase_ids[agent_index][min(code, 4)])
+
+    def advance(self) -> None:
+        self._engine.next_step()
+
+    def step(self) -> Reading:
+        eng = self._engine
+        eng.next_step()
+        on_lane = eng.get_lane_vehicles()
+        waiting = eng.get_lane_waiting_vehicle_count()
+        lists = [on_lane[lane] for lane in self.lane_ids]
+        sizes = np.fromiter(map(len, lists), np.int64, len(lists))
+        ids = np.fromiter(map(self._index, chain.from_iterable(lists)), np.int64, int(sizes.sum()))
+        count, inflow, outflow = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
+        halting = np.array([waiting[lane] for lane in self.lane_ids], dtype=float)
+        running = set(eng.get_vehicles(include_waiting=False))
+        departed, arrived = running - self._running, self._running - running
+        self._running = running
+        return Reading(float(eng.get_current_time()), count, halting, inflow, outflow,
+                       sorted(map(self._index, departed)), sorted(map(self._index, arrived)))
+
+    @staticmethod
+    def _index(vehicle_id: str) -> int:
+        return int(vehicle_id.split("_")[1])  # flow_<entry>_0: one flow entry per vehicle
+
+    def distances(self, indices: list[int]) -> dict[int, float]:
+        """Route length of the roads already left plus the distance along the current one."""
+        out = {}
+        for i in indices:
+            vid = f"flow_{i}_0"
+            if vid not in self._running:
+                continue
+            info = self._engine.get_vehicle_info(vid)
+            route = self.flow.routes[i]
+            remaining = info.get("route", "").split()
+            done = len(route) - len(remaining)
+            out[i] = sum(self.network.roads[r].length for r in route[:max(done, 0)]) + (float(info.get("distance", 0.0)) if "road" in info else 0.0)
+        return out
+
+
+def make_engine(name: str, network: Network) -> Engine:
+    """An engine by name; a clear error when it is not installed here."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
+    if not available_engines()[name]:
+        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: build it from github.com/cityflow-project/CityFlow"
+        raise ValueError(f"engine {name!r} is not installed here ({hint})")
+    return SumoEngine(network) if name == "sumo" else CityFlowEngine(network)
