@@ -9,14 +9,14 @@ a time profile and vehicle parameters. :meth:`TrafficContext.flow` samples it in
 Sampling uses common random numbers: every (second, entry road) slot draws the same uniforms
 whatever the context, a vehicle departs when its uniform is below the slot's rate, and its turns
 are read from further fixed uniforms. A context with pointwise higher rates therefore contains
-every vehicle of a lower one, which keeps the difficulty map monotone without relying on luck.
+every departure of a lower one (turns may differ where the shares differ), which keeps the
+difficulty map monotone in demand without relying on luck.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -209,8 +209,8 @@ class TrafficContext:
 def context_for_difficulty(d: float, seed: int = 0, duration_s: int = 360) -> TrafficContext:
     """The deterministic difficulty -> context map (d in [0.3, 1.0]).
 
-    Every knob moves one way with d, so that no rate falls as d rises: demand x0.5 -> x2.0
-    (100 -> 400 veh/h per entry road before asymmetry), E-W asymmetry 0 -> +50 %, left-turn
+    Every knob moves one way with d, so that no rate falls as d rises: demand x0.5 -> x3.0
+    (100 -> 600 veh/h per entry road before asymmetry), E-W asymmetry 0 -> +50 %, left-turn
     share 15 % -> 30 % (taken from through), and a mid-episode peak x1.0 -> x1.5.
     """
     if not (isinstance(d, (int, float)) and D_MIN <= d <= D_MAX):
@@ -218,7 +218,7 @@ def context_for_difficulty(d: float, seed: int = 0, duration_s: int = 360) -> Tr
     x = (d - D_MIN) / (D_MAX - D_MIN)
     left = 0.15 + 0.15 * x
     return TrafficContext(
-        demand_level=round(0.5 + 1.5 * x, 6),
+        demand_level=round(0.5 + 2.5 * x, 6),
         approach_rates_vph={side: 200.0 for side in APPROACHES},
         route_mix={"through": round(0.7 - (left - 0.15), 6), "left": round(left, 6), "right": 0.15},
         asymmetry=round(0.5 * x, 6),
@@ -305,9 +305,3 @@ def write_cityflow_flow(flow: Flow, path: Path) -> Path:
                for d, r in zip(flow.departs, flow.routes)]
     atomic_write_text(path, json.dumps(entries))
     return path
-
-
-def rate_summary(flow: Flow) -> dict[str, float]:
-    """Vehicles and mean route length of a flow (for checks and captions)."""
-    n = len(flow)
-    return {"vehicles": n, "mean_route_roads": float(np.mean([len(r) for r in flow.routes])) if n else math.nan}

@@ -262,6 +262,27 @@ class SumoEngine(Engine):
 _CITYFLOW_ENGINES: dict[str, object] = {}
 
 
+def cityflow_phase_ids(network: Network) -> list[list[int]]:
+    """Per agent: the roadnet's phase index for each of PHASES, then its all-red change phase.
+
+    Found from which movements each roadnet phase serves (right turns aside), not assumed.
+    """
+    raw = json.loads((network.folder / ROADNET).read_text())
+    kinds = {"turn_left": "left", "go_straight": "through", "turn_right": "right"}
+    out = []
+    for node in sorted((n for n in raw["intersections"] if not n["virtual"]), key=lambda n: n["id"]):
+        links = [(axis(network.roads[link["startRoad"]].heading), kinds[link["type"]]) for link in node["roadLinks"]]
+        by_served = {}
+        for index, phase in enumerate(node["trafficLight"]["lightphases"]):
+            served = frozenset(links[k] for k in phase["availableRoadLinks"] if links[k][1] != "right")
+            by_served.setdefault(served, index)
+        try:
+            out.append([by_served[frozenset({move})] for move in PHASE_MOVES] + [by_served[frozenset()]])
+        except KeyError as error:
+            raise DataError(f"{node['id']} in {ROADNET} lacks the phase serving {error}. {SOURCE_HINT}") from error
+    return out
+
+
 class CityFlowEngine(Engine):
     """CityFlow (optional; not on PyPI) on the data folder's CityFlow roadnet."""
 
@@ -276,26 +297,9 @@ class CityFlowEngine(Engine):
         self.threads = threads
         self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
         self._lane_range = np.arange(len(self.lane_ids))
-        self._phase_ids = self._phase_ids_from_roadnet()
+        self._phase_ids = cityflow_phase_ids(network)
         self._engine = None
         self._running: set[str] = set()
-
-    def _phase_ids_from_roadnet(self) -> list[list[int]]:
-        """Per agent: roadnet phase index of each of PHASES, then of the all-red change phase."""
-        raw = json.loads((self.network.folder / ROADNET).read_text())
-        kinds = {"turn_left": "left", "go_straight": "through", "turn_right": "right"}
-        out = []
-        for node in sorted((n for n in raw["intersections"] if not n["virtual"]), key=lambda n: n["id"]):
-            links = [(axis(self.network.roads[link["startRoad"]].heading), kinds[link["type"]]) for link in node["roadLinks"]]
-            by_served = {}
-            for index, phase in enumerate(node["trafficLight"]["lightphases"]):
-                served = frozenset(links[k] for k in phase["availableRoadLinks"] if links[k][1] != "right")
-                by_served.setdefault(served, index)
-            try:
-                out.append([by_served[frozenset({move})] for move in PHASE_MOVES] + [by_served[frozenset()]])
-            except KeyError as error:
-                raise DataError(f"{node['id']} in {ROADNET} lacks the phase serving {error}. {SOURCE_HINT}") from error
-        return out
 
     def load(self, flow: Flow, seed: int) -> None:
         self._check_routes(flow)

@@ -11,6 +11,7 @@ scheduled to depart before T, whether or not it could enter the network yet):
   distance covered (distance / the vehicles' maximum speed). Finished vehicles covered their
   route (sum of road lengths, junction interiors left out); vehicles still driving report their
   odometer; vehicles not yet inserted covered nothing, so all their time is delay.
+  ``total_delay_h`` is the same delay summed over the population, in vehicle-hours.
 * ``avg_wait_s``: vehicle-seconds spent halted (speed < 0.1 m/s) on the 192 observed incoming
   lanes plus vehicle-seconds waiting to be inserted, divided by the population.
 * ``avg_queue``: mean over seconds of the halted vehicles summed over the 192 observed lanes
@@ -24,8 +25,8 @@ import numpy as np
 from marlinkit.envs.traffic.context import Flow
 from marlinkit.envs.traffic.data import Network
 
-METRIC_KEYS = ("throughput", "avg_travel_time_s", "avg_delay_s", "avg_wait_s", "avg_queue", "avg_queue_per_lane",
-               "vehicles", "seconds")
+METRIC_KEYS = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
+               "avg_queue_per_lane", "vehicles", "seconds")
 
 
 class EpisodeMetrics:
@@ -41,19 +42,17 @@ class EpisodeMetrics:
         self.halted_seconds = 0.0  # vehicle-seconds halted on observed lanes
         self.pending_seconds = 0.0  # vehicle-seconds waiting to be inserted
         self.seconds = 0
-        self._n_inserted = 0
 
     def update(self, time: float, halting_total: float, departed: list[int], arrived: list[int]) -> None:
         self.seconds += 1
         self.halted_seconds += halting_total
         if departed:
             self.inserted[departed] = True
-            self._n_inserted += len(departed)
         if arrived:
             self.arrival[arrived] = time
         # vehicles due by now (departure < time) that are not yet in the network
         due = int(np.searchsorted(self.departs, time, side="left"))
-        self.pending_seconds += max(due - self._n_inserted, 0)
+        self.pending_seconds += due - np.count_nonzero(self.inserted[:due])
 
     def running(self) -> list[int]:
         """Flow indices of vehicles inserted and not finished (for the distance query at the end)."""
@@ -71,10 +70,12 @@ class EpisodeMetrics:
             covered[i] = metres
         free_time = covered[population] / self.flow.vehicle.max_speed
         safe = max(n, 1)
+        delay = np.maximum(travel - free_time, 0.0)
         return {
             "throughput": int(finished.sum()),
             "avg_travel_time_s": float(travel.mean()) if n else 0.0,
-            "avg_delay_s": float(np.maximum(travel - free_time, 0.0).mean()) if n else 0.0,
+            "avg_delay_s": float(delay.mean()) if n else 0.0,
+            "total_delay_h": float(delay.sum()) / 3600.0,
             "avg_wait_s": (self.halted_seconds + self.pending_seconds) / safe,
             "avg_queue": self.halted_seconds / max(self.seconds, 1),
             "avg_queue_per_lane": self.halted_seconds / max(self.seconds, 1) / self.n_lanes,
