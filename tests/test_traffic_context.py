@@ -104,14 +104,14 @@ def test_real_flow_written_for_both_engines(tmp_path):
 
 def test_lane_tracker_counts_moves_between_lanes():
     tracker = _LaneTracker(n_lanes=3, n_vehicles=5)
-    count, inflow, outflow = tracker.update(np.array([0, 1]), np.array([0, 0]))
-    assert count.tolist() == [2, 0, 0] and inflow.tolist() == [2, 0, 0] and outflow.tolist() == [0, 0, 0]
+    inflow, outflow = tracker.update(np.array([0, 1]), np.array([0, 0]))
+    assert inflow.tolist() == [2, 0, 0] and outflow.tolist() == [0, 0, 0]
     # vehicle 0 crosses to lane 2, vehicle 1 stays, vehicle 3 appears on lane 1
-    count, inflow, outflow = tracker.update(np.array([1, 0, 3]), np.array([0, 2, 1]))
-    assert count.tolist() == [1, 1, 1] and inflow.tolist() == [0, 1, 1] and outflow.tolist() == [1, 0, 0]
+    inflow, outflow = tracker.update(np.array([1, 0, 3]), np.array([0, 2, 1]))
+    assert inflow.tolist() == [0, 1, 1] and outflow.tolist() == [1, 0, 0]
     # vehicle 1 leaves the observed lanes (junction or exit road)
-    count, inflow, outflow = tracker.update(np.array([0, 3]), np.array([2, 1]))
-    assert count.tolist() == [0, 1, 1] and outflow.tolist() == [1, 0, 0] and inflow.tolist() == [0, 0, 0]
+    inflow, outflow = tracker.update(np.array([0, 3]), np.array([2, 1]))
+    assert outflow.tolist() == [1, 0, 0] and inflow.tolist() == [0, 0, 0]
 
 
 def test_episode_metrics_follow_their_definitions():

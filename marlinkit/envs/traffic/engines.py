@@ -56,14 +56,14 @@ class Reading:
     time: float
     count: np.ndarray  # vehicles on each lane
     halting: np.ndarray  # vehicles slower than 0.1 m/s on each lane
-    inflow: np.ndarray  # vehicles that entered each lane during the second
-    outflow: np.ndarray  # vehicles that left each lane during the second (almost all across the stop line)
+    flows: np.ndarray  # (2, lanes): vehicles that entered / left each lane during the second
+    # (leaving is almost always crossing the stop line)
     departed: list[int]  # flow indices of vehicles inserted into the network during the second
     arrived: list[int]  # flow indices of vehicles that reached the end of their route
 
 
 class _LaneTracker:
-    """Counts and in/out flows per lane from which vehicles (flow indices) are on which lane.
+    """In/out flows per lane from which vehicles (flow indices) are on which lane.
 
     Vectorised over vehicles: a vehicle whose lane differs from last second's left its old lane
     (outflow) and entered its new one (inflow); lanes outside the observed set are -1.
@@ -75,16 +75,15 @@ class _LaneTracker:
         self.ids = np.zeros(0, dtype=np.int64)
         self.lanes = np.zeros(0, dtype=np.int64)
 
-    def update(self, ids: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``ids[k]`` is on observed lane ``lanes[k]`` now; returns count, inflow, outflow per lane."""
-        entered = self.lane_of[ids] != lanes
+    def update(self, ids: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """``ids[k]`` is on observed lane ``lanes[k]`` now; returns (2, lanes): inflow, outflow."""
+        entered = lanes[self.lane_of[ids] != lanes]
         self.lane_of[self.ids] = -1
         self.lane_of[ids] = lanes
-        left = self.lane_of[self.ids] != self.lanes
-        inflow = np.bincount(lanes[entered], minlength=self.n_lanes).astype(float)
-        outflow = np.bincount(self.lanes[left], minlength=self.n_lanes).astype(float)
+        left = self.lanes[self.lane_of[self.ids] != self.lanes]
         self.ids, self.lanes = ids, lanes
-        return np.bincount(lanes, minlength=self.n_lanes).astype(float), inflow, outflow
+        moves = np.bincount(np.concatenate((entered, left + self.n_lanes)), minlength=2 * self.n_lanes)
+        return moves.reshape(2, self.n_lanes).astype(float)
 
 
 class Engine(abc.ABC):
@@ -96,6 +95,8 @@ class Engine(abc.ABC):
     def __init__(self, network: Network):
         self.network = network
         self.lanes = network.observed_lanes
+        self._lane_range = np.arange(len(self.lanes))
+        self._index: dict[str, int] = {}
         self.flow: Flow | None = None
         self._tracker = _LaneTracker(len(self.lanes), 0)
         self._signals: list[int] = []
@@ -131,8 +132,22 @@ class Engine(abc.ABC):
 
     def _start_episode(self, flow: Flow) -> None:
         self.flow = flow
+        self._index = {self._vehicle_name(i): i for i in range(len(flow))}
         self._tracker = _LaneTracker(len(self.lanes), len(flow))
         self._signals = [-1] * len(self.network.agents)
+
+    @staticmethod
+    @abc.abstractmethod
+    def _vehicle_name(index: int) -> str:
+        """The engine's id of the flow's ``index``-th vehicle."""
+
+    def _read_lanes(self, on_lane: list) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Counts, flows and the occupied lanes from the vehicle ids on each observed lane."""
+        sizes = list(map(len, on_lane))
+        flat = list(chain.from_iterable(on_lane))
+        ids = np.fromiter(map(self._index.__getitem__, flat), np.int64, len(flat))
+        flows = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
+        return np.array(sizes, dtype=float), flows, [j for j, size in enumerate(sizes) if size]
 
     def _check_routes(self, flow: Flow) -> None:
         for i, route in enumerate(flow.routes):
@@ -166,7 +181,6 @@ class SumoEngine(Engine):
         self.version = "SUMO"  # completed from the running simulation on load
         self.net_file = network.folder / SUMO_NET
         self.lane_ids = [f"{road}_{2 - MOVEMENTS.index(move)}" for road, move in self.lanes]  # SUMO lane 0 = right
-        self._lane_range = np.arange(len(self.lane_ids))
         self._green: list[list[str]] = []
         self._yellow: list[list[str]] = []
         self._started = False
@@ -236,15 +250,17 @@ class SumoEngine(Engine):
     def step(self) -> Reading:
         ls = self._ls
         ls.simulationStep()
-        on_lane = list(map(self._vehicle_ids, self.lane_ids))  # vehicle ids are flow indices (write_sumo_routes)
-        sizes = np.fromiter(map(len, on_lane), np.int64, len(on_lane))
-        ids = np.fromiter(map(int, chain.from_iterable(on_lane)), np.int64, int(sizes.sum()))
-        count, inflow, outflow = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
+        count, flows, occupied = self._read_lanes(list(map(self._vehicle_ids, self.lane_ids)))
         halting = np.zeros(len(self.lane_ids))
-        occupied = np.flatnonzero(sizes)  # an empty lane has no halted vehicle: skip its read
-        halting[occupied] = [self._halting(self.lane_ids[j]) for j in occupied.tolist()]
-        return Reading(ls.simulation.getTime(), count, halting, inflow, outflow,
-                       list(map(int, ls.simulation.getDepartedIDList())), list(map(int, ls.simulation.getArrivedIDList())))
+        if occupied:  # an empty lane has no halted vehicle: skip its read
+            halting[occupied] = list(map(self._halting, [self.lane_ids[j] for j in occupied]))
+        index = self._index.__getitem__
+        return Reading(ls.simulation.getTime(), count, halting, flows,
+                       list(map(index, ls.simulation.getDepartedIDList())), list(map(index, ls.simulation.getArrivedIDList())))
+
+    @staticmethod
+    def _vehicle_name(index: int) -> str:
+        return str(index)  # as written by write_sumo_routes
 
     def distances(self, indices: list[int]) -> dict[int, float]:
         running = set(self._ls.vehicle.getIDList())
@@ -296,7 +312,6 @@ class CityFlowEngine(Engine):
         self._cityflow = cityflow
         self.threads = threads
         self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
-        self._lane_range = np.arange(len(self.lane_ids))
         self._phase_ids = cityflow_phase_ids(network)
         self._engine = None
         self._running: set[str] = set()
@@ -335,27 +350,25 @@ class CityFlowEngine(Engine):
         eng = self._engine
         eng.next_step()
         on_lane = eng.get_lane_vehicles()
+        count, flows, _ = self._read_lanes([on_lane[lane] for lane in self.lane_ids])
         waiting = eng.get_lane_waiting_vehicle_count()
-        lists = [on_lane[lane] for lane in self.lane_ids]
-        sizes = np.fromiter(map(len, lists), np.int64, len(lists))
-        ids = np.fromiter(map(self._index, chain.from_iterable(lists)), np.int64, int(sizes.sum()))
-        count, inflow, outflow = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
         halting = np.array([waiting[lane] for lane in self.lane_ids], dtype=float)
         running = set(eng.get_vehicles(include_waiting=False))
         departed, arrived = running - self._running, self._running - running
         self._running = running
-        return Reading(float(eng.get_current_time()), count, halting, inflow, outflow,
-                       sorted(map(self._index, departed)), sorted(map(self._index, arrived)))
+        index = self._index.__getitem__
+        return Reading(float(eng.get_current_time()), count, halting, flows,
+                       sorted(map(index, departed)), sorted(map(index, arrived)))
 
     @staticmethod
-    def _index(vehicle_id: str) -> int:
-        return int(vehicle_id.split("_")[1])  # flow_<entry>_0: one flow entry per vehicle
+    def _vehicle_name(index: int) -> str:
+        return f"flow_{index}_0"  # one flow entry per vehicle (write_cityflow_flow)
 
     def distances(self, indices: list[int]) -> dict[int, float]:
         """Route length of the roads already left plus the distance along the current one."""
         out = {}
         for i in indices:
-            vid = f"flow_{i}_0"
+            vid = self._vehicle_name(i)
             if vid not in self._running:
                 continue
             info = self._engine.get_vehicle_info(vid)
