@@ -83,9 +83,11 @@ def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str 
 
 
 def run_in_subprocess(jobs: list[dict], workers: int = 1) -> list[dict]:
-    """Run :func:`run_episode` for each keyword dict, each in a fresh spawned process, in order."""
+    """Run :func:`run_episode` for each keyword dict in spawned worker processes (results in order).
+
+    Each worker holds at most one simulation at a time: run_episode closes its own."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(pool.map(_run_job, jobs))
 
 

@@ -1,0 +1,93 @@
+"""The traffic-baselines experiment behind ``notebooks/maestro/traffic_baselines.ipynb``.
+
+Runs fixed-time and max-pressure on the real flow (each engine available, each episode length)
+and the fixed-time difficulty sweep, caches both tables under ``data/results/maestro/<preset>/``
+(resumed when the configuration is unchanged), and draws the difficulty figure.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from marlinkit import paths, presets
+from marlinkit.envs.traffic.cli import REFERENCE
+from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode, run_in_subprocess
+from marlinkit.envs.traffic.engines import available_engines
+from marlinkit.runs import ResultStore
+
+ENGINE_LABEL = {"sumo": "SUMO {v} via libsumo", "cityflow": "CityFlow"}
+
+
+def run_jobs(jobs: list[dict], workers: int) -> list[dict]:
+    """Each job in this process one after another (workers 0), else in fresh spawned processes."""
+    if workers == 0:
+        return [run_episode(**job) for job in jobs]
+    return run_in_subprocess(jobs, workers=workers)
+
+
+def baseline_jobs(settings: dict, engines: list[str]) -> list[dict]:
+    """Both controllers x engines x episode lengths on the real flow (FACTS §3 signal settings)."""
+    return [dict(controller=controller, seconds=seconds, engine=engine,
+                 min_green_s=settings["max_pressure_min_green_s"] if controller == "max-pressure" else 0)
+            for engine in engines for seconds in settings["episode_lengths"]
+            for controller in ("fixed-time", "max-pressure")]
+
+
+def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(baseline table, difficulty table, provenance) for ``preset``, computed or loaded."""
+    settings = presets.get(preset, "traffic_baselines", **overrides)
+    engines = [e for e in settings["engines"] if available_engines()[e]]
+    skipped = [e for e in settings["engines"] if e not in engines]
+    store = ResultStore(paths.results_dir("maestro", preset))
+    config = {**settings, "engines": engines}
+    tables = {}
+    for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(settings, engines)),
+                            ("traffic_difficulty", lambda: [job for seed in settings["difficulty_seeds"] for job in difficulty_jobs(
+                                settings["difficulties"], seconds=settings["difficulty_seconds"], seed=seed)])):
+        if not store.is_complete(name, config):
+            rows = run_jobs(make_jobs(), settings["workers"])
+            store.save(name, pd.DataFrame(rows), config, preset=preset, engines=engines)
+        tables[name] = store.load(name)
+    versions = dict(zip(tables["traffic_baselines"]["engine"], tables["traffic_baselines"]["engine_version"]))
+    engine_text = ", ".join(ENGINE_LABEL[e].format(v=versions.get(e, "").replace("SUMO ", "")) for e in engines)
+    return tables["traffic_baselines"], tables["traffic_difficulty"], {"engines": engines, "skipped": skipped, "engine_text": engine_text}
+
+
+def baseline_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The notebook's table: metrics per engine/controller/length, with the FACTS reference where it applies."""
+    table = rows[["engine", "controller", "seconds", "throughput", "vehicles", "avg_travel_time_s", "avg_delay_s",
+                  "avg_wait_s", "avg_queue", "wall_s"]].copy()
+    ref = [REFERENCE[e]["avg_travel_time_s"] if (c == "fixed-time" and s == 3600) else None
+           for e, c, s in zip(rows["engine"], rows["controller"], rows["seconds"])]
+    table["reference_travel_time_s"] = ref
+    table["travel_time_vs_reference_pct"] = [100 * (t / r - 1) if r else None for t, r in zip(table["avg_travel_time_s"], ref)]
+    table["reference_throughput"] = [REFERENCE[e]["throughput"] if r else None for e, r in zip(rows["engine"], ref)]
+    return table.round(2)
+
+
+def plot_difficulty(rows: pd.DataFrame):
+    """Queue, total delay and delay per vehicle against difficulty (fixed-time; mean and SD over seeds)."""
+    import matplotlib.pyplot as plt
+
+    panels = (("avg_queue", "mean queue (halted veh, 192 lanes)"), ("total_delay_h", "total delay (veh-h)"),
+              ("avg_delay_s", "delay per vehicle (s)"))
+    stats = rows.groupby("difficulty")[[key for key, _ in panels]].agg(["mean", "std"]).fillna(0.0)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    for ax, (key, label) in zip(axes, panels):
+        mean, sd = stats[(key, "mean")], stats[(key, "std")]
+        ax.plot(stats.index, mean, marker="o", color="#1f77b4")
+        ax.fill_between(stats.index, mean - sd, mean + sd, alpha=0.25, color="#1f77b4")
+        ax.set_xlabel("difficulty d")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    n_seeds = rows["seed"].nunique()
+    fig.suptitle(f"Fixed-time (30 s phases) under the difficulty -> context map, {int(rows['seconds'].iloc[0])} s episodes, "
+                 f"{n_seeds} seed(s)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def monotonicity(rows: pd.DataFrame) -> dict[str, bool]:
+    """Whether each metric's mean over seeds never falls as d rises (the paper's pilot check)."""
+    means = rows.groupby("difficulty")[["avg_queue", "total_delay_h", "avg_delay_s"]].mean()
+    return {key: bool(means[key].is_monotonic_increasing) for key in means}
