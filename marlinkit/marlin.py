@@ -182,7 +182,11 @@ class Algorithm1:
 
 
 def _settings_parts(settings: dict[str, Any]) -> tuple[mappo.MAPPOConfig, SwitchConfig]:
-    return mappo.MAPPOConfig(**settings.get("mappo", {})), SwitchConfig(rule=settings.get("switch_rule", "paper"))
+    overrides = settings.get("mappo") or {}
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(mappo.MAPPOConfig)})
+    if unknown:
+        raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
+    return mappo.MAPPOConfig(**overrides), SwitchConfig(rule=settings.get("switch_rule", "paper"))
 
 
 def llm_only_threshold(settings: dict[str, Any], scenario: str) -> float:
@@ -289,13 +293,14 @@ def _run_job(root: str, name: str, config: dict[str, Any], settings: dict[str, A
     torch.set_num_threads(1)
     try:
         store = runs.ResultStore(Path(root))
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         if config["system"] == "LLM-only":
             episodes = llm_only(config["scenario"], config["seed"], config["trials"], source)
         else:
             episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
             store.save(name + "__eval", evaluations, config)
-        store.save(name, episodes, config, wall_time_s=time.perf_counter() - started, engine="corridor core (numpy)",
+        store.save(name, episodes, config, wall_time_s=time.perf_counter() - started, cpu_time_s=time.process_time() - cpu_started,
+                   engine="corridor core (numpy)",
                    plan_source=config.get("plan_source"))
     finally:
         torch.set_num_threads(threads)

@@ -247,35 +247,51 @@ class MADDPG:
             next_q = self.target_critic.run(next_input, mode).squeeze(-1)  # (N, B)
             y = critic_target(batch["rewards"].T, batch["terminated"].T, next_q, cfg.gamma)
 
-        q = self.critic.run(torch.cat([flat_obs, actions.reshape(size, -1)], -1).expand(n, -1, -1), mode)
-        critic_loss = self._backward(((q.squeeze(-1) - y) ** 2).mean(1), mode)
-        self._step(self.critic_opt, self.critic)
+        critic_in = torch.cat([flat_obs, actions.reshape(size, -1)], -1).expand(n, -1, -1)
 
-        logits = self.actor.run(obs, mode)
-        policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)
-        joint = substitute_own_action(actions, policy).reshape(n, size, -1)
-        q_pi = self.critic.run(torch.cat([flat_obs.expand(n, -1, -1), joint], -1), mode).squeeze(-1)
-        actor_loss = self._backward(-q_pi.mean(1) + cfg.logit_reg * (logits ** 2).mean((1, 2)), mode)
-        self._step(self.actor_opt, self.actor)
+        def critic_loss(agent: int | None) -> torch.Tensor:
+            q = self._forward(self.critic, critic_in, agent).squeeze(-1)
+            return ((q - (y if agent is None else y[agent])) ** 2).mean(-1).sum()
 
+        def actor_loss(agent: int | None) -> torch.Tensor:
+            logits = self._forward(self.actor, obs, agent)
+            if agent is None:  # every agent's joint action, its own slot from its policy
+                policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)
+                joint = substitute_own_action(actions, policy).reshape(n, size, -1)
+            else:
+                policy = gumbel_softmax(logits, noise[1][agent], cfg.gumbel_temperature)
+                joint = torch.cat([actions[:, :agent], policy[:, None], actions[:, agent + 1:]], 1).reshape(size, -1)
+            q_in = torch.cat([flat_obs.expand(n, -1, -1) if agent is None else flat_obs, joint], -1)
+            q_pi = (self.critic(q_in) if agent is None else self.critic.forward_agent(agent, q_in)).squeeze(-1)
+            return (-q_pi.mean(-1) + cfg.logit_reg * (logits ** 2).mean((-2, -1))).sum()
+
+        losses = {"critic_loss": self._descend(self.critic_opt, self.critic, critic_loss, mode),
+                  "actor_loss": self._descend(self.actor_opt, self.actor, actor_loss, mode)}
         soft_update(self.target_actor, self.actor, cfg.tau)
         soft_update(self.target_critic, self.critic, cfg.tau)
-        return {"critic_loss": critic_loss, "actor_loss": actor_loss}
+        return losses
 
-    def _backward(self, per_agent_loss: torch.Tensor, mode: Mode) -> float:
-        """Gradients of every agent's own loss; agents share no weights, so summing is exact."""
+    @staticmethod
+    def _forward(net: StackedMLP, x: torch.Tensor, agent: int | None) -> torch.Tensor:
+        """All agents (x: N, B, in) when ``agent`` is None, else that agent on its slice x[agent]."""
+        return net(x) if agent is None else net.forward_agent(agent, x[agent])
+
+    def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, loss_fn, mode: Mode) -> float:
+        """One clipped Adam step on ``net``; returns the mean per-agent loss.
+
+        ``loss_fn(None)`` is the sum of all agents' losses (one backward; agents share no weights,
+        so its gradient is each agent's own); ``loss_fn(i)`` is agent i's loss alone (the loop path).
+        """
         self.actor_opt.zero_grad(set_to_none=False)
         self.critic_opt.zero_grad(set_to_none=False)
-        if mode == "batched":
-            per_agent_loss.sum().backward()
-        else:
-            for i in range(self.n):
-                per_agent_loss[i].backward(retain_graph=i < self.n - 1)
-        return float(per_agent_loss.detach().mean())
-
-    def _step(self, optimizer: torch.optim.Optimizer, net: StackedMLP) -> None:
+        total = 0.0
+        for agent in [None] if mode == "batched" else range(self.n):
+            loss = loss_fn(agent)
+            loss.backward()
+            total += loss.item()
         clip_grad_norm_per_agent(list(net.parameters()), self.config.max_grad_norm)
         optimizer.step()
+        return total / self.n
 
 
 # --- environment loop --------------------------------------------------------------------------

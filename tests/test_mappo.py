@@ -1,0 +1,128 @@
+"""MAPPO: GAE, the PPO losses, critic inputs, sampling, learning from sampled and from outside actions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from marlinkit.algos import mappo
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import get_layout
+
+#: A fast, fixed training budget (seconds on 2 cores): larger steps, fewer epochs than the authors'.
+FAST = mappo.MAPPOConfig(lr=2e-3, update_epochs=8, minibatch_size=500, steps_per_iteration=1500, kl_coeff=0.0)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_gae_matches_hand_computed_values():
+    rewards = np.array([1.0, 2.0, 3.0])
+    values = np.array([0.5, 1.0, 1.5])
+    dones = np.array([0.0, 1.0, 0.0])  # the episode ends with step 1; step 2 starts a new one
+    advantages, returns = mappo.compute_gae(rewards, values, dones, np.array(2.0), gamma=0.9, lam=0.8)
+    # t=2: 3 + 0.9*2 - 1.5 = 3.3 | t=1 (terminal): 2 - 1 = 1.0 | t=0: (1 + 0.9*1 - 0.5) + 0.9*0.8*1.0 = 2.12
+    np.testing.assert_allclose(advantages, [2.12, 1.0, 3.3])
+    np.testing.assert_allclose(returns, [2.62, 2.0, 4.8])
+
+
+def test_gae_with_lambda_one_gives_discounted_returns_to_go():
+    rewards = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]])  # two columns (e.g. agents) at once
+    values = np.array([[0.3, 0.1], [0.2, 0.4], [0.7, 0.0]])
+    _, returns = mappo.compute_gae(rewards, values, np.zeros(3), np.array([10.0, 0.0]), gamma=0.5, lam=1.0)
+    np.testing.assert_allclose(returns[:, 0], [1 + 0.5 * 0 + 0.25 * 2 + 0.125 * 10, 0 + 0.5 * 2 + 0.25 * 10, 2 + 0.5 * 10])
+    np.testing.assert_allclose(returns[:, 1], [0 + 0.5 * 1 + 0.25 * 1, 1 + 0.5 * 1, 1.0])
+
+
+def test_clipped_policy_loss_value_and_gradient_on_a_constructed_batch():
+    old = torch.zeros(4)
+    logp = torch.log(torch.tensor([1.5, 0.5, 1.1, 0.7])).requires_grad_()
+    advantages = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    loss = mappo.clipped_policy_loss(logp, old, advantages, clip=0.2)
+    # min(rA, clip(r)A): 1.2 (clipped), 0.5, -1.1, -0.8 (clipped) -> mean -0.05, negated
+    assert loss.item() == pytest.approx(0.05)
+    loss.backward()
+    # clipped rows carry no gradient; the others d(-rA/4)/dlogp = -rA/4
+    np.testing.assert_allclose(logp.grad.numpy(), [0.0, -0.125, 0.275, 0.0], atol=1e-6)
+
+
+def test_value_loss_clip_kl_and_its_adaptation():
+    values, returns = torch.tensor([0.0, 0.0]), torch.tensor([1.0, 10.0])
+    assert mappo.value_loss(values, returns, None).item() == pytest.approx((1 + 100) / 2)
+    assert mappo.value_loss(values, returns, 10.0).item() == pytest.approx((1 + 10) / 2)
+    logits = torch.tensor([[0.0, 1.0, 2.0, 0.0, 0.0]])
+    assert mappo.categorical_kl(logits, logits).item() == pytest.approx(0.0, abs=1e-7)
+    p, q = torch.softmax(logits, -1), torch.full((1, 5), 0.2)
+    assert mappo.categorical_kl(logits, torch.zeros(1, 5)).item() == pytest.approx(float((p * (p / q).log()).sum()))
+    assert mappo.adapt_kl_coeff(0.01, kl=0.05, target=0.01) == pytest.approx(0.015)
+    assert mappo.adapt_kl_coeff(0.01, kl=0.001, target=0.01) == pytest.approx(0.005)
+    assert mappo.adapt_kl_coeff(0.01, kl=0.01, target=0.01) == 0.01
+
+
+def test_critic_inputs_hold_own_obs_other_obs_and_other_action():
+    obs = np.array([[[1, 0, 1, 7], [1, 7, 1, 0]]], dtype=np.float32)
+    x = mappo.critic_inputs(obs, np.array([[2, 4]]))
+    assert x.shape == (1, 2, mappo.CRITIC_SIZE) == (1, 2, 13)
+    np.testing.assert_array_equal(x[0, 0], [1, 0, 1, 7, 1, 7, 1, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(x[0, 1], [1, 7, 1, 0, 1, 0, 1, 7, 0, 0, 1, 0, 0])
+
+
+def test_inverse_cdf_sampling_and_log_probs():
+    logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4, 1e-12]]))
+    uniforms = np.array([0.05, 0.15, 0.31, 0.61, 0.9999])
+    np.testing.assert_array_equal(mappo.sample_actions(np.repeat(logits, 5, 0), uniforms), [0, 1, 2, 3, 3])
+    draws = mappo.sample_actions(np.repeat(logits, 40_000, 0), np.random.default_rng(0).random(40_000))
+    np.testing.assert_allclose(np.bincount(draws, minlength=5) / 40_000, [0.1, 0.2, 0.3, 0.4, 0.0], atol=0.01)
+    np.testing.assert_allclose(mappo.log_prob(logits, np.array([3])), [np.log(0.4)])
+
+
+def test_evaluation_pairs_share_random_streams_per_run():
+    a = mappo.evaluation_uniforms((3, 100), 4)
+    np.testing.assert_array_equal(a[:, :2], mappo.evaluation_uniforms((3, 100), 2))
+    assert not np.array_equal(a[:, 0], a[:, 1])
+    assert not np.array_equal(a, mappo.evaluation_uniforms((3, 101), 4))
+
+
+def test_mappo_alone_solves_single_slot_within_a_fixed_budget():
+    layout = get_layout("single_slot")
+    untrained = mappo.evaluate(mappo.MAPPO(FAST, seed=0), layout, runs=100, seed=0).mean()
+    agent = mappo.train(FAST, layout, n_envs=15, episodes=60, seed=0)
+    trained = mappo.evaluate(agent, layout, runs=100, seed=0).mean()
+    assert untrained < 0.5
+    assert trained >= 0.9, f"sampled performance {trained:.3f} after 60 episodes x 15 copies"
+
+
+def test_policy_learns_from_outside_actions_alone():
+    """Every action comes from the exact planner: the policy can only improve by training on them."""
+    layout = get_layout("two_path")
+    arrays = core.layout_arrays(layout)
+    plan = ExactJointPlanner().make_plan(layout, np.asarray(layout.starts))
+    expert = np.zeros((core.EPISODE_STEPS, 2), np.int64)
+    expert[:len(plan.actions)] = plan.actions
+    seen = []
+
+    def generator(state, sampled):
+        seen.append(sampled.copy())
+        return expert[state.t]
+
+    performances = []
+    agent = mappo.train(FAST, layout, n_envs=15, episodes=25, seed=1, generator=generator,
+                        on_episode_end=lambda episode, agent, perf, ret: performances.append(perf))
+    np.testing.assert_array_equal(np.concatenate(performances), 1.0)  # the outside actions were played
+    before = mappo.evaluate(mappo.MAPPO(FAST, seed=1), layout, runs=100, seed=0).mean()
+    after = mappo.evaluate(agent, layout, runs=100, seed=0).mean()
+    assert after > before + 0.3, (before, after)
+    expert_logp = mappo.log_prob(agent.logits(core.observe(arrays, core.reset(arrays, 1))[0]), expert[0])
+    assert np.all(np.exp(expert_logp) > 0.3), "the first expert moves became likelier than uniform (0.2)"
+
+
+def test_training_validates_its_arguments():
+    with pytest.raises(ValueError, match="n_envs and episodes"):
+        mappo.train(FAST, get_layout("single_slot"), n_envs=0, episodes=1, seed=0)

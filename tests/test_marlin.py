@@ -1,0 +1,226 @@
+"""MARLIN: Algorithm 1's switch and plan cache, the exact joint planner, the runner, Table I."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from marlinkit import marlin, stats
+from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, LAYOUTS, get_layout, shortest_path_length
+from marlinkit.envs.corridor.plans import Plan, plan_key
+
+PAPER = marlin.SwitchConfig()
+CODE = marlin.SwitchConfig(rule="code")
+
+# Shortest joint plans, derived by hand. Single/two-slot: robot 0 walks 3 up, steps into the slot
+# at (0,3), waits one step while robot 1 passes (1,3), steps back: 7 + 2 moves + 1 wait = 10.
+# Two path: the robots take opposite sides, no interference: the single-robot distance 9.
+# Maze: one robot must back into the dead-end pocket (0,2)-(0,4) off (1,2): 9 + 4 moves + 1 wait = 14.
+OPTIMAL_LENGTH = {"single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9, "maze_like": 14}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
+    llm = 0.5
+    history: list[float] = []
+    chosen = []
+    for episode, performance in enumerate([0.1] * 10 + [0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1]):
+        chosen.append(marlin.choose_generator(episode, history, None, llm, PAPER))
+        history.append(performance)
+    s, p = marlin.SAMPLING, marlin.PLAN
+    assert chosen[:10] == [s] * 5 + [p] * 5  # m = 5 episodes each
+    # mean of the last 5 vs 0.5: .1 .12 .28 .44 -> plan; .6 .76 .9 .74 .58 -> sampling; .42 -> plan again
+    assert chosen[10:] == [p, p, p, p, s, s, s, s, s, p]
+    assert marlin.choose_generator(30, [1.0] * 5, 1.0, llm, PAPER) == p, "a perfect cached plan is always used"
+    assert marlin.choose_generator(30, [1.0] * 5, 0.9, llm, PAPER) == s
+
+
+def test_code_variant_uses_the_median_and_a_plateau():
+    assert marlin.choose_generator(20, [0.0, 0.0, 0.9, 0.9, 0.9], None, 0.5, CODE) == marlin.SAMPLING  # median 0.9
+    assert marlin.choose_generator(20, [0.0, 0.0, 0.0, 0.9, 0.9], None, 0.5, CODE) == marlin.PLAN  # median 0 (mean 0.36 too)
+    flat = [0.7, 0.8, 0.6, 0.7, 0.7] * 2  # median 0.7 twice in a row: a plateau below 1
+    assert marlin.choose_generator(20, flat, None, 0.5, CODE) == marlin.PLAN
+    assert marlin.choose_generator(20, flat, 1.0, 0.5, CODE) == marlin.PLAN
+    rising = [0.6] * 5 + [0.8] * 5
+    assert marlin.choose_generator(20, rising, None, 0.5, CODE) == marlin.SAMPLING
+    assert marlin.choose_generator(20, [1.0] * 10, None, 0.5, CODE) == marlin.SAMPLING, "perfect is no plateau"
+    with pytest.raises(ValueError, match="switch rule"):
+        marlin.SwitchConfig(rule="mean")
+
+
+def _plan(performance: float, tag: int) -> Plan:
+    return Plan(np.full((3, 2), tag), performance, "test")
+
+
+def test_plan_cache_keeps_the_better_plan():
+    cache, key = marlin.PlanCache(), ("single_slot", (1, 0, 1, 7), (1, 7, 1, 0))
+    assert cache.get(key) is None
+    assert cache.offer(key, _plan(0.5, 1)).performance == 0.5
+    assert cache.offer(key, _plan(0.3, 2)).actions[0, 0] == 1, "a worse plan never replaces the cached one"
+    assert cache.offer(key, _plan(0.5, 3)).actions[0, 0] == 1, "ties keep the cached plan"
+    assert cache.offer(key, _plan(0.9, 4)).actions[0, 0] == 4
+
+
+class ImprovingSource:
+    """A PlanSource whose first plan only waits (performance 0) and later plans are exact: a weak negotiator that improves."""
+
+    name = "improving"
+
+    def __init__(self):
+        self.calls = 0
+
+    def make_plan(self, layout, positions, steps_left, seed=None):
+        self.calls += 1
+        if self.calls == 1:
+            return Plan(np.zeros((steps_left, 2), np.int64), 0.0, self.name)
+        return ExactJointPlanner().make_plan(layout, positions, steps_left, seed)
+
+
+def test_algorithm1_replans_when_the_cached_plan_is_worse_than_recent_performance():
+    layout = get_layout("single_slot")
+    source = ImprovingSource()
+    switch = marlin.SwitchConfig(m=1, toggle_probability=0.0)
+    controller = marlin.Algorithm1(layout, source, n_envs=1, llm_only=0.5, config=switch, seed=0)
+    arrays = core.layout_arrays(layout)
+    sampled = np.zeros((1, 2), np.int64)
+
+    def episode():
+        state = core.reset(arrays, 1)
+        for _ in range(core.EPISODE_STEPS):
+            state = core.step(arrays, state, controller(state, sampled)).state
+        return controller.end_episode(core.performance(arrays, state))[0], float(core.performance(arrays, state)[0])
+
+    info, perf = episode()  # episode 0 < m: sampling (here: always WAIT)
+    assert info["generator"] == marlin.SAMPLING and source.calls == 0
+    info, perf = episode()  # m <= episode < 2m: plan; none cached -> the weak plan
+    assert info == {"generator": marlin.PLAN, "toggled": False, "plan_cache_hit": False} and perf == 0.0
+    info, perf = episode()  # p-bar 0 < 0.5 -> plan; cached plan (0.0) is not worse than p-bar -> cache hit
+    assert info["plan_cache_hit"] and source.calls == 1
+    controller.history[0].extend([0.4] * 5)  # recent performance now above the cached plan's
+    info, perf = episode()
+    assert source.calls == 2 and not info["plan_cache_hit"] and perf == 1.0
+    assert controller.cache.get(plan_key(layout, np.asarray(layout.starts))).performance == 1.0
+
+
+def test_toggle_switches_generator_halfway_and_plans_from_there():
+    layout = get_layout("two_path")
+    switch = marlin.SwitchConfig(m=2, toggle_probability=1.0)
+    controller = marlin.Algorithm1(layout, ExactJointPlanner(), n_envs=2, llm_only=0.5, config=switch, seed=0)
+    arrays = core.layout_arrays(layout)
+    state = core.reset(arrays, 2)
+    for _ in range(core.EPISODE_STEPS):  # episode 0: sampling (policy stand-in: WAIT) for 25 steps, then a plan
+        state = core.step(arrays, state, controller(state, np.zeros((2, 2), np.int64))).state
+    info = controller.end_episode(core.performance(arrays, state))
+    assert all(i["generator"] == marlin.SAMPLING and i["toggled"] for i in info)
+    np.testing.assert_array_equal(core.performance(arrays, state), 1.0)  # 25 steps of plan suffice from the start cells
+
+
+@pytest.mark.parametrize("name", LAYOUT_NAMES)
+def test_joint_planner_is_legal_and_optimal(name):
+    layout = LAYOUTS[name]
+    plan = ExactJointPlanner().make_plan(layout, np.asarray(layout.starts))
+    assert plan.source == NAME == "exact-joint-planner"
+    arrays = core.layout_arrays(layout)
+    end, _ = core.rollout(arrays, plan.actions)
+    state = core.reset(arrays, 1)
+    for actions in plan.actions:  # legal: no move is blocked by a wall or the other robot
+        result = core.step(arrays, state, actions[None])
+        assert not result.blocked.any()
+        state = result.state
+    np.testing.assert_array_equal(end.pos[0], layout.goals)
+    assert plan.performance == 1.0 == float(core.performance(arrays, end)[0])
+    lower_bound = max(shortest_path_length(layout, layout.starts[i], layout.goals[i]) for i in range(2))
+    assert len(plan.actions) >= lower_bound
+    assert len(plan.actions) == OPTIMAL_LENGTH[name]
+
+
+def test_joint_planner_returns_the_best_reachable_end_when_steps_run_out():
+    layout = get_layout("single_slot")
+    plan = ExactJointPlanner().make_plan(layout, np.asarray(layout.starts), steps_left=3)
+    assert len(plan.actions) <= 3
+    arrays = core.layout_arrays(layout)
+    end, _ = core.rollout(arrays, plan.actions)
+    assert plan.performance == pytest.approx(float(core.performance(arrays, end)[0])) == pytest.approx(3 / 7)
+
+
+def test_paired_ttest_matches_the_formula_and_flags_degenerate_pairs():
+    a, b = np.array([0.2, 0.4, 0.6, 0.8]), np.array([0.3, 0.6, 0.6, 1.0])
+    d = b - a
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+    result = stats.paired_ttest(a, b)
+    assert result.t == pytest.approx(t) and result.n == 4 and result.mean_difference == pytest.approx(d.mean())
+    assert 0 < result.p_value < 1
+    same = stats.paired_ttest([1.0, 1.0], [1.0, 1.0])
+    assert np.isnan(same.p_value) and same.mean_difference == 0.0
+    with pytest.raises(ValueError, match="equal lengths"):
+        stats.paired_ttest([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+def test_table1_pairs_runs_by_seed_and_bolds_significant_cells():
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in (0, 1):
+        for run in range(30):
+            base = rng.random()
+            rows.append({"scenario": "maze_like", "system": "MARL", "seed": seed, "checkpoint": 10, "run": run, "performance": base * 0.5})
+            rows.append({"scenario": "maze_like", "system": "MARLIN", "seed": seed, "checkpoint": 10, "run": run,
+                         "performance": base * 0.5 + 0.3 + 0.01 * rng.standard_normal()})
+    table = marlin.table1(pd.DataFrame(rows), [10])
+    row = table.iloc[0]
+    assert row.runs == 60 and row.significant and row.MARLIN - row.MARL == pytest.approx(0.3, abs=0.01)
+    assert (row.paper_episode, row.paper_MARL, row.paper_MARLIN) == (100, 0.43, 0.4271)
+    shown, latex = marlin.table1_markup(table)
+    assert shown.MARLIN.iloc[0].startswith("**") and not shown.MARL.iloc[0].startswith("**")
+    assert "\\textbf{" in latex and "maze\\_like" in latex
+
+
+TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, "checkpoints": [2, 4], "eval_runs": 6,
+        "llm_only_trials": 3, "workers": 1, "switch_rule": "paper", "llm_only_performance": None,
+        "mappo": {"update_epochs": 2, "steps_per_iteration": 150}}
+
+
+def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
+    first = marlin.run_grid(TINY, "test", root=tmp_path / "a", progress=False)
+    episodes = first.episodes
+    assert set(episodes.system) == set(marlin.SYSTEMS)
+    trained = episodes[episodes.system != "LLM-only"]
+    assert len(trained) == 2 * 4 * 3 and set(trained.episode) == {1, 2, 3, 4} and set(trained.env_copy) == {0, 1, 2}
+    for column in ("scenario", "seed", "generator", "toggled", "performance", "return", "steps", "plan_cache_hit", "wall_time_s"):
+        assert column in episodes
+    marlin_rows = episodes[episodes.system == "MARLIN"]
+    assert (marlin_rows[marlin_rows.episode <= 4].generator == marlin.SAMPLING).all()  # episodes 0..m-1 (m=5) sample
+    np.testing.assert_array_equal(episodes[episodes.system == "LLM-only"].performance, 1.0)
+    evaluations = first.evaluations
+    assert len(evaluations) == 2 * 2 * 6 and set(evaluations.checkpoint) == {2, 4}
+    files = sorted((tmp_path / "a").iterdir())
+    stamps = {f: f.stat().st_mtime_ns for f in files}
+    again = marlin.run_grid(TINY, "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
+    assert {f: f.stat().st_mtime_ns for f in sorted((tmp_path / "a").iterdir())} == stamps
+    pd.testing.assert_frame_equal(again.episodes, episodes)
+    repeat = marlin.run_grid(TINY, "test", root=tmp_path / "b", progress=False)
+    deterministic = [c for c in episodes.columns if c != "wall_time_s"]
+    pd.testing.assert_frame_equal(repeat.episodes[deterministic], episodes[deterministic])
+    pd.testing.assert_frame_equal(repeat.evaluations, evaluations)
+
+
+def test_runner_rejects_bad_settings_before_compute(tmp_path):
+    with pytest.raises(ValueError, match="unknown scenario"):
+        marlin.run_grid({**TINY, "scenarios": ["corridor9"]}, "test", root=tmp_path)
+    with pytest.raises(ValueError, match="checkpoints"):
+        marlin.run_grid({**TINY, "checkpoints": [5]}, "test", root=tmp_path)
+    with pytest.raises(ValueError, match="switch rule"):
+        marlin.run_grid({**TINY, "switch_rule": "median"}, "test", root=tmp_path)
+    with pytest.raises(ValueError, match="unknown mappo setting"):
+        marlin.run_grid({**TINY, "mappo": {"learning_rate": 1.0}}, "test", root=tmp_path)
+    assert not any(tmp_path.iterdir())
