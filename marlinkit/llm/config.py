@@ -1,0 +1,77 @@
+"""One setting string -> an LLM backend, so the paper's model is a one-line change.
+
+=====================================================  =========================================
+setting                                                backend
+=====================================================  =========================================
+``smollm2``                                            SmolLM2-135M-Instruct from PyPI (default)
+``transformers:/path/to/Llama-3.1-8B-Instruct``        any local chat model folder
+``openai:http://localhost:8000/v1#meta-llama/...``     OpenAI-compatible endpoint (vLLM, Ollama)
+``scripted``                                           protocol-following script, no model
+=====================================================  =========================================
+
+The setting comes from a parameter or the ``MARLINKIT_LLM`` environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from marlinkit import paths
+from marlinkit.llm.base import ChatBackend
+from marlinkit.llm.cache import TranscriptCache
+
+ENV_VAR = "MARLINKIT_LLM"
+DEFAULT = "smollm2"
+KINDS = ("smollm2", "transformers", "openai", "scripted")
+
+
+def setting(value: str | None = None) -> str:
+    """The setting in force: ``value``, else ``$MARLINKIT_LLM``, else ``smollm2``."""
+    return value or os.environ.get(ENV_VAR) or DEFAULT
+
+
+def make_backend(value: str | None = None) -> ChatBackend:
+    """Build the backend a setting names (weights load lazily, on the first call)."""
+    value = setting(value)
+    kind, _, arg = value.partition(":")
+    if kind == "smollm2" and not arg:
+        from marlinkit.llm.smollm2 import SmolLM2Backend
+
+        return SmolLM2Backend()
+    if kind == "scripted" and not arg:
+        from marlinkit.llm.scripted import ScriptedBackend
+
+        return ScriptedBackend()
+    if kind == "transformers" and arg:
+        from marlinkit.llm.transformers_backend import TransformersBackend
+
+        return TransformersBackend(arg)
+    if kind == "openai":
+        from marlinkit.llm.openai_backend import OpenAIBackend
+
+        url, _, model = arg.partition("#")
+        return OpenAIBackend(url or None, model or None)
+    raise ValueError(f"unknown LLM setting {value!r}; use one of: smollm2 | scripted | transformers:/path/to/model "
+                     "| openai:http://host:port/v1#model")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+
+
+def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None) -> Path:
+    """Where the calls of one experiment with one backend are recorded, e.g. ``llm_only__smollm2__....jsonl``."""
+    return Path(root or paths.TRANSCRIPTS_DIR) / f"{purpose}__{slug(backend.name)}__{slug(backend.model)}.jsonl"
+
+
+def cached_backend(value: str | None, purpose: str, replay_only: bool = False, root: Path | None = None) -> TranscriptCache:
+    """The configured backend behind its transcript cache: recorded calls replay, new ones are recorded."""
+    backend = make_backend(value)
+    return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=replay_only)
+
+
+def label(backend: ChatBackend) -> str:
+    """How figures name the LLM, e.g. ``smollm2 (SmolLM2-135M-Instruct.Q4_1)``."""
+    return f"{backend.name} ({backend.model})"

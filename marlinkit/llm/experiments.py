@@ -1,0 +1,90 @@
+"""Runners for the negotiation notebooks: LLM-only trials per scenario (Fig. 3 boxplots) and Fig. 2.
+
+Every LLM call goes through a transcript cache under ``data/transcripts/``: committed
+transcripts replay without the model, misses call it and are recorded (``replay_only`` makes
+a miss an error instead). Results are tidy rows saved with the run store, one run per preset
+and backend; the plans' full transcripts are saved next to them as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import paths, presets
+from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.llm import config as llm_config
+from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
+from marlinkit.runs import ResultStore, atomic_write_text, run_name
+
+#: LLM-only performance of Llama 3.1 8B Instruct in the authors' code (FACTS §4): a reference column.
+PAPER_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
+                  "two_path": 0.357, "maze_like": 0.333}
+TRANSCRIPT_PURPOSE = "llm_only"
+
+
+def negotiation_config(settings: dict[str, Any]) -> NegotiationConfig:
+    """The ``NegotiationConfig`` fields a preset section sets (the rest keep the paper's values)."""
+    names = {f.name for f in fields(NegotiationConfig)}
+    return NegotiationConfig(**{k: v for k, v in settings.items() if k in names})
+
+
+def negotiator(settings: dict[str, Any], llm: str | None = None) -> Negotiation:
+    """The negotiation plan source a preset section describes, behind its transcript cache."""
+    backend = llm_config.cached_backend(llm or settings["llm"], TRANSCRIPT_PURPOSE, replay_only=settings["replay_only"])
+    return Negotiation(backend, negotiation_config(settings))
+
+
+def trial_seed(base: int, scenario: str, trial: int) -> int:
+    return int(np.random.SeedSequence([base, trial, *scenario.encode()]).generate_state(1)[0] % 2**31)
+
+
+def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
+    """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions."""
+    settings = presets.get(preset, "llm_only", **overrides)
+    source = negotiator(settings, llm)
+    backend = source.backend
+    run_config = {**settings, "llm": llm_config.label(backend)}
+    store = ResultStore(paths.results_dir("marlin", preset))
+    name = run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
+    if store.is_complete(name, run_config):
+        return store.load(name)
+    rows, transcripts = [], {}
+    for scenario in settings["scenarios"]:
+        layout = get_layout(scenario)
+        for trial in range(settings["trials"]):
+            seed = trial_seed(settings["seed"], scenario, trial)
+            plan = source.make_plan(layout, np.array(layout.starts), settings["max_moves"], seed=seed)
+            stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
+            rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
+                         "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})
+            transcripts[f"{scenario}/{trial}"] = plan.transcript
+            if progress:
+                print(f"{scenario} trial {trial}: performance {plan.performance:.3f}, {stats['llm_calls']} calls, "
+                      f"{stats['llm_seconds']:.0f} s of LLM time", flush=True)
+    table = pd.DataFrame(rows)
+    atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
+    store.save(name, table, run_config, llm=llm_config.label(backend), transcript_file=str(backend.path))
+    return table
+
+
+def load_transcripts(preset: str, table_name: str) -> dict[str, list[dict]]:
+    return json.loads((paths.results_dir("marlin", preset) / f"{table_name}.transcripts.json").read_text())
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per-scenario LLM-only performance (what Algorithm 1's threshold reads) and negotiation costs."""
+    grouped = table.groupby("scenario", sort=False)
+    out = grouped.agg(trials=("performance", "size"), llm_only_performance=("performance", "mean"),
+                      median=("performance", "median"), llm_calls=("llm_calls", "mean"),
+                      completion_tokens=("completion_tokens", "mean"), llm_seconds=("llm_seconds", "mean"),
+                      format_ok=("format_ok", "sum"), replies=("replies", "sum"),
+                      fallbacks=("fallbacks", "sum"), moves=("moves", "sum")).reset_index()
+    out["format_kept"] = out.pop("format_ok") / out.pop("replies")
+    out["fallback_rate"] = out.pop("fallbacks") / out.pop("moves")
+    out["paper_llama31_8b"] = out["scenario"].map(PAPER_LLM_ONLY)
+    return out
