@@ -1,0 +1,307 @@
+"""MAESTRO's LLM architect (Sections 4.2-4.3): traffic contexts for the curriculum, reward code for A7.
+
+Two generators behind any chat backend (``marlinkit.llm.config``; the paper used GPT-4o-mini):
+
+* :class:`CurriculumArchitect` asks for one JSON :class:`TrafficContext` for the current
+  difficulty. ``llm_adaptive`` (A2, A7) prompts with the difficulty, summary statistics and the
+  deterministic context of that difficulty as a worked example, and accepts a reply only if it
+  parses, passes the context schema, and its expected vehicle count lies within
+  ``load_tolerance`` of the example's (so d keeps its meaning). ``llm`` (A8) is the paper's "less
+  constrained prompting and regeneration": the prompt asks for a novel scenario, sampling is
+  hotter, there is no load check, and the runner also regenerates every ``regen_interval``
+  episodes. Each failed reply is retried with the error fed back; after ``max_attempts`` the
+  deterministic context for the difficulty (:func:`context_for_difficulty`) is used.
+* :class:`RewardSynthesizer` asks for a short ``compute_reward(metrics, difficulty)`` function,
+  runs :func:`marlinkit.llm.sandbox.validate` on it, and :func:`run_reward_event` drives one
+  regeneration event through :mod:`marlinkit.curriculum` (three failures in a row: the
+  environment reward until the next trigger).
+
+Every attempt is appended to a :class:`GenerationLog` with its validation outcome, the raw reply,
+the accepted context or code, and the LLM's token counts and latency. The episode length and the
+sampling seed of a context are the runner's, never the LLM's (fields the prompt leaves out; an
+LLM that sends them anyway has them overwritten).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from marlinkit import curriculum
+from marlinkit.envs.traffic.context import D_MAX, D_MIN, TrafficContext, context_for_difficulty
+from marlinkit.envs.traffic.data import Network
+from marlinkit.llm import sandbox
+from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
+
+MODES = ("llm_adaptive", "llm")
+#: Fields of a context the runner owns (episode length, sampling seed): not asked of the LLM.
+RUNNER_FIELDS = ("duration_s", "seed")
+_FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
+REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 grid to serve as many vehicles "
+               "as possible with short queues and little waiting, staying stable as traffic grows harder.")
+
+
+@dataclass(frozen=True)
+class ArchitectConfig:
+    """Prompting and validation settings of both generators (one place)."""
+
+    mode: str = "llm_adaptive"  # curriculum mode: "llm_adaptive" (A2, A7) or "llm" (A8)
+    max_attempts: int = 3  # context replies tried before the deterministic fallback
+    load_tolerance: float = 0.25  # llm_adaptive: expected vehicles within +-25 % of the example's
+    regen_interval: int = 5  # llm mode only: also regenerate the context every this many episodes
+    temperature_adaptive: float = 0.7  # sampling temperature of llm_adaptive context prompts
+    temperature_free: float = 1.0  # sampling temperature of llm context prompts (less constrained)
+    temperature_reward: float = 0.7  # sampling temperature of reward prompts
+    context_tokens: int = 280  # reply cap of a context (the example context is ~200 tokens)
+    reward_tokens: int = 320  # reply cap of a reward function (the example is ~200 tokens)
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.max_attempts < 1 or self.regen_interval < 1:
+            raise ValueError("max_attempts and regen_interval must be >= 1")
+        if not 0 < self.load_tolerance < 1:
+            raise ValueError(f"load_tolerance must lie in (0, 1), got {self.load_tolerance}")
+
+
+@dataclass
+class GenerationLog:
+    """Every generation attempt of one run, in order: one JSON-ready dict each."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, **record: Any) -> dict[str, Any]:
+        self.records.append(record)
+        return record
+
+    def counts(self, kind: str) -> tuple[int, int]:
+        """(calls, accepted) of ``kind`` ("context" or "reward")."""
+        rows = [r for r in self.records if r["kind"] == kind]
+        return len(rows), sum(bool(r["accepted"]) for r in rows)
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object in a reply (code fences and chatter around it are ignored)."""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON object in the reply")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON: {error.msg} at character {error.pos}") from None
+    return value
+
+
+def extract_code(text: str) -> str:
+    """Python source of a reply: the fenced block defining the function if any, else the text."""
+    blocks = _FENCE.findall(text)
+    for block in blocks:
+        if f"def {sandbox.FUNCTION_NAME}" in block:
+            return block.strip() + "\n"
+    return (blocks[0] if blocks else text).strip() + "\n"
+
+
+def expected_vehicles(context: TrafficContext, network: Network) -> float:
+    """Mean number of vehicles the context generates (rates x time profile over its duration)."""
+    rates = np.array(list(context.entry_rates_vph(network).values())) / 3600.0
+    profile = context.time_profile.factor(np.arange(context.duration_s, dtype=float))
+    return float(np.clip(profile[:, None] * rates[None, :], 0.0, 1.0).sum())
+
+
+def summary_text(stats: Mapping[str, float]) -> str:
+    """Statistics for a prompt, rounded so that replays match across tiny float differences."""
+    return ", ".join(f"{key} {value:.1f}" if isinstance(value, float) else f"{key} {value}" for key, value in stats.items())
+
+
+def _llm_fields(context: TrafficContext) -> dict[str, Any]:
+    return {k: v for k, v in context.to_dict().items() if k not in RUNNER_FIELDS}
+
+
+def _settings(temperature: float, tokens: int, seed: int) -> GenerationSettings:
+    return GenerationSettings(temperature=temperature, max_new_tokens=tokens, seed=seed)
+
+
+def _call(backend: ChatBackend, messages: list[dict[str, str]], settings: GenerationSettings):
+    """One chat call: (reply or None, error text, wall seconds). A backend failure is a failed attempt."""
+    start = time.perf_counter()
+    try:
+        reply = backend.chat(messages, settings)
+    except LLMError as error:
+        return None, f"LLM call failed: {error}", time.perf_counter() - start
+    return reply, "", time.perf_counter() - start
+
+
+def _reply_fields(reply) -> dict[str, Any]:
+    if reply is None:
+        return {"reply": None, "prompt_tokens": 0, "completion_tokens": 0, "llm_seconds": 0.0, "cached": False}
+    return {"reply": reply.text, "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+            "llm_seconds": reply.seconds, "cached": reply.cached}
+
+
+class CurriculumArchitect:
+    """Difficulty + statistics -> a validated :class:`TrafficContext` (or the fallback for d)."""
+
+    SYSTEM = ("You are the curriculum architect for traffic-signal control on a 4x4 grid of 16 signalised "
+              "intersections (Hangzhou). You design the traffic of the next training stage as one JSON object. "
+              "Reply with the JSON object only, no explanation.")
+
+    def __init__(self, backend: ChatBackend, network: Network, config: ArchitectConfig = ArchitectConfig(),
+                 log: GenerationLog | None = None):
+        self.backend, self.network, self.config = backend, network, config
+        self.log = log if log is not None else GenerationLog()
+
+    def prompt(self, difficulty: float, stats: Mapping[str, float], duration_s: int) -> str:
+        example = json.dumps(_llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)))
+        fields = ("demand_level (0-5, multiplies every rate), approach_rates_vph (N, E, S, W: 0-1200 veh/h per "
+                  "entry road), route_mix (through/left/right shares summing to 1, through >= 0.2), asymmetry "
+                  "(0-2, extra share of the major axis), major_axis (\"EW\" or \"NS\"), time_profile (kind "
+                  "\"constant\" or \"peak\", peak_time_s, peak_width_s, peak_factor 1-4), vehicle (length, min_gap, "
+                  "max_speed, accel, decel)")
+        head = (f"Difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}] (higher d: more vehicles, more left turns, "
+                f"a stronger peak). Recent training: {summary_text(stats)}.\nFields: {fields}.\n"
+                f"Example for d = {difficulty:.2f}:\n{example}\n")
+        if self.config.mode == "llm_adaptive":
+            return head + ("Design the traffic context for this difficulty. Keep the total demand within 25% of the "
+                           "example's; you may change the pattern (major axis, asymmetry, turn shares, peak). "
+                           "Reply with one JSON object.")
+        return head + ("Invent a new, semantically rich traffic scenario for this difficulty (for example a commuter "
+                       "peak with a bottleneck on one artery). Reply with one JSON object.")
+
+    def check(self, data: Any, difficulty: float, duration_s: int, seed: int) -> TrafficContext:
+        """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")
+        data = {**data, "duration_s": duration_s, "seed": seed}
+        try:
+            context = TrafficContext.from_dict(data)
+        except (TypeError, AttributeError) as error:  # wrong types inside nested fields
+            raise ValueError(f"schema: {error}") from None
+        if self.config.mode == "llm_adaptive":
+            reference = expected_vehicles(context_for_difficulty(difficulty, seed, duration_s), self.network)
+            load = expected_vehicles(context, self.network)
+            if abs(load - reference) > self.config.load_tolerance * reference:
+                raise ValueError(f"load: {load:.0f} expected vehicles, the difficulty asks for {reference:.0f} "
+                                 f"+-{100 * self.config.load_tolerance:.0f}%")
+        return context
+
+    def propose(self, difficulty: float, stats: Mapping[str, float], episode: int, seed: int,
+                duration_s: int = 360) -> tuple[TrafficContext, bool]:
+        """A context for ``difficulty`` and whether it came from the LLM (False: the fallback)."""
+        cfg = self.config
+        temperature = cfg.temperature_adaptive if cfg.mode == "llm_adaptive" else cfg.temperature_free
+        user = self.prompt(difficulty, stats, duration_s)
+        feedback = ""
+        for attempt in range(cfg.max_attempts):
+            messages = [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user + feedback}]
+            reply, error, wall = _call(self.backend, messages, _settings(temperature, cfg.context_tokens, seed * 1009 + attempt))
+            context = None
+            if reply is not None:
+                try:
+                    context = self.check(extract_json(reply.text), difficulty, duration_s, seed)
+                except ValueError as problem:
+                    error = str(problem)
+            self.log.add(kind="context", mode=cfg.mode, episode=episode, difficulty=difficulty, attempt=attempt,
+                         accepted=context is not None, reason="accepted" if context else error, fallback=False,
+                         wall_seconds=wall, context=context.to_dict() if context else None, **_reply_fields(reply))
+            if context is not None:
+                return context, True
+            feedback = f"\nYour previous reply was rejected: {error[:300]}. Reply with a corrected JSON object only."
+        fallback = context_for_difficulty(difficulty, seed, duration_s)
+        self.log.add(kind="context", mode=cfg.mode, episode=episode, difficulty=difficulty, attempt=cfg.max_attempts,
+                     accepted=False, reason=f"fallback after {cfg.max_attempts} failed replies", fallback=True,
+                     wall_seconds=0.0, context=fallback.to_dict(), **_reply_fields(None))
+        return fallback, False
+
+
+class RewardSynthesizer:
+    """Difficulty + statistics + learning goal -> reward code, checked by the three-stage sandbox."""
+
+    SYSTEM = ("You write reward functions for multi-agent reinforcement learning in traffic-signal control. "
+              "Reply with one Python function in a ```python code block and nothing else.")
+
+    def __init__(self, backend: ChatBackend, config: ArchitectConfig = ArchitectConfig(),
+                 log: GenerationLog | None = None, limits: sandbox.SandboxLimits = sandbox.SandboxLimits(),
+                 samples: tuple[Mapping[str, Any], np.ndarray] | None = None, goal: str = REWARD_GOAL):
+        self.backend, self.config, self.limits, self.goal = backend, config, limits, goal
+        self.samples = samples if samples is not None else sandbox.sample_rollouts()
+        self.log = log if log is not None else GenerationLog()
+
+    def prompt(self, difficulty: float, stats: Mapping[str, float]) -> str:
+        fields = "\n".join(f"- {f.name}: {f.doc} (about {f.low:g} to {f.high:g})" for f in sandbox.REWARD_FIELDS)
+        example = Path(sandbox.__file__).with_name("reward_example.py").read_text()
+        example = example[example.index("def "):]
+        return (f"Learning goal: {self.goal}\nCurriculum difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}]. "
+                f"Training statistics: {summary_text(stats)}.\n"
+                f"Write `def {sandbox.FUNCTION_NAME}(metrics, difficulty):` returning a float in [-1, 1] for one "
+                f"intersection and one second. `metrics` is a dict with these floats:\n{fields}\n"
+                "No imports; `math` and basic builtins (abs, min, max, sum, ...) are available. Example:\n"
+                f"```python\n{example}```\nWrite a reward function suited to this difficulty.")
+
+    def attempt(self, difficulty: float, stats: Mapping[str, float], episode: int, seed: int, number: int,
+                feedback: str = "", trigger: str | None = None) -> tuple[str | None, str]:
+        """One generation: (accepted source or None, rejection reason)."""
+        messages = [{"role": "system", "content": self.SYSTEM},
+                    {"role": "user", "content": self.prompt(difficulty, stats) + feedback}]
+        settings = _settings(self.config.temperature_reward, self.config.reward_tokens, seed * 1009 + number)
+        reply, error, wall = _call(self.backend, messages, settings)
+        source, verdict = None, None
+        if reply is not None:
+            source = extract_code(reply.text)
+            verdict = sandbox.validate(source, self.samples, self.limits)
+            error = "accepted" if verdict.accepted else f"{verdict.stage}: {verdict.reason}"
+        accepted = bool(verdict and verdict.accepted)
+        self.log.add(kind="reward", mode="llm_reward", episode=episode, difficulty=difficulty, attempt=number,
+                     trigger=trigger, accepted=accepted, reason=error, fallback=False, wall_seconds=wall,
+                     stage=verdict.stage if verdict else "llm", source=source,
+                     verdict=verdict.to_dict() if verdict else None, **_reply_fields(reply))
+        return (source if accepted else None), error
+
+
+def run_reward_event(synth: RewardSynthesizer, state: curriculum.RewardState, difficulty: float,
+                     stats: Mapping[str, float], episode: int, seed: int,
+                     config: curriculum.CurriculumConfig = curriculum.CurriculumConfig(),
+                     ) -> tuple[curriculum.RewardState, str | None]:
+    """Attempt generations of the open event until one passes or ``max_failures`` have failed.
+
+    Returns the new state and the accepted source (None when the event fell back to the
+    environment reward; the log then ends with a ``fallback`` record).
+    """
+    feedback = ""
+    while state.pending:
+        source, error = synth.attempt(difficulty, stats, episode, seed, state.failures, feedback, state.trigger)
+        state = curriculum.record_generation(state, source is not None, config)
+        if source is not None:
+            return state, source
+        feedback = f"\nYour previous function was rejected ({error[:300]}). Write a corrected function."
+    synth.log.add(kind="reward", mode="llm_reward", episode=episode, difficulty=difficulty, attempt=state.failures,
+                  trigger=state.trigger, accepted=False, reason=f"environment reward after {state.failures} failures",
+                  fallback=True, wall_seconds=0.0, stage=None, source=None, verdict=None, **_reply_fields(None))
+    return state, None
+
+
+def scripted_architect_replies(context_reply: Callable[[float], str] | None = None,
+                               reward_reply: str | None = None) -> Callable[[list[dict[str, str]]], str]:
+    """A script for :class:`~marlinkit.llm.scripted.ScriptedBackend` that plays both generators correctly.
+
+    Context prompts get the example context back (valid by construction) unless ``context_reply``
+    maps the difficulty to another text; reward prompts get the worked example function (or
+    ``reward_reply``). For the smoke preset and tests: no model, real protocol.
+    """
+    def script(messages: list[dict[str, str]]) -> str:
+        text = messages[-1]["content"]
+        if messages[0]["content"] == RewardSynthesizer.SYSTEM:
+            if reward_reply is not None:
+                return reward_reply
+            return "```python\n" + text[text.index("```python\n") + 10:].split("```")[0] + "```"
+        if context_reply is not None:
+            return context_reply(float(re.search(r"Difficulty d = ([0-9.]+)", text).group(1)))
+        lines = text.split("\n")
+        return next(lines[i + 1] for i, line in enumerate(lines) if line.startswith("Example for d"))
+    return script
+
