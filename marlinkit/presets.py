@@ -21,6 +21,17 @@ _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "t
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "llm_only": {
+            "scenarios": ["single_slot", "two_path"],
+            "trials": 1,
+            "seed": 0,
+            "max_moves": 2,
+            "max_rounds": 1,
+            "max_new_tokens": 80,
+            "stall_limit": 0,
+            "llm": "smollm2",
+            "replay_only": True,
+        },
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
@@ -57,6 +68,17 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "quick": {
         "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "llm_only": {
+            "scenarios": _SCENARIOS,
+            "trials": 1,
+            "seed": 0,
+            "max_moves": 2,
+            "max_rounds": 1,
+            "max_new_tokens": 80,
+            "stall_limit": 0,
+            "llm": None,
+            "replay_only": False,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0],
@@ -93,6 +115,17 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "paper": {
         "fig1_scenarios": {"scenarios": _SCENARIOS},
+        "llm_only": {
+            "scenarios": _SCENARIOS,
+            "trials": 50,
+            "seed": 0,
+            "max_moves": 50,
+            "max_rounds": 5,
+            "max_new_tokens": 300,
+            "stall_limit": 0,
+            "llm": None,
+            "replay_only": False,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0],
