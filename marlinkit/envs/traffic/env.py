@@ -148,9 +148,7 @@ class TrafficSignalEnv(ParallelEnv):
     def _build_indices(self) -> None:
         net, lanes = self.network, self.network.observed_lanes
         position = {lane: j for j, lane in enumerate(lanes)}
-        veh = self._flow.vehicle.length + self._flow.vehicle.min_gap
-        lengths = np.array([net.roads[road].length for road, _ in lanes])
-        self._per_vehicle = veh / lengths  # one vehicle's share of a lane: 1 / capacity, and its occupancy
+        self._lane_lengths = np.array([net.roads[road].length for road, _ in lanes])
         self._lane_buffer = np.zeros((len(lanes), 4))
         self._eye = np.eye(4, dtype=np.float32)
         n = len(self.possible_agents)
@@ -178,6 +176,8 @@ class TrafficSignalEnv(ParallelEnv):
             if context != self._context:
                 self._context, self._flow = context, self._make_flow(context)
         self.episode_seed = int(self._rng.integers(0, 2**31 - 1))
+        vehicle = self._flow.vehicle
+        self._per_vehicle = (vehicle.length + vehicle.min_gap) / self._lane_lengths  # 1 / lane capacity; occupancy per vehicle
         self.engine.load(self._flow, self.episode_seed)
         cfg, n = self.config, len(self.possible_agents)
         self.agents = list(self.possible_agents)
