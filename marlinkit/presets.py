@@ -20,6 +20,7 @@ _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "t
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
+        "paper_audit": {"bootstrap_resamples": 1000, "bootstrap_seed": 0, "rounding_samples": 20},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": ["single_slot", "two_path"],
@@ -67,6 +68,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "quick": {
+        "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 200},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": _SCENARIOS,
@@ -114,6 +116,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "paper": {
+        "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 2000},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": _SCENARIOS,
