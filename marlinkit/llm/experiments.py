@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths, presets
+from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
@@ -58,7 +59,7 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
         layout = get_layout(scenario)
         for trial in range(settings["trials"]):
             seed = trial_seed(settings["seed"], scenario, trial)
-            plan = source.make_plan(layout, np.array(layout.starts), settings["max_moves"], seed=seed)
+            plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
             stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
             rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
                          "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})

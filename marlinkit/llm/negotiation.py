@@ -64,6 +64,7 @@ class NegotiationConfig:
     leader: str = "first"  # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
     worked_example: bool = True  # open each chat with one worked exchange (small models need it)
     max_wait_streak: int = 3  # rule in the prompt: no robot waits more than this many moves in a row
+    max_moves: int = core.EPISODE_STEPS  # moves negotiated per plan at most; afterwards the robots wait
     stall_limit: int = 0  # stop after this many moves in a row that changed no position (0: never, the paper)
     preferences: str = ""  # operator preferences appended to the system prompt
 
@@ -72,6 +73,8 @@ class NegotiationConfig:
             raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
         if self.leader not in ("first", "random"):
             raise ValueError(f"leader must be 'first' or 'random', got {self.leader!r}")
+        if not 1 <= self.max_moves <= core.EPISODE_STEPS:
+            raise ValueError(f"max_moves must be in 1..{core.EPISODE_STEPS}, got {self.max_moves}")
         if self.stall_limit < 0:
             raise ValueError(f"stall_limit must be >= 0, got {self.stall_limit}")
         GenerationSettings(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
@@ -253,6 +256,7 @@ class Negotiation:
         for agent, (x, y) in enumerate(state.pos[0].tolist()):
             if not layout.is_free(x, y):
                 raise ValueError(f"robot {agent} position {(x, y)} is not a free cell of {layout.name!r}")
+        steps_left = min(steps_left, self.config.max_moves)
         seed = 0 if seed is None else int(seed)
         rng = np.random.default_rng(seed)
         stats = dict.fromkeys(("llm_calls", "prompt_tokens", "completion_tokens", "replies", "format_ok",
