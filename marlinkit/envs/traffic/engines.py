@@ -143,11 +143,11 @@ class Engine(abc.ABC):
 
     def _read_lanes(self, on_lane: list) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """Counts, flows and the occupied lanes from the vehicle ids on each observed lane."""
-        sizes = list(map(len, on_lane))
+        sizes = np.fromiter(map(len, on_lane), np.int64, len(on_lane))
         flat = list(chain.from_iterable(on_lane))
         ids = np.fromiter(map(self._index.__getitem__, flat), np.int64, len(flat))
         flows = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
-        return np.array(sizes, dtype=float), flows, [j for j, size in enumerate(sizes) if size]
+        return sizes.astype(float), flows, np.flatnonzero(sizes).tolist()
 
     def _check_routes(self, flow: Flow) -> None:
         for i, route in enumerate(flow.routes):
