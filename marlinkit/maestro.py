@@ -1,0 +1,491 @@
+"""MAESTRO's A2/A7/A8 ablation (Sections 4.1, 5.3, Appendix A.8) on the Hangzhou network: the runner.
+
+==========  ===============  ==================================================================
+config      curriculum mode  reward MADDPG trains on
+==========  ===============  ==================================================================
+A2          llm_adaptive     environment template reward (flow + wait + pressure)
+A7          llm_adaptive     (1 - w(d)) r_env + w(d) * 170.0 * r_LLM while a generated reward is active
+A8          llm              environment template reward
+==========  ===============  ==================================================================
+
+One run = one (config, seed): ``episodes`` training episodes of ``episode_seconds`` 1-s steps
+with exploring policies, and after every ``eval_every``-th one a deterministic evaluation
+episode. Each run executes in its own spawned process (libsumo holds one simulation per
+process); runs resume per completed run (a run whose sidecar exists with the same
+configuration is loaded, not recomputed).
+
+The curriculum's target (the paper's 165.0) lives on the paper's reward scale. Ours differs (a
+different engine and reward weights), and our returns cross zero, so the multiplicative 1.05 x /
+0.95 x target bars cannot be applied to them directly. :func:`calibrate` measures two returns on
+the starting context (difficulty ``calibration_difficulty``, the curriculum's d_initial):
+max-pressure (``target_return``) and fixed-time 30 s (``zero_return``). An episode's *score*
+is ``165.0 * (R - zero_return) / (target_return - zero_return)``: 165 is max-pressure level, 0 is
+fixed-time level, and the difficulty rules of Section 4.2 run unchanged on the score with
+target 165.0 (raise above 173.25, lower below 156.75). Tables report both score and raw return.
+
+Other readings (also in the notebooks): the evaluation episodes run on the first
+``episode_seconds`` of the real Hangzhou flow (the target domain; the same traffic for every
+config and evaluation, so learning curves compare policies, not curricula); final performance is
+the mean score of the last ``final_window`` training episodes (the paper: episodes 180-199 of
+"training rewards extracted from simulation logs"); traffic metrics come from the evaluation
+episodes in that window. r_LLM is evaluated per intersection and second from
+:class:`RewardInputs`, whose waiting-time and delay fields are estimates (see there).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import curriculum, paths, presets
+from marlinkit.runs import ResultStore, atomic_write_text, run_name
+
+PAPER = "maestro"
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One configuration of Section 4.1."""
+
+    name: str
+    curriculum_mode: str  # "llm_adaptive" or "llm"
+    llm_reward: bool  # whether the LLM-generated auxiliary reward is used (A7)
+    label: str
+
+
+ABLATIONS = {
+    "A2": Ablation("A2", "llm_adaptive", False, "A2 (LLM curriculum + template)"),
+    "A7": Ablation("A7", "llm_adaptive", True, "A7 (full MAESTRO)"),
+    "A8": Ablation("A8", "llm", False, "A8 (alt. curriculum + template)"),
+}
+
+
+@dataclass(frozen=True)
+class MaestroConfig:
+    """One ablation's settings (a preset's ``maestro`` section); hashed into every run's sidecar."""
+
+    seeds: tuple[int, ...] = (200, 300, 400, 500)  # paper seeds (Section 5.3)
+    ablations: tuple[str, ...] = ("A2", "A7", "A8")  # configurations to run
+    episodes: int = 200  # training episodes per run (paper: 200)
+    episode_seconds: int = 360  # 1-s steps per episode (paper: 360)
+    eval_every: int = 2  # training episodes between deterministic evaluations (paper: 2)
+    final_window: int = 20  # last training episodes summarised as final performance (paper: 180-199)
+    workers: int = 2  # runs in parallel, one process each
+    llm: str = "smollm2"  # LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model
+    replay_only: bool = False  # fail on a transcript miss instead of calling the model
+    engine: str = "sumo"  # traffic engine
+    target_paper: float = 165.0  # the paper's curriculum target, on its reward scale (Section 4.2)
+    calibration_difficulty: float = 0.3  # difficulty of the context the target is calibrated on
+    calibration_seed: int = 0  # SUMO and context seed of the calibration episodes
+    eval_seed: int = 1_000_000  # SUMO seed of every evaluation episode
+    regen_interval: int = 5  # A8 ("llm" mode): also regenerate the context every this many episodes
+    max_attempts: int = 3  # context replies tried before the deterministic fallback context
+    maddpg: dict = field(default_factory=dict)  # MADDPGConfig overrides (batch size, update cadence, ...)
+
+    def __post_init__(self):
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        object.__setattr__(self, "ablations", tuple(self.ablations))
+        unknown = sorted(set(self.ablations) - set(ABLATIONS))
+        if unknown or not self.ablations:
+            raise ValueError(f"unknown ablation(s) {unknown}; choose from {sorted(ABLATIONS)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
+        for name in ("episodes", "episode_seconds", "eval_every", "final_window", "workers", "regen_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.final_window > self.episodes:
+            raise ValueError(f"final_window ({self.final_window}) exceeds episodes ({self.episodes})")
+        if self.final_window < self.eval_every:
+            raise ValueError("final_window must hold at least one evaluation (>= eval_every)")
+
+
+# ----- reward inputs and the A7 reward wrapper ---------------------------------------------------
+
+class RewardInputs:
+    """The ``metrics`` dict of ``marlinkit.llm.sandbox.REWARD_FIELDS`` for all 16 agents, each second.
+
+    Exact from the environment: queue_length, throughput, pressure (its reward terms), occupancy
+    (mean of the observation's lane occupancies), phase. Estimated, because the environment does
+    not expose per-vehicle data: ``phase_duration`` is the observation's elapsed time (capped at
+    60 s); ``delay`` is the fraction of incoming vehicles halted (stands in for 1 - speed/limit);
+    ``waiting_time`` is a running mean wait of the halted vehicles (+1 s per second for those still
+    queued, newcomers at 0).
+    """
+
+    def __init__(self, n_agents: int):
+        self.n = n_agents
+        self.reset()
+
+    def reset(self) -> None:
+        self._wait = np.zeros(self.n)
+        self._queue = np.zeros(self.n)
+
+    def update(self, obs: np.ndarray, infos: dict, agents: list[str], phases: np.ndarray) -> dict[str, np.ndarray]:
+        queue = np.array([infos[a]["queue"] for a in agents], dtype=float)
+        lanes = obs[:, :48].reshape(self.n, 12, 4)
+        halted_share, occupancy = lanes[:, :, 0].sum(1), lanes[:, :, 1].sum(1)
+        stayed = np.minimum(self._queue, queue)
+        self._wait = np.where(queue > 0, (self._wait + 1.0) * stayed / np.maximum(queue, 1.0), 0.0)
+        self._queue = queue
+        return {
+            "queue_length": queue,
+            "waiting_time": self._wait.copy(),
+            "pressure": np.array([infos[a]["pressure"] for a in agents], dtype=float),
+            "throughput": np.array([infos[a]["outflow"] for a in agents], dtype=float),
+            "delay": np.where(occupancy > 0, np.minimum(halted_share / np.maximum(occupancy, 1e-9), 1.0), 0.0),
+            "occupancy": occupancy / 12.0,
+            "phase": phases.astype(float),
+            "phase_duration": obs[:, -2].astype(float) * 60.0,
+        }
+
+
+class CurriculumEnv:
+    """The traffic env as MADDPG sees it: the current context on every reset, and A7's reward.
+
+    ``context`` None means the real Hangzhou flow (evaluation). With ``shaping`` on and an active
+    generated reward, rewards are :func:`marlinkit.curriculum.training_reward`; the environment's
+    own return is kept in ``env_return``. A sandbox failure during training reverts to the
+    environment reward (``curriculum.record_runtime_failure``) and is noted in ``runtime_failure``.
+    """
+
+    def __init__(self, env, config: curriculum.CurriculumConfig):
+        self.env, self.config = env, config
+        self.context = None
+        self.shaping = False
+        self.difficulty = config.d_initial
+        self.reward_state = curriculum.RewardState()
+        self.worker = None
+        self.inputs = RewardInputs(len(env.possible_agents))
+        self.env_return = self.reward_eval_s = 0.0
+        self.runtime_failure: str | None = None
+
+    @property
+    def possible_agents(self):
+        return self.env.possible_agents
+
+    @property
+    def agents(self):
+        return self.env.agents
+
+    def observation_space(self, agent):
+        return self.env.observation_space(agent)
+
+    def action_space(self, agent):
+        return self.env.action_space(agent)
+
+    def reset(self, seed=None, options=None):
+        self.inputs.reset()
+        self.env_return = 0.0
+        return self.env.reset(seed=seed, options={"context": self.context})
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        agents = self.env.possible_agents
+        r_env = np.array([rewards[a] for a in agents])
+        self.env_return += float(r_env.mean())
+        if not (self.shaping and self.reward_state.source == "llm" and self.worker is not None):
+            return obs, rewards, terminations, truncations, infos
+        from marlinkit.llm.sandbox import SandboxError
+
+        started = time.perf_counter()
+        metrics = self.inputs.update(np.stack([obs[a] for a in agents]), infos, agents, self.env.current_phases)
+        try:
+            r_llm = self.worker.evaluate(metrics, self.difficulty)
+        except SandboxError as error:
+            self.runtime_failure = str(error)
+            self.reward_state = curriculum.record_runtime_failure(self.reward_state)
+            self.set_worker(None)
+            r_llm = None
+        shaped = curriculum.training_reward(r_env, r_llm, self.difficulty, self.reward_state, self.config)
+        self.reward_eval_s += time.perf_counter() - started
+        return obs, dict(zip(agents, shaped.tolist())), terminations, truncations, infos
+
+    def set_worker(self, worker) -> None:
+        if self.worker is not None and worker is not self.worker:
+            self.worker.close()
+        self.worker = worker
+
+    def close(self) -> None:
+        self.set_worker(None)
+        self.env.close()
+
+
+# ----- calibration of the target -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Calibration:
+    """Maps our episode return to the paper's scale: 165 at ``target_return``, 0 at ``zero_return``."""
+
+    target_return: float  # max-pressure return on the starting context
+    zero_return: float  # fixed-time (30 s) return on the same context
+    target_paper: float = 165.0
+
+    def __post_init__(self):
+        if not self.target_return > self.zero_return:
+            raise ValueError(f"calibration needs target_return > zero_return, got {self.target_return} <= {self.zero_return}")
+
+    def score(self, episode_return):
+        return self.target_paper * (np.asarray(episode_return, dtype=float) - self.zero_return) / (
+            self.target_return - self.zero_return)
+
+
+def _env_config(cfg: MaestroConfig, context=None):
+    from marlinkit.envs.traffic.env import TrafficEnvConfig
+
+    return TrafficEnvConfig(engine=cfg.engine, context=context, episode_seconds=cfg.episode_seconds)
+
+
+def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
+    """Returns and metrics of max-pressure and fixed-time on the calibration context (own process)."""
+    from marlinkit.envs.traffic.context import context_for_difficulty
+    from marlinkit.envs.traffic.controllers import make_controller
+    from marlinkit.envs.traffic.env import TrafficSignalEnv
+
+    context = context_for_difficulty(cfg.calibration_difficulty, cfg.calibration_seed, cfg.episode_seconds)
+    env = TrafficSignalEnv(_env_config(cfg, context))
+    out = {"engine_version": env.engine.version, "context": context.describe()}
+    try:
+        for name in ("max-pressure", "fixed-time"):
+            policy, total = make_controller(name, 30), 0.0
+            env.reset(seed=cfg.calibration_seed)
+            while env.agents:
+                _, rewards, *_ = env.step(policy(env))
+                total += float(np.mean(list(rewards.values())))
+            out[name] = {"return": total, **env.last_metrics}
+    finally:
+        env.close()
+    return out
+
+
+def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
+    """The target calibration, measured once per configuration (cached next to the runs)."""
+    keys = ("engine", "episode_seconds", "calibration_difficulty", "calibration_seed", "target_paper")
+    config = {k: getattr(cfg, k) for k in keys}
+    if not store.is_complete("ablation_calibration", config):
+        result = _in_process_pool([(_calibration_job, cfg)], 1)[0]
+        table = pd.DataFrame([{"controller": k, **v} for k, v in result.items() if isinstance(v, dict)])
+        store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"])
+    table = store.load("ablation_calibration").set_index("controller")
+    calibration = Calibration(float(table.loc["max-pressure", "return"]), float(table.loc["fixed-time", "return"]),
+                              cfg.target_paper)
+    return calibration, store.load_sidecar("ablation_calibration")
+
+
+# ----- one run -----------------------------------------------------------------------------------
+
+def make_llm(setting: str, purpose: str, replay_only: bool):
+    """The architect's backend: ``scripted`` plays both generators; others go through the transcript cache."""
+    from marlinkit.llm import config as llm_config
+
+    if setting == "scripted":
+        from marlinkit.llm.architect import scripted_architect_replies
+        from marlinkit.llm.scripted import ScriptedBackend
+
+        return ScriptedBackend(scripted_architect_replies(), model="maestro-architect")
+    return llm_config.cached_backend(setting, purpose, replay_only=replay_only)
+
+
+def _maddpg_config(cfg: MaestroConfig, seed: int):
+    from marlinkit.algos.maddpg import MADDPGConfig
+
+    total = cfg.episodes * cfg.episode_seconds
+    defaults = MADDPGConfig()
+    overrides = {"buffer_size": min(defaults.buffer_size, total), **cfg.maddpg}
+    return MADDPGConfig(seed=seed, eval_every=cfg.eval_every, **overrides)
+
+
+def run_config(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration) -> dict[str, Any]:
+    """What a run's results depend on (hashed into its sidecar)."""
+    run_keys = ("episodes", "episode_seconds", "eval_every", "llm", "engine", "eval_seed", "regen_interval",
+                "max_attempts", "target_paper")
+    return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
+            "maddpg": asdict(_maddpg_config(cfg, seed)), "calibration": asdict(calibration),
+            "curriculum": asdict(curriculum.CurriculumConfig(target=cfg.target_paper))}
+
+
+def _stats(scores: list[float], metrics: dict | None, episode: int) -> dict[str, float]:
+    """Summary statistics for the architect's prompts."""
+    out: dict[str, float] = {"episode": episode}
+    if scores:
+        out["window mean score (target 165)"] = float(np.mean(scores[-5:]))
+        out["last score"] = float(scores[-1])
+    if metrics:
+        out.update({"throughput": float(metrics["throughput"]), "avg delay s": float(metrics["avg_delay_s"]),
+                    "avg queue": float(metrics["avg_queue"])})
+    return out
+
+
+def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> str:
+    """Train one (config, seed) and write its tables; runs in a fresh process."""
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPG, ReplayBuffer, env_dims, evaluate, run_episode, seed_everything
+    from marlinkit.envs.traffic.env import TrafficSignalEnv
+    from marlinkit.llm import architect as arch
+    from marlinkit.llm.config import label as llm_label
+    from marlinkit.llm.sandbox import RewardWorker
+
+    torch.set_num_threads(1)  # one run per core: more threads only contend
+    started = time.perf_counter()
+    spec = ABLATIONS[ablation]
+    ccfg = curriculum.CurriculumConfig(target=cfg.target_paper)
+    mcfg = _maddpg_config(cfg, seed)
+    seed_everything(seed)
+    backend = make_llm(cfg.llm, f"maestro_{ablation}_{seed}", cfg.replay_only)
+    log = arch.GenerationLog()
+    acfg = arch.ArchitectConfig(mode=spec.curriculum_mode, max_attempts=cfg.max_attempts, regen_interval=cfg.regen_interval)
+    base = TrafficSignalEnv(_env_config(cfg))
+    env = CurriculumEnv(base, ccfg)
+    architect = arch.CurriculumArchitect(backend, base.network, acfg, log)
+    synth = arch.RewardSynthesizer(backend, acfg, log)
+    agents, obs_dim, n_actions = env_dims(base)
+    learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
+    buffer = ReplayBuffer(mcfg.buffer_size, len(agents), obs_dim)
+    dstate = curriculum.initial_difficulty(ccfg)
+    rstate = curriculum.initial_reward_state(dstate) if spec.llm_reward else curriculum.RewardState()
+    rows, scores, metrics, step_count, generation = [], [], None, 0, 0
+    need_context, trigger = True, None
+    try:
+        for episode in range(cfg.episodes):
+            d = dstate.difficulty
+            stats = _stats(scores, metrics, episode)
+            t0 = time.perf_counter()
+            if need_context:
+                env.context, from_llm = architect.propose(d, stats, episode, seed * 1000 + generation, cfg.episode_seconds)
+                generation += 1
+            t1 = time.perf_counter()
+            if rstate.pending:
+                trigger = rstate.trigger
+                rstate, source = arch.run_reward_event(synth, rstate, d, stats, episode, seed * 1000 + episode, ccfg)
+                env.set_worker(RewardWorker(source) if source is not None else None)
+            t2 = time.perf_counter()
+            env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, rstate, None
+            env.reward_eval_s = 0.0
+            train = run_episode(env, learner, seed + episode, True, buffer, step_count)
+            rstate = env.reward_state  # a runtime failure may have reverted it to the env reward
+            step_count += train["steps"]
+            metrics = base.last_metrics
+            score = float(calibration.score(env.env_return))
+            scores.append(score)
+            row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
+                   "context_from_llm": bool(from_llm), "context_new": need_context, "context": env.context.describe(),
+                   "reward_source": rstate.source if spec.llm_reward else "env", "reward_trigger": trigger,
+                   "reward_runtime_failure": env.runtime_failure, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
+                   "train_return": train["return"], "env_return": env.env_return, "score": score,
+                   **{f"train_{k}": v for k, v in metrics.items()}, "updates": train["updates"],
+                   "sim_s": train["sim_s"] - env.reward_eval_s, "train_s": train["train_s"],
+                   "reward_eval_s": env.reward_eval_s, "llm_curriculum_s": t1 - t0, "llm_reward_s": t2 - t1}
+            trigger = None
+            dstate = curriculum.update_difficulty(dstate, score, ccfg)
+            row.update(difficulty_next=dstate.difficulty, difficulty_event=dstate.event)
+            if spec.llm_reward:
+                rstate = curriculum.advance_rewards(rstate, dstate, ccfg)
+            need_context = dstate.changed or (spec.curriculum_mode == "llm" and (episode + 1) % cfg.regen_interval == 0)
+            row.update(_evaluate(env, learner, cfg, episode, evaluate))
+            rows.append(row)
+    finally:
+        env.close()
+    table = pd.DataFrame(rows)
+    store = ResultStore(Path(root))
+    name = run_name(ablation, f"seed{seed}")
+    atomic_write_text(store.root / f"{name}.generations.jsonl",
+                      "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records))
+    counts = {f"{kind}_{what}": n for kind in ("context", "reward")
+              for what, n in zip(("calls", "accepted"), log.counts(kind))}
+    store.save(name, table, run_config(cfg, ablation, seed, calibration), engine=cfg.engine,
+               engine_version=base.engine.version, llm=llm_label(backend), llm_setting=cfg.llm,
+               wall_s=time.perf_counter() - started, **counts)
+    return name
+
+
+def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, evaluate) -> dict[str, Any]:
+    """A deterministic evaluation on the real flow after every ``eval_every``-th episode (NaN otherwise)."""
+    if (episode + 1) % cfg.eval_every:
+        return {"eval_return": np.nan, "eval_s": 0.0}
+    training_context, env.context, env.shaping = env.context, None, False
+    started = time.perf_counter()
+    value = evaluate(env, learner, cfg.eval_seed)
+    env.context = training_context
+    return {"eval_return": value, **{f"eval_{k}": v for k, v in env.env.last_metrics.items()},
+            "eval_s": time.perf_counter() - started}
+
+
+# ----- the ablation ------------------------------------------------------------------------------
+
+def _in_process_pool(jobs: list[tuple], workers: int, progress: str | None = None) -> list[Any]:
+    """Run ``(function, *args)`` jobs in fresh spawned processes (one simulation each), in order."""
+    from tqdm.auto import tqdm
+
+    results: list[Any] = [None] * len(jobs)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1) as pool:
+        futures = {pool.submit(job[0], *job[1:]): i for i, job in enumerate(jobs)}
+        for future in tqdm(as_completed(futures), total=len(futures), desc=progress, disable=progress is None):
+            results[futures[future]] = future.result()
+    return results
+
+
+@dataclass
+class AblationResults:
+    """Everything the notebooks read: per-episode rows, generation log, sidecars, calibration."""
+
+    config: MaestroConfig
+    preset: str
+    episodes: pd.DataFrame
+    generations: pd.DataFrame
+    sidecars: dict[str, dict]
+    calibration: Calibration
+    calibration_info: dict
+    root: Path
+
+    @property
+    def engine(self) -> str:
+        versions = sorted({s["engine_version"] for s in self.sidecars.values()})
+        return f"{self.config.engine} ({', '.join(versions)})"
+
+    @property
+    def llm(self) -> str:
+        return ", ".join(sorted({s["llm"] for s in self.sidecars.values()}))
+
+    def provenance(self, note: str | None = None) -> str:
+        from marlinkit.plots import provenance_text
+
+        return provenance_text(self.preset, self.engine, self.llm, note)
+
+
+def load_config(preset: str, **overrides: Any) -> MaestroConfig:
+    return MaestroConfig(**presets.get(preset, "maestro", **overrides))
+
+
+def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None, progress: bool = True,
+                 **overrides: Any) -> AblationResults:
+    """Run (or load) every (ablation, seed) of a preset; missing runs are computed in parallel."""
+    cfg = load_config(preset, **overrides)
+    store = ResultStore(Path(root) if root else paths.results_dir(PAPER, preset))
+    calibration, calibration_info = calibrate(cfg, store)
+    runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
+    todo = [(_run_job, cfg, a, s, calibration, str(store.root)) for a, s in runs
+            if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
+    if todo:
+        _in_process_pool(todo, min(cfg.workers, len(todo)), "MAESTRO runs" if progress else None)
+    names = [run_name(a, f"seed{s}") for a, s in runs]
+    episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
+    generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
+    return AblationResults(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
+                           calibration, calibration_info, store.root)
+
+
+def _load_generations(path: Path, name: str) -> pd.DataFrame:
+    ablation, seed = name.split("__")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line]
+    frame = pd.DataFrame(rows)
+    return frame.assign(ablation=ablation, seed=int(seed.removeprefix("seed")))
+
