@@ -57,7 +57,6 @@ from marlinkit.envs.traffic.data import MOVEMENTS, find_data_dir, flow_path, loa
 from marlinkit.envs.traffic.engines import PHASE_MOVES, PHASES, Reading, axis, make_engine
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
-LANE_FEATURES = ("queue", "occupancy", "inflow", "outflow")
 ELAPSED_SCALE_S = 60.0
 
 

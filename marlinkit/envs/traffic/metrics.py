@@ -25,9 +25,6 @@ import numpy as np
 from marlinkit.envs.traffic.context import Flow
 from marlinkit.envs.traffic.data import Network
 
-METRIC_KEYS = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
-               "avg_queue_per_lane", "vehicles", "seconds")
-
 
 class EpisodeMetrics:
     """Accumulates one episode's readings; :meth:`result` gives the metrics defined above."""
