@@ -154,6 +154,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         reason = "--no-rllib" if args.no_rllib else ("settings differ from the authors'" if not identical else "ray[rllib] not installed (pip install '.[bench]')")
         result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, rllib_skipped=reason)
     else:
-        result.update(_rllib(args.scenario))
-        result["ratio_vs_rllib"] = result["steps_per_s"] / result["rllib_steps_per_s"]
+        try:
+            result.update(_rllib(args.scenario))
+            result["ratio_vs_rllib"] = result["steps_per_s"] / result["rllib_steps_per_s"]
+        except Exception as error:  # Ray failing to start (e.g. an overloaded machine) must not hide our numbers
+            result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, rllib_skipped=f"RLlib failed: {type(error).__name__}: {error}"[:300])
     return result
