@@ -196,3 +196,19 @@ def test_real_flow_routes_simulate_exactly_like_the_libsignal_route_file(make_en
     finally:
         libsumo.close()
     assert ours == theirs and sum(map(len, ours)) > 10
+
+
+def test_reset_switches_to_a_context_given_as_json(make_env):
+    from marlinkit.envs.traffic.context import context_for_difficulty
+
+    env = make_env(episode_seconds=150)
+    env.reset(seed=0)
+    real = env.flow
+    context = context_for_difficulty(0.9, seed=2, duration_s=150)
+    obs, _ = env.reset(seed=0, options={"context": context.to_dict()})
+    assert env.context == context and env.flow == context.flow(env.network) != real
+    while env.agents:
+        obs, *_ = env.step({a: 0 for a in env.agents})
+    assert env.last_metrics["vehicles"] == len(env.flow) and env.last_metrics["avg_queue"] > 0
+    with pytest.raises(ValueError, match="demand_level"):
+        env.reset(options={"context": {**context.to_dict(), "demand_level": -1}})

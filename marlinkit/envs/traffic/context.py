@@ -15,6 +15,7 @@ difficulty map monotone in demand without relying on luck.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -60,8 +61,9 @@ class Flow:
     def __len__(self) -> int:
         return len(self.departs)
 
+    @functools.cached_property
     def key(self) -> str:
-        """Content hash naming the generated engine files."""
+        """Content hash naming the generated engine files (computed once per flow)."""
         blob = json.dumps([self.departs, self.routes, asdict(self.vehicle)]).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

@@ -157,7 +157,7 @@ class Engine(abc.ABC):
 
 
 def _generated(flow: Flow, suffix: str) -> Path:
-    return GENERATED_DIR / f"{flow.key()}{suffix}"
+    return GENERATED_DIR / f"{flow.key}{suffix}"
 
 
 # ----------------------------------------------------------------------------- SUMO
@@ -318,7 +318,7 @@ class CityFlowEngine(Engine):
 
     def load(self, flow: Flow, seed: int) -> None:
         self._check_routes(flow)
-        key = f"{flow.key()}-{seed}"
+        key = f"{flow.key}-{seed}"
         if key not in _CITYFLOW_ENGINES:
             flow_file = _generated(flow, ".cityflow.json")
             if not flow_file.exists():
