@@ -12,15 +12,16 @@ ablation need the MAESTRO runner; they will be added to this bench with it.
 from __future__ import annotations
 
 import argparse
-import importlib
+import math
 import time
 from typing import Any
 
 N_AGENTS = 16
 N_PHASES = 4
-#: Used when the traffic environment does not export ``OBS_DIM``: 12 incoming lanes x (queue,
-#: occupancy, inflow) + 4-phase one-hot + elapsed phase time, the features MAESTRO §3.2 lists.
-FALLBACK_OBS_DIM = 41
+#: Used when the traffic environment cannot be built here (no libsumo or no Hangzhou data): its
+#: default observation, 12 lanes x 4 features x (now + 3 history steps) + phase one-hot (4) +
+#: elapsed time + yellow flag (see marlinkit.envs.traffic.env).
+FALLBACK_OBS_DIM = 198
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,14 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def traffic_obs_dim() -> tuple[int, str]:
-    """The traffic environment's observation size and where it came from."""
+    """The traffic environment's observation size (default configuration) and where it came from."""
     try:
-        traffic = importlib.import_module("marlinkit.envs.traffic")
-    except ImportError:
-        return FALLBACK_OBS_DIM, "fallback constant (traffic env not importable)"
-    if hasattr(traffic, "OBS_DIM"):
-        return int(traffic.OBS_DIM), "marlinkit.envs.traffic.OBS_DIM"
-    return FALLBACK_OBS_DIM, "fallback constant (marlinkit.envs.traffic has no OBS_DIM)"
+        from marlinkit.envs.traffic import TrafficSignalEnv
+
+        env = TrafficSignalEnv()
+    except (ImportError, FileNotFoundError) as error:
+        return FALLBACK_OBS_DIM, f"fallback constant ({type(error).__name__}: {error})"[:200]
+    return math.prod(env.observation_space(env.possible_agents[0]).shape), "TrafficSignalEnv()"
 
 
 def _updates_per_s(learner, batches, noises, mode: str) -> float:
