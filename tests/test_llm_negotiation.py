@@ -159,7 +159,7 @@ def test_prompts_carry_grid_rules_scenario_and_optional_parts():
     assert "y=3   .   .   # " in render_grid(SLOT) and "Free cells: (1, 0), (1, 1), (1, 2), (0, 3)" in text
     assert "**Example**" in text and text.endswith("**Operator preferences**\nAlice goes first.")
     assert "**Example**" not in system_prompt(SLOT, 1, 0, NegotiationConfig(worked_example=False))
-    task = task_prompt(STARTS, np.array(SLOT.goals), 0, 50, None, ["E."])
+    task = task_prompt(STARTS, np.array(SLOT.goals), 0, None, ["E."])
     assert "Alice is at (1, 0) and Bob is at (1, 7)" in task and "The previous move resulted in an error. E." in task
 
 

@@ -44,6 +44,10 @@ def trial_seed(base: int, scenario: str, trial: int) -> int:
     return int(np.random.SeedSequence([base, trial, *scenario.encode()]).generate_state(1)[0] % 2**31)
 
 
+def _run_name(backend) -> str:
+    return run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
+
+
 def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
     """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions."""
     settings = presets.get(preset, "llm_only", **overrides)
@@ -51,13 +55,13 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
     backend = source.backend
     run_config = {**settings, "llm": llm_config.label(backend)}
     store = ResultStore(paths.results_dir("marlin", preset))
-    name = run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
+    name = _run_name(backend)
     if store.is_complete(name, run_config):
         return store.load(name)
     rows, transcripts = [], {}
-    for scenario in settings["scenarios"]:
-        layout = get_layout(scenario)
-        for trial in range(settings["trials"]):
+    for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every scenario
+        for scenario in settings["scenarios"]:
+            layout = get_layout(scenario)
             seed = trial_seed(settings["seed"], scenario, trial)
             plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
             stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
@@ -73,8 +77,42 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
     return table
 
 
+def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Name and sidecar of the LLM-only run of ``preset`` with that backend (after ``run_llm_only``)."""
+    settings = presets.get(preset, "llm_only")
+    name = _run_name(llm_config.make_backend(llm or settings["llm"]))
+    return name, ResultStore(paths.results_dir("marlin", preset)).load_sidecar(name)
+
+
 def load_transcripts(preset: str, table_name: str) -> dict[str, list[dict]]:
     return json.loads((paths.results_dir("marlin", preset) / f"{table_name}.transcripts.json").read_text())
+
+
+def plan_statistics(row: pd.Series) -> pd.DataFrame:
+    """One negotiation's counts as a two-column table (the statistics beside Fig. 2)."""
+    keys = ["performance", "moves", "llm_calls", "replies", "format_ok", "corrections", "parse_failures",
+            "forced_queries", "fallbacks", "agreements", "invalid_moves", "prompt_tokens", "completion_tokens",
+            "llm_seconds", "cached_calls"]
+    return pd.DataFrame({"statistic": keys, "value": [row[k] for k in keys]})
+
+
+def plot_llm_only(table: pd.DataFrame, summary_table: pd.DataFrame):
+    """Boxplots of LLM-only performance per scenario, with the paper's Llama 3.1 8B values marked."""
+    import matplotlib.pyplot as plt
+
+    order = list(summary_table["scenario"])
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    data = [table.loc[table.scenario == s, "performance"].to_numpy() for s in order]
+    ax.boxplot(data, tick_labels=[s.replace("_", "\n") for s in order], widths=0.5)
+    for i, values in enumerate(data, 1):
+        ax.scatter(np.full(len(values), i) + np.linspace(-0.08, 0.08, len(values)), values, s=12, color="#7f7f7f", zorder=3)
+    ax.scatter(range(1, len(order) + 1), [PAPER_LLM_ONLY.get(s, np.nan) for s in order], marker="x", color="#d62728",
+               zorder=4, label="paper, Llama 3.1 8B (authors' code)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("LLM-only performance")
+    ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -155,14 +155,18 @@ TASK_RE = re.compile(r"Task: (\w+) is at \((\d+), (\d+)\) and (\w+) is at \((\d+
                      r"\w+'s goal is \((\d+), (\d+)\) and \w+'s goal is \((\d+), (\d+)\)")
 
 
-def task_prompt(positions: np.ndarray, goals: np.ndarray, move: int, steps_left: int,
-                last: str | None, errors: list[str], names=NAMES) -> str:
-    """What the leader says at the start of a move (``TASK_RE`` reads it back)."""
+def task_prompt(positions: np.ndarray, goals: np.ndarray, move: int, last: str | None, errors: list[str],
+                names=NAMES) -> str:
+    """What the leader says at the start of a move (``TASK_RE`` reads it back).
+
+    It does not mention the move limit, so a shorter run's calls are a prefix of a longer one's
+    and replay from the same transcript.
+    """
     (ax, ay), (bx, by) = positions.tolist()
     (gax, gay), (gbx, gby) = goals.tolist()
     lines = [f"Task: {names[0]} is at ({ax}, {ay}) and {names[1]} is at ({bx}, {by}). "
              f"{names[0]}'s goal is ({gax}, {gay}) and {names[1]}'s goal is ({gbx}, {gby}). "
-             f"This is move {move + 1} of at most {steps_left}."]
+             f"This is move {move + 1}."]
     if last:
         lines.append(f"Last move: {last}.")
     lines += [f"The previous move resulted in an error. {e}" for e in errors]
@@ -275,7 +279,7 @@ class Negotiation:
             prompts = [system_prompt(layout, me, leader, self.config, self.names) for me in range(2)]
             if move == 0:
                 transcript.append({"move": 0, "speaker": "system", "kind": "system_prompt", "text": prompts[leader]})
-            task = task_prompt(pos, arrays.goals, move, steps_left, last, errors, self.names)
+            task = task_prompt(pos, arrays.goals, move, last, errors, self.names)
             transcript.append({"move": move, "speaker": self.names[leader], "kind": "task", "text": task,
                                "positions": pos.tolist()})
             joint = self._negotiate_move(prompts, leader, task, seed, move, stats, transcript)
