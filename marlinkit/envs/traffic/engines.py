@@ -7,7 +7,8 @@
 * :class:`CityFlowEngine`: CityFlow when ``cityflow`` is importable (it is not on PyPI). Config
   paths are absolute, a failed load (which CityFlow only prints) raises, and Engines are never
   destroyed while the process lives (destroying one right after ``next_step`` can hang its
-  threads): each flow keeps one Engine and later episodes call ``reset()``.
+  threads): each flow keeps one Engine for the life of the process and every episode calls
+  ``reset()`` (so memory grows with the number of distinct flows a CityFlow process runs).
 
 Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
 see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
@@ -274,7 +275,7 @@ class SumoEngine(Engine):
 
 
 # ------------------------------------------------------------------------- CityFlow
-#: Engines are kept for the life of the process (destroying one can hang CityFlow's threads).
+#: Engines by flow key, kept for the life of the process (destroying one can hang CityFlow's threads).
 _CITYFLOW_ENGINES: dict[str, object] = {}
 
 
@@ -318,27 +319,35 @@ class CityFlowEngine(Engine):
 
     def load(self, flow: Flow, seed: int) -> None:
         self._check_routes(flow)
-        key = f"{flow.key}-{seed}"
-        if key not in _CITYFLOW_ENGINES:
-            flow_file = _generated(flow, ".cityflow.json")
-            if not flow_file.exists():
-                write_cityflow_flow(flow, flow_file)
-            config = {"interval": 1.0, "seed": int(seed), "dir": "", "roadnetFile": str((self.network.folder / ROADNET).resolve()),
-                      "flowFile": str(flow_file.resolve()), "rlTrafficLight": True, "laneChange": False,
-                      "saveReplay": False, "roadnetLogFile": "", "replayLogFile": ""}
-            config_file = _generated(flow, f"-{seed}.cityflow-config.json")
-            config_file.parent.mkdir(parents=True, exist_ok=True)
-            config_file.write_text(json.dumps(config))
-            engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
-            lanes = engine.get_lane_vehicle_count()
-            if not lanes or any(lane not in lanes for lane in self.lane_ids):
-                raise DataError(f"CityFlow failed to load {config_file} (it printed the reason above). {SOURCE_HINT}")
-            _CITYFLOW_ENGINES[key] = engine
-        else:
-            _CITYFLOW_ENGINES[key].reset()
-        self._engine = _CITYFLOW_ENGINES[key]
+        if flow.key not in _CITYFLOW_ENGINES:
+            _CITYFLOW_ENGINES[flow.key] = self._new_engine(flow)
+        self._engine = _CITYFLOW_ENGINES[flow.key]
+        self._engine.reset()
+        self._engine.set_random_seed(int(seed))
         self._running = set()
         self._start_episode(flow)
+
+    def _new_engine(self, flow: Flow):
+        """A CityFlow Engine for ``flow``, checked: CityFlow only prints a failed load and runs empty."""
+        flow_file = _generated(flow, ".cityflow.json")
+        if not flow_file.exists():
+            write_cityflow_flow(flow, flow_file)
+        config = {"interval": 1.0, "seed": 0, "dir": "", "roadnetFile": str((self.network.folder / ROADNET).resolve()),
+                  "flowFile": str(flow_file.resolve()), "rlTrafficLight": True, "laneChange": False,
+                  "saveReplay": False, "roadnetLogFile": "", "replayLogFile": ""}
+        config_file = _generated(flow, ".cityflow-config.json")
+        config_file.parent.mkdir(parents=True, exist_ok=True)
+        config_file.write_text(json.dumps(config))
+        engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
+        lanes = engine.get_lane_vehicle_count()
+        if not lanes or any(lane not in lanes for lane in self.lane_ids):
+            raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). {SOURCE_HINT}")
+        if len(flow):
+            for _ in range(flow.departs[0] + 1):
+                engine.next_step()
+            if not engine.get_vehicles(include_waiting=True):
+                raise DataError(f"CityFlow loaded no vehicles from {flow_file} (see its message above)")
+        return engine
 
     def _apply_signal(self, agent_index: int, code: int) -> None:
         self._engine.set_tl_phase(self.network.agents[agent_index], self._phase_ids[agent_index][min(code, 4)])
