@@ -19,6 +19,7 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert result["n_agents"] == 16 and result["n_actions"] == 4
     assert result["obs_dim"] == 7 and result["obs_dim_source"] == "--obs-dim" and result["batch_size"] == 16
     assert result["batched_updates_per_s"] > 0 and result["loop_updates_per_s"] > 0
+    assert result["batched_cpu_s_per_update"] > 0 and result["loop_cpu_s_per_update"] > 0
     assert result["speedup"] == pytest.approx(result["batched_updates_per_s"] / result["loop_updates_per_s"])
 
 
