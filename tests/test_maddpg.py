@@ -64,15 +64,6 @@ class SignalMatchEnv(ParallelEnv):
 SMALL = dict(hidden=32, batch_size=64, buffer_size=5000, learning_starts=64, update_every=1)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny networks: a second thread only adds contention on the 2-core test machines (~10x slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_fixture_env_is_a_conforming_parallel_env():
     parallel_api_test(SignalMatchEnv(), num_cycles=50)
 

@@ -15,14 +15,6 @@ from marlinkit.envs.corridor.layouts import get_layout
 FAST = mappo.MAPPOConfig(lr=2e-3, update_epochs=8, minibatch_size=500, steps_per_iteration=1500, kl_coeff=0.0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_gae_matches_hand_computed_values():
     rewards = np.array([1.0, 2.0, 3.0])
     values = np.array([0.5, 1.0, 1.5])

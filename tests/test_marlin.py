@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from marlinkit import marlin, stats
 from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
@@ -21,14 +20,6 @@ CODE = marlin.SwitchConfig(rule="code")
 # Two path: the robots take opposite sides, no interference: the single-robot distance 9.
 # Maze: one robot must back into the dead-end pocket (0,2)-(0,4) off (1,2): 9 + 4 moves + 1 wait = 14.
 OPTIMAL_LENGTH = {"single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9, "maze_like": 14}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
