@@ -80,7 +80,7 @@ def table2(results: AblationResults) -> pd.DataFrame:
         sharpe = np.nan if a == "A2" else _safe(stats.sharpe_ratio, values, base)
         rows.append({"Condition": ABLATIONS[a].label, "Curric.": ABLATIONS[a].curriculum_mode,
                      "Reward": "LLM-shaped" if ABLATIONS[a].llm_reward else "Template",
-                     "Mean ± SD": f"{values.mean():.2f} ± {_fmt(_safe(np.std, values, 1) if len(values) > 1 else np.nan)}",
+                     "Mean ± SD": f"{values.mean():.2f} ± {_fmt(values.std(ddof=1) if len(values) > 1 else np.nan)}",
                      "CV (%)": _fmt(100 * _safe(stats.coefficient_of_variation, values)),
                      "SR": _fmt(sharpe), "Best": _fmt(values.max()), "Worst": _fmt(values.min()),
                      "paper Mean ± SD": f"{paper['mean']:.2f} ± {paper['sd']:.2f}", "paper CV (%)": _fmt(paper["cv_pct"]),
@@ -205,7 +205,8 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
     out = out.merge(fallbacks, on=["kind", "mode"], how="left").fillna({"fallbacks": 0})
     reasons = calls[~calls["accepted"]].groupby(["kind", "mode"])["reason"].agg(
         lambda r: "; ".join(pd.Series([x.split(":")[0] for x in r]).value_counts().head(3).index))
-    return out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
+    out = out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
+    return out.fillna({"top rejection stages": "—"})
 
 
 # ----- figures -----------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ def difficulty_trajectories(axes, results: AblationResults, seed: int = 200) -> 
 
 # ----- Figures 1 and 2: the framework as this code implements it ---------------------------------
 
-def _box(ax, xy, text, color, width=0.26, height=0.13):
+def _box(ax, xy, text, color, width=0.32, height=0.13):
     from matplotlib.patches import FancyBboxPatch
 
     x, y = xy
@@ -337,7 +338,7 @@ def framework_diagram(ax, results: AblationResults) -> None:
     _arrow(ax, (0.33, 0.3), (0.67, 0.3), "obs, r_env")
     _arrow(ax, (0.67, 0.26), (0.33, 0.26), "phases (actions)", offset=(0, -0.045))
     _arrow(ax, (0.8, 0.23), (0.6, 0.13), "episode returns")
-    _arrow(ax, (0.4, 0.13), (0.2, 0.23), "new d")
+    _arrow(ax, (0.4, 0.13), (0.2, 0.23), "new d -> next context")
     ax.set_title(f"MAESTRO dual loop as run here ({runs} runs)", fontsize=9)
 
 
