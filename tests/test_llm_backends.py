@@ -166,3 +166,16 @@ def test_openai_client_reports_an_unreachable_endpoint():
     backend = OpenAIBackend("http://127.0.0.1:9/v1", "m", timeout=0.5, retries=1, backoff=0.01)
     with pytest.raises(LLMError, match="failed 2 times"):
         backend.chat(CHAT, GenerationSettings())
+
+
+def test_system_prompt_kv_cache_gives_the_same_greedy_reply(tiny):
+    chat = [{"role": "system", "content": "You are Alice, a robot in a corridor. " * 10}, CHAT[1]]
+    greedy = GenerationSettings(temperature=0, max_new_tokens=20)
+    tiny._prefixes.clear()
+    cached = tiny.chat(chat, greedy)
+    assert len(tiny._prefixes) == 1  # the system prompt's keys and values are kept for the next call
+    again = tiny.chat(chat, greedy)
+    plain = TransformersBackend(tiny.model_path)
+    plain._prefix_cache = lambda *args: None  # the uncached path, for reference
+    assert cached.text == again.text == plain.chat(chat, greedy).text
+    assert cached.prompt_tokens == plain.chat(chat, greedy).prompt_tokens

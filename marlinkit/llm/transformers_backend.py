@@ -7,6 +7,7 @@ the BOS). Llama 3.1 has no pad token and three EOS ids; both are passed explicit
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import time
@@ -75,6 +76,32 @@ class TransformersBackend:
         self.device_map = device_map
         # Cache keys use the folder's name, not its absolute path, so transcripts replay on other machines.
         self.model = model_name or Path(model_path.rstrip("/")).name
+        self._prefixes: dict[tuple[int, ...], object] = {}  # system-prompt token ids -> their KV cache
+
+    def _prefix_cache(self, model, tokenizer, messages, input_ids):
+        """A copy of the KV cache of the system prompt, when ``input_ids`` starts with it.
+
+        Every negotiation call repeats one of a few long system prompts; computing their keys and
+        values once roughly halves the CPU time of a call. Only sampling noise differs.
+        """
+        if len(messages) < 2 or messages[0]["role"] != "system":
+            return None
+        prefix = tokenizer.apply_chat_template(messages[:1], return_tensors="pt", return_dict=True)["input_ids"]
+        key = tuple(prefix[0].tolist())
+        n = len(key)
+        if n >= input_ids.shape[1] or tuple(input_ids[0, :n].tolist()) != key:
+            return None
+        if key not in self._prefixes:
+            import torch
+            from transformers import DynamicCache
+
+            cache = DynamicCache()
+            with torch.inference_mode():
+                model(input_ids=prefix.to(model.device), cache=cache, use_cache=True)
+            if len(self._prefixes) >= 8:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            self._prefixes[key] = cache
+        return copy.deepcopy(self._prefixes[key])
 
     def _loaded(self):
         return load_model(resolve_model_path(self.model_path), self.device_map)
@@ -96,9 +123,12 @@ class TransformersBackend:
             kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=0)
         if settings.stop:
             kwargs.update(stop_strings=list(settings.stop), tokenizer=tokenizer)
+        start = time.perf_counter()
+        cache = self._prefix_cache(model, tokenizer, messages, batch["input_ids"])
+        if cache is not None:
+            kwargs["cache"] = cache
         if settings.seed is not None:
             torch.manual_seed(settings.seed)
-        start = time.perf_counter()
         with torch.inference_mode():
             output = model.generate(**batch, **kwargs)
         seconds = time.perf_counter() - start
