@@ -327,7 +327,14 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     """Train one (config, seed) and write its tables; runs in a fresh process."""
     import torch
 
-    from marlinkit.algos.maddpg import MADDPG, ReplayBuffer, env_dims, evaluate, run_episode, seed_everything
+    from marlinkit.algos.maddpg import (
+        MADDPG,
+        ReplayBuffer,
+        env_dims,
+        evaluate,
+        run_episode,
+        seed_everything,
+    )
     from marlinkit.envs.traffic.env import TrafficSignalEnv
     from marlinkit.llm import architect as arch
     from marlinkit.llm.config import label as llm_label

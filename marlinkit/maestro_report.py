@@ -308,7 +308,7 @@ def _box(ax, xy, text, color, width=0.32, height=0.13):
 
 
 def _arrow(ax, start, end, text="", color="#333333", offset=(0.0, 0.02)):
-    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
+    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
     if text:
         ax.text((start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1], text, fontsize=6,
                 ha="center", color=color)

@@ -15,8 +15,8 @@ from marlinkit.llm import reward_example
 from marlinkit.llm.sandbox import RewardWorker
 from marlinkit.runs import ResultStore
 
-TINY = dict(seeds=[200], ablations=["A2", "A7"], episodes=2, episode_seconds=120, final_window=2, llm="scripted",
-            maddpg={"batch_size": 32, "learning_starts": 32, "update_every": 30})
+TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
+        "llm": "scripted", "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 30}}
 TIMING = ["sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s"]
 
 

@@ -27,14 +27,20 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from marlinkit import curriculum
-from marlinkit.envs.traffic.context import D_MAX, D_MIN, TrafficContext, context_for_difficulty
+from marlinkit.envs.traffic.context import (
+    D_MAX,
+    D_MIN,
+    TrafficContext,
+    context_for_difficulty,
+)
 from marlinkit.envs.traffic.data import Network
 from marlinkit.llm import sandbox
 from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
@@ -176,7 +182,7 @@ class CurriculumArchitect:
     def check(self, data: Any, difficulty: float, duration_s: int, seed: int) -> TrafficContext:
         """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem."""
         if not isinstance(data, dict):
-            raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")
+            raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 (a bad reply, retried like the others)
         data = {**data, "duration_s": duration_s, "seed": seed}
         try:
             context = TrafficContext.from_dict(data)
@@ -226,9 +232,10 @@ class RewardSynthesizer:
               "Reply with one Python function in a ```python code block and nothing else.")
 
     def __init__(self, backend: ChatBackend, config: ArchitectConfig = ArchitectConfig(),
-                 log: GenerationLog | None = None, limits: sandbox.SandboxLimits = sandbox.SandboxLimits(),
+                 log: GenerationLog | None = None, limits: sandbox.SandboxLimits | None = None,
                  samples: tuple[Mapping[str, Any], np.ndarray] | None = None, goal: str = REWARD_GOAL):
-        self.backend, self.config, self.limits, self.goal = backend, config, limits, goal
+        self.backend, self.config, self.goal = backend, config, goal
+        self.limits = limits or sandbox.SandboxLimits()
         self.samples = samples if samples is not None else sandbox.sample_rollouts()
         self.log = log if log is not None else GenerationLog()
 
@@ -265,13 +272,14 @@ class RewardSynthesizer:
 
 def run_reward_event(synth: RewardSynthesizer, state: curriculum.RewardState, difficulty: float,
                      stats: Mapping[str, float], episode: int, seed: int,
-                     config: curriculum.CurriculumConfig = curriculum.CurriculumConfig(),
+                     config: curriculum.CurriculumConfig | None = None,
                      ) -> tuple[curriculum.RewardState, str | None]:
     """Attempt generations of the open event until one passes or ``max_failures`` have failed.
 
     Returns the new state and the accepted source (None when the event fell back to the
     environment reward; the log then ends with a ``fallback`` record).
     """
+    config = config or curriculum.CurriculumConfig()
     feedback = ""
     while state.pending:
         source, error = synth.attempt(difficulty, stats, episode, seed, state.failures, feedback, state.trigger)
