@@ -6,12 +6,23 @@ robots of the paper's Fig. 4-5 a lower layer turns these into linear and angular
 the move's heading, then drive one cell", as ``cmd_vel``-style commands with durations that a
 ROS 2 node publishes in order. ``integrate`` dead-reckons commands so tests (and users) can check
 that a plan ends on the intended cell centres.
+
+The second half simulates what the robots add to the grid world: ``ActuationNoise`` (a move fails
+or slips sideways) on top of the corridor rules, for the simulated stand-in of the paper's
+hardware experiment (Fig. 5). It is a noise model, not a physics simulation of TurtleBots.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
+
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import Layout
+from marlinkit.envs.corridor.plans import PlanSource
 
 #: Heading (radians, counter-clockwise from +x) each move faces; y grows north as in the corridor grid.
 MOVE_HEADINGS = {"@EAST": 0.0, "@NORTH": math.pi / 2, "@WEST": math.pi, "@SOUTH": -math.pi / 2}
@@ -88,3 +99,70 @@ def integrate(commands: list[VelocityCommand], x: float = 0.0, y: float = 0.0, h
             y -= v / w * (math.cos(new_heading) - math.cos(heading))
             heading = new_heading
     return x, y, _wrap(heading)
+
+
+# ---------------------------------------------------------------------------------------------
+# Simulated actuation noise (Fig. 5 in simulation, not on robots)
+
+#: The two directions a move can slip to: 90 degrees either side (FORWARD/BACKWARD <-> LEFT/RIGHT); WAIT never slips.
+SLIP_TARGETS = np.array([[0, 0], [3, 4], [3, 4], [1, 2], [1, 2]], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class ActuationNoise:
+    """What can go wrong when a robot executes a move; applied on top of the corridor rules."""
+
+    p_fail: float = 0.05
+    """Chance that a move is not executed at all (the robot stays, as if it waited)."""
+    p_slip: float = 0.05
+    """Chance that a move ends in a neighbouring direction (90 degrees left or right, equally likely)."""
+
+    def __post_init__(self):
+        if not (0 <= self.p_fail <= 1 and 0 <= self.p_slip <= 1 and self.p_fail + self.p_slip <= 1):
+            raise ValueError(f"ActuationNoise needs probabilities with p_fail + p_slip <= 1, got {self}")
+
+    def apply(self, actions: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+        """Executed actions for intended ``actions`` int[...]; ``uniforms`` [..., 2] drive fail/slip and slip side."""
+        actions = np.asarray(actions, dtype=np.int64)
+        u, side = uniforms[..., 0], uniforms[..., 1]
+        slipped = SLIP_TARGETS[actions, (side >= 0.5).astype(np.int64)]
+        executed = np.where(u < self.p_fail + self.p_slip, slipped, actions)
+        return np.where(u < self.p_fail, 0, executed)
+
+    def actuator(self, seed: int | tuple, runs: int) -> Callable[[int, np.ndarray], np.ndarray]:
+        """``actuate(t, actions[runs, 2])`` for ``mappo.evaluate``; run ``r`` draws from stream ``(*seed, r, 1)``.
+
+        Policies evaluated with the same seed meet the same failures and slips (paired runs).
+        """
+        uniforms = noise_uniforms(seed, runs)
+        return lambda t, actions: self.apply(actions, uniforms[t])
+
+
+def noise_uniforms(seed: int | tuple, runs: int) -> np.ndarray:
+    """Uniforms [50, runs, 2 robots, 2] for ``ActuationNoise.apply``; one stream per run."""
+    seed = tuple(np.atleast_1d(seed).tolist())
+    return np.stack([np.random.default_rng((*seed, r, 1)).random((core.EPISODE_STEPS, core.N_AGENTS, 2))
+                     for r in range(runs)], axis=1)
+
+
+def play_plans_under_noise(layout: Layout, source: PlanSource, noise: ActuationNoise, seed: int | tuple,
+                           plan_seed: int) -> tuple[float, float, int]:
+    """One LLM-only episode on noisy robots: execute the plan, re-plan from where the robots are after a deviation.
+
+    This is how the negotiation runs on robots (agree moves, execute, report positions); replaying a
+    plan blindly after a slip would penalise the LLM for noise the policy gets to react to. Returns
+    performance, team return and the number of plans made.
+    """
+    arrays = core.layout_arrays(layout)
+    uniforms = noise_uniforms(seed, 1)[:, 0]
+    state = core.reset(arrays, 1)
+    plan, offset, plans, total, expected = None, 0, 0, 0.0, state.pos
+    for t in range(core.EPISODE_STEPS):
+        if plan is None or not np.array_equal(state.pos, expected):
+            plan = source.make_plan(layout, state.pos[0].copy(), core.EPISODE_STEPS - t, seed=plan_seed + plans)
+            offset, plans = t, plans + 1
+        intended = plan.actions[t - offset] if t - offset < len(plan.actions) else np.zeros(core.N_AGENTS, np.int64)
+        expected = core.step(arrays, state, intended[None]).state.pos
+        result = core.step(arrays, state, noise.apply(intended, uniforms[t])[None])
+        state, total = result.state, total + float(result.reward.sum())
+    return float(core.performance(arrays, state)[0]), total, plans

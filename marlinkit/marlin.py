@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, runs
+from marlinkit import executors, hardware, paths, runs
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -132,6 +132,10 @@ class Algorithm1:
         self.plan: list[np.ndarray | None] = [None] * n_envs
         self.plan_start = [0] * n_envs
 
+    def set_layout(self, layout: Layout, llm_only: float) -> None:
+        """Switch to a changed environment; plans stay cached per layout (``plan_key``), so none crosses over."""
+        self.layout, self.llm_only = layout, llm_only
+
     def _load_plan(self, copy: int, positions: np.ndarray, step: int) -> None:
         """Lines 5 and 14-15: the cached plan for this state, or a new one when none or worse than p-bar."""
         key = plan_key(self.layout, positions)
@@ -197,49 +201,79 @@ def llm_only_threshold(settings: dict[str, Any], scenario: str) -> float:
     return float(values[scenario])
 
 
+def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int], Layout]:
+    """The layout of each 0-based episode: ``scenario``, then ``name`` after ``k`` episodes for each ``[k, name]``."""
+    steps = sorted((int(k), get_layout(name)) for k, name in changes or [])
+    first = get_layout(scenario)
+
+    def layout_at(episode: int) -> Layout:
+        return next((layout for k, layout in reversed(steps) if episode >= k), first)
+
+    return layout_at
+
+
 def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
                  source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations."""
-    layout = get_layout(scenario)
+    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+
+    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
+    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    """
+    layout_at = layout_schedule(scenario, settings.get("layout_schedule"))
     config, switch = _settings_parts(settings)
     n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
+    noise = settings.get("actuation_noise")
     controller = None
     if system == "MARLIN":
-        controller = Algorithm1(layout, source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, scenario), switch, seed)
+        controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, layout_at(0).name),
+                                switch, seed)
     records, evaluations = [], []
     clock = [time.perf_counter()]
 
     def on_episode_end(episode, agent, performance, team_return):
         now = time.perf_counter()
+        layout = layout_at(episode - 1)
         info = controller.end_episode(performance) if controller else [{"generator": SAMPLING, "toggled": False, "plan_cache_hit": False}] * n_envs
         for c in range(n_envs):
-            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c, **info[c],
-                            "performance": float(performance[c]), "return": float(team_return[c]),
+            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c, "layout": layout.name,
+                            **info[c], "performance": float(performance[c]), "return": float(team_return[c]),
                             "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
         if episode in checkpoints:
-            scores = mappo.evaluate(agent, layout, settings["eval_runs"], (seed, episode))
-            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "run": r,
-                                "performance": float(s)} for r, s in enumerate(scores))
+            runs_, stream = settings["eval_runs"], (seed, episode)
+            actuate = hardware.ActuationNoise(**noise).actuator(stream, runs_) if noise else None
+            scores = mappo.evaluate(agent, layout, runs_, stream, actuate)
+            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "layout": layout.name,
+                                "run": r, "performance": float(s)} for r, s in enumerate(scores))
+        if controller:
+            controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
         clock[0] = time.perf_counter()
 
-    mappo.train(config, layout, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller, on_episode_end=on_episode_end)
+    mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller, on_episode_end=on_episode_end)
     return pd.DataFrame(records), pd.DataFrame(evaluations)
 
 
-def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None) -> pd.DataFrame:
-    """The plan source alone: ``trials`` plans from the start, each played out on the core."""
+def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
+             noise: dict[str, float] | None = None) -> pd.DataFrame:
+    """The plan source alone: ``trials`` plans from the start, each played out on the core.
+
+    With ``noise`` (``hardware.ActuationNoise`` settings) each trial runs on noisy robots and re-plans after a deviation.
+    """
     layout, source = get_layout(scenario), source or ExactJointPlanner()
     arrays = core.layout_arrays(layout)
     rows = []
     for trial in range(trials):
         started = time.perf_counter()
-        plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)
-        padded = np.zeros((core.EPISODE_STEPS, core.N_AGENTS), np.int64)
-        padded[:len(plan.actions)] = plan.actions[:core.EPISODE_STEPS]
-        end, rewards = core.rollout(arrays, padded)
-        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0,
-                     "generator": PLAN, "toggled": False, "plan_cache_hit": False,
-                     "performance": float(core.performance(arrays, end)[0]), "return": float(rewards.sum()),
+        if noise:
+            performance, total, _ = hardware.play_plans_under_noise(layout, source, hardware.ActuationNoise(**noise), (seed, trial),
+                                                                    plan_seed=(seed * 1_000_003 + trial) * core.EPISODE_STEPS)
+        else:
+            plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)
+            padded = np.zeros((core.EPISODE_STEPS, core.N_AGENTS), np.int64)
+            padded[:len(plan.actions)] = plan.actions[:core.EPISODE_STEPS]
+            end, rewards = core.rollout(arrays, padded)
+            performance, total = float(core.performance(arrays, end)[0]), float(rewards.sum())
+        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0, "layout": scenario,
+                     "generator": PLAN, "toggled": False, "plan_cache_hit": False, "performance": performance, "return": total,
                      "steps": core.EPISODE_STEPS, "wall_time_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
 
@@ -267,49 +301,71 @@ def validate_settings(settings: dict[str, Any]) -> None:
         if int(settings[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {settings[key]}")
     _settings_parts(settings)
-    for scenario in settings["scenarios"]:
-        llm_only_threshold(settings, scenario)
+    executors.check_executor(settings.get("executor", "local"), settings["workers"])
+    changes = settings.get("layout_schedule") or []
+    unknown = sorted({name for _, name in changes} - set(LAYOUT_NAMES))
+    if unknown or not all(1 <= int(k) < settings["episodes"] for k, _ in changes):
+        raise ValueError(f"layout_schedule {changes} needs [episode, layout] pairs with 1 <= episode < episodes "
+                         f"and layouts from {list(LAYOUT_NAMES)}")
+    if settings.get("actuation_noise"):
+        hardware.ActuationNoise(**settings["actuation_noise"])
+    for name in {*settings["scenarios"], *(name for _, name in changes)}:
+        llm_only_threshold(settings, name)
 
 
 def job_config(scenario: str, system: str, seed: int, settings: dict[str, Any], source_name: str) -> dict[str, Any]:
     """Everything that shapes one run's numbers (its cache key)."""
     config, switch = _settings_parts(settings)
     base = {"scenario": scenario, "system": system, "seed": seed}
+    # Optional settings enter the key only when set, so runs made before they existed stay valid.
+    if settings.get("actuation_noise"):
+        base["actuation_noise"] = dict(settings["actuation_noise"])
     if system == "LLM-only":
         return {**base, "trials": settings["llm_only_trials"], "plan_source": source_name}
     base.update(episodes=settings["episodes"], n_envs=settings["n_envs"], checkpoints=sorted(settings["checkpoints"]),
                 eval_runs=settings["eval_runs"], mappo=dataclasses.asdict(config))
+    if settings.get("layout_schedule"):
+        base["layout_schedule"] = [[int(k), name] for k, name in settings["layout_schedule"]]
     if system == "MARLIN":
         base.update(switch=dataclasses.asdict(switch), llm_only_performance=llm_only_threshold(settings, scenario),
                     plan_source=source_name)
+        if settings.get("layout_schedule"):
+            base["llm_only_performance_after"] = {name: llm_only_threshold(settings, name) for _, name in settings["layout_schedule"]}
     return base
 
 
-def _run_job(root: str, name: str, config: dict[str, Any], settings: dict[str, Any], source: PlanSource | None) -> str:
-    """One run in a worker process (one torch thread): train or plan, then write its files."""
+def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
+             source: PlanSource | None) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]:
+    """One run on any executor (one torch thread): train or plan; return its tables and provenance to save.
+
+    The caller writes the files, so executors on other machines need no shared filesystem.
+    """
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        store = runs.ResultStore(Path(root))
         started, cpu_started = time.perf_counter(), time.process_time()
+        tables = []
         if config["system"] == "LLM-only":
-            episodes = llm_only(config["scenario"], config["seed"], config["trials"], source)
+            episodes = llm_only(config["scenario"], config["seed"], config["trials"], source, settings.get("actuation_noise"))
         else:
             episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
-            store.save(name + "__eval", evaluations, config)
-        store.save(name, episodes, config, wall_time_s=time.perf_counter() - started, cpu_time_s=time.process_time() - cpu_started,
-                   engine="corridor core (numpy)",
-                   plan_source=config.get("plan_source"))
+            tables.append((name + "__eval", evaluations, {}))
+        tables.append((name, episodes, {"wall_time_s": time.perf_counter() - started, "cpu_time_s": time.process_time() - cpu_started,
+                                        "engine": "corridor core (numpy)", "plan_source": config.get("plan_source")}))
     finally:
         torch.set_num_threads(threads)
-    return name
+    return tables
 
 
 def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = None, root: Path | None = None,
              progress: bool = True) -> Results:
-    """Run (or load) every scenario x system x seed of ``settings``; finished runs are never redone."""
+    """Run (or load) every scenario x system x seed of ``settings``; finished runs are never redone.
+
+    Missing runs go to ``settings["executor"]`` ("local" processes or "ray", see ``marlinkit.executors``)
+    with ``workers`` at a time; each run's files are written here as soon as it finishes.
+    """
     validate_settings(settings)
     source_name = (source or ExactJointPlanner()).name
     root = Path(root) if root else paths.results_dir("marlin", preset)
@@ -319,21 +375,13 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     todo = [(name, config) for name, config in jobs
             if not (store.is_complete(name, config)
                     and (config["system"] == "LLM-only" or store.is_complete(name + "__eval", config)))]
-    if todo:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc="MARLIN runs", disable=not progress)
-        if settings["workers"] == 1:
-            for name, config in todo:
-                _run_job(str(root), name, config, settings, source)
-                bar.update()
-        else:
-            with ProcessPoolExecutor(max_workers=settings["workers"]) as pool:
-                futures = [pool.submit(_run_job, str(root), name, config, settings, source) for name, config in todo]
-                for future in as_completed(futures):
-                    future.result()
-                    bar.update()
-        bar.close()
+    def save(index: int, tables: list) -> None:
+        for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
+            store.save(table_name, table, todo[index][1], **provenance)
+
+    executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in todo], settings.get("executor", "local"),
+                       settings["workers"], settings.get("ray_address"), progress, "MARLIN runs", on_result=save)
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())

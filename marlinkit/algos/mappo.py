@@ -239,17 +239,18 @@ Generator = Callable[[core.CorridorState, np.ndarray], np.ndarray]
 EpisodeCallback = Callable[[int, MAPPO, np.ndarray, np.ndarray], None]
 
 
-def train(config: MAPPOConfig, layout: Layout, *, n_envs: int, episodes: int, seed: int,
+def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
           generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> MAPPO:
     """Train one shared policy on ``n_envs`` copies for ``episodes`` episodes per copy.
 
+    ``layout`` is a layout or, for an environment that changes, the layout of each 0-based episode.
     ``episode`` passed to the callback counts per copy, starting at 1 (the paper's x-axis).
     """
     if n_envs < 1 or episodes < 1:
         raise ValueError(f"n_envs and episodes must be >= 1, got {n_envs} and {episodes}")
     agent = MAPPO(config, seed)
     rng = np.random.default_rng(seed)
-    arrays = core.layout_arrays(layout)
+    arrays = core.layout_arrays(layout(0) if callable(layout) else layout)
     horizon = max(1, round(config.steps_per_iteration / n_envs))  # steps per copy per update
     shape = (horizon, n_envs, core.N_AGENTS)
     obs_buf = np.zeros((*shape, OBS_SIZE), np.float32)
@@ -283,6 +284,8 @@ def train(config: MAPPOConfig, layout: Layout, *, n_envs: int, episodes: int, se
             episode += 1
             if on_episode_end is not None:
                 on_episode_end(episode, agent, core.performance(arrays, state), team_return.copy())
+            if callable(layout):  # a changing environment: the next episode's layout
+                arrays = core.layout_arrays(layout(episode))
             state, team_return = core.reset(arrays, n_envs), np.zeros(n_envs)
         last_step = episode == episodes
         if not last_step:
@@ -314,17 +317,21 @@ def evaluation_uniforms(seed: int | tuple, runs: int) -> np.ndarray:
                      for r in range(runs)], axis=1)
 
 
-def evaluate(agent: MAPPO, layout: Layout, runs: int, seed: int | tuple) -> np.ndarray:
+def evaluate(agent: MAPPO, layout: Layout, runs: int, seed: int | tuple,
+             actuate: Callable[[int, np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Performance of ``runs`` episodes with actions sampled from the policy (not greedy).
 
     Start and dynamics are deterministic, so a greedy policy would give one number ``runs`` times;
     sampling is what makes repeated evaluation runs (and the paper's paired t-test) meaningful.
+    ``actuate(t, actions)`` turns the chosen actions into the executed ones (e.g. actuation noise).
     """
     arrays = core.layout_arrays(layout)
     uniforms = evaluation_uniforms(seed, runs)
     state = core.reset(arrays, runs)
     for t in range(core.EPISODE_STEPS):
         actions = sample_actions(agent.logits(core.observe(arrays, state)), uniforms[t])
+        if actuate is not None:
+            actions = actuate(t, actions)
         state = core.step(arrays, state, actions).state
     return core.performance(arrays, state)
 
