@@ -12,7 +12,9 @@ One run = one (config, seed): ``episodes`` training episodes of ``episode_second
 with exploring policies, and after every ``eval_every``-th one a deterministic evaluation
 episode. Each run executes in its own spawned process (libsumo holds one simulation per
 process); runs resume per completed run (a run whose sidecar exists with the same
-configuration is loaded, not recomputed).
+configuration is loaded, not recomputed) and, with ``checkpoint_every``, from the last checkpoint
+of an interrupted run (learner, optimisers, replay buffer, random states, curriculum and reward
+schedule, generation log): the resumed run gives the numbers an uninterrupted one would.
 
 The curriculum's target (the paper's 165.0) lives on the paper's reward scale. Ours differs (a
 different engine and reward weights), and our returns cross zero, so the multiplicative 1.05 x /
@@ -46,7 +48,14 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import curriculum, paths, presets
-from marlinkit.runs import ResultStore, atomic_write_text, run_name
+from marlinkit.envs.traffic.context import TrafficContext
+from marlinkit.runs import (
+    ResultStore,
+    atomic_write_bytes,
+    atomic_write_text,
+    config_hash,
+    run_name,
+)
 
 PAPER = "maestro"
 
@@ -88,6 +97,7 @@ class MaestroConfig:
     eval_seed: int = 1_000_000  # SUMO seed of every evaluation episode
     regen_interval: int = 5  # A8 ("llm" mode): also regenerate the context every this many episodes
     max_attempts: int = 3  # context replies tried before the deterministic fallback context
+    checkpoint_every: int = 0  # save a resumable checkpoint every this many episodes (0: resume per run only)
     maddpg: dict = field(default_factory=dict)  # MADDPGConfig overrides (batch size, update cadence, ...)
 
     def __post_init__(self):
@@ -101,6 +111,8 @@ class MaestroConfig:
         for name in ("episodes", "episode_seconds", "eval_every", "final_window", "workers", "regen_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.final_window > self.episodes:
             raise ValueError(f"final_window ({self.final_window}) exceeds episodes ({self.episodes})")
         if self.final_window < self.eval_every:
@@ -359,9 +371,24 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     dstate = curriculum.initial_difficulty(ccfg)
     rstate = curriculum.initial_reward_state(dstate) if spec.llm_reward else curriculum.RewardState()
     rows, scores, metrics, step_count, generation = [], [], None, 0, 0
-    need_context, trigger = True, None
+    need_context, trigger, from_llm, active_source, first, elapsed = True, None, False, None, 0, 0.0
+    name = run_name(ablation, f"seed{seed}")
+    store = ResultStore(Path(root))
+    checkpoint = store.root / f"{name}.checkpoint.pt"
+    hashed = config_hash(run_config(cfg, ablation, seed, calibration))
+    if cfg.checkpoint_every and checkpoint.exists():
+        saved = torch.load(checkpoint, weights_only=False)
+        if saved["config_hash"] == hashed:
+            (rows, scores, metrics, step_count, generation, need_context, trigger, from_llm, active_source, first,
+             elapsed) = (saved[k] for k in _LOOP_STATE)
+            dstate, rstate = curriculum.DifficultyState(**saved["dstate"]), curriculum.RewardState(**saved["rstate"])
+            env.context = TrafficContext.from_dict(saved["context"])
+            log.records[:] = saved["log"]
+            _restore_learner(learner, buffer, saved)
+            if rstate.source == "llm" and active_source is not None:
+                env.set_worker(RewardWorker(active_source))
     try:
-        for episode in range(cfg.episodes):
+        for episode in range(first, cfg.episodes):
             d = dstate.difficulty
             stats = _stats(scores, metrics, episode)
             t0 = time.perf_counter()
@@ -371,8 +398,8 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             t1 = time.perf_counter()
             if rstate.pending:
                 trigger = rstate.trigger
-                rstate, source = arch.run_reward_event(synth, rstate, d, stats, episode, seed * 1000 + episode, ccfg)
-                env.set_worker(RewardWorker(source) if source is not None else None)
+                rstate, active_source = arch.run_reward_event(synth, rstate, d, stats, episode, seed * 1000 + episode, ccfg)
+                env.set_worker(RewardWorker(active_source) if active_source is not None else None)
             t2 = time.perf_counter()
             env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, rstate, None
             env.reward_eval_s = 0.0
@@ -398,19 +425,64 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             need_context = dstate.changed or (spec.curriculum_mode == "llm" and (episode + 1) % cfg.regen_interval == 0)
             row.update(_evaluate(env, learner, cfg, episode, evaluate))
             rows.append(row)
+            if cfg.checkpoint_every and (episode + 1) % cfg.checkpoint_every == 0 and episode + 1 < cfg.episodes:
+                first, now = episode + 1, time.perf_counter()
+                loop = dict(zip(_LOOP_STATE, (rows, scores, metrics, step_count, generation, need_context, trigger,
+                                              from_llm, active_source, first, elapsed + now - started)))
+                _save_checkpoint(checkpoint, learner, buffer, config_hash=hashed, dstate=asdict(dstate),
+                                 rstate=asdict(rstate), context=env.context.to_dict(), log=log.records, **loop)
     finally:
         env.close()
     table = pd.DataFrame(rows)
-    store = ResultStore(Path(root))
-    name = run_name(ablation, f"seed{seed}")
     atomic_write_text(store.root / f"{name}.generations.jsonl",
                       "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records))
     counts = {f"{kind}_{what}": n for kind in ("context", "reward")
               for what, n in zip(("calls", "accepted"), log.counts(kind))}
     store.save(name, table, run_config(cfg, ablation, seed, calibration), engine=cfg.engine,
                engine_version=base.engine.version, llm=llm_label(backend), llm_setting=cfg.llm,
-               wall_s=time.perf_counter() - started, **counts)
+               wall_s=elapsed + time.perf_counter() - started, **counts)
+    checkpoint.unlink(missing_ok=True)
     return name
+
+
+#: Loop variables of ``_run_job`` a checkpoint holds, in order.
+_LOOP_STATE = ("rows", "scores", "metrics", "step_count", "generation", "need_context", "trigger", "from_llm",
+               "active_source", "first", "elapsed")
+_NETWORKS = ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt")
+_BUFFER = ("obs", "next_obs", "actions", "rewards", "terminated")
+
+
+def _save_checkpoint(path: Path, learner, buffer, **state: Any) -> None:
+    """Everything a run needs to continue exactly where it stopped, written atomically."""
+    import io
+    import random
+
+    import torch
+
+    state.update({k: getattr(learner, k).state_dict() for k in _NETWORKS})
+    state.update(generator=learner.generator.get_state(), rng=learner.rng.bit_generator.state,
+                 buffer={k: getattr(buffer, k)[: buffer.size].copy() for k in _BUFFER}, buffer_pos=buffer.pos,
+                 python_random=random.getstate(), numpy_random=np.random.get_state(), torch_random=torch.get_rng_state())
+    data = io.BytesIO()
+    torch.save(state, data)
+    atomic_write_bytes(path, data.getvalue())
+
+
+def _restore_learner(learner, buffer, saved: dict) -> None:
+    import random
+
+    import torch
+
+    for k in _NETWORKS:
+        getattr(learner, k).load_state_dict(saved[k])
+    learner.generator.set_state(saved["generator"])
+    learner.rng.bit_generator.state = saved["rng"]
+    for k in _BUFFER:
+        getattr(buffer, k)[: len(saved["buffer"][k])] = saved["buffer"][k]
+    buffer.size, buffer.pos = len(saved["buffer"]["obs"]), saved["buffer_pos"]
+    random.setstate(saved["python_random"])
+    np.random.set_state(saved["numpy_random"])
+    torch.set_rng_state(saved["torch_random"])
 
 
 def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, evaluate) -> dict[str, Any]:

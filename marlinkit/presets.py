@@ -260,6 +260,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "workers": 2,
             "llm": "smollm2",
             "maddpg": {},
+            "checkpoint_every": 10,
         },
     },
 }

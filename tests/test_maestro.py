@@ -94,3 +94,30 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
         assert checked > 50 and env.env_return != 0
     finally:
         env.close()
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
+    """Kill a run right after its first checkpoint; the resumed run matches the uninterrupted one."""
+    import dataclasses
+    import multiprocessing
+
+    import torch
+
+    results, root = ablation
+    cfg = dataclasses.replace(maestro.load_config("smoke", **TINY), checkpoint_every=1)
+    checkpoint = tmp_path / "A7__seed200.checkpoint.pt"
+    process = multiprocessing.get_context("spawn").Process(
+        target=maestro._run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    process.start()
+    deadline = time.monotonic() + 300
+    while not checkpoint.exists() and process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.kill()
+    process.join()
+    assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
+    saved_first_row = torch.load(checkpoint, weights_only=False)["rows"][0]
+    maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path))
+    resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
+    assert not checkpoint.exists()
+    assert resumed.loc[0, "sim_s"] == pytest.approx(saved_first_row["sim_s"], rel=1e-12)  # episode 0 was not rerun
+    pd.testing.assert_frame_equal(resumed.drop(columns=TIMING), reference.drop(columns=TIMING))
