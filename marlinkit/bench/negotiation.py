@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rounds", type=int, default=1, help="rounds per move (default 1; the paper: 5)")
     parser.add_argument("--max-new-tokens", type=int, default=80, help="reply cap (default 80; the paper: 300)")
     parser.add_argument("--episodes", type=int, default=30, help="MARLIN training episodes per copy for part 2")
+    parser.add_argument("--n-envs", type=int, default=15, help="environment copies in part 2 (default 15, the paper's)")
     parser.add_argument("--skip-live", action="store_true", help="only part 2 (no model call)")
 
 
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       completion_tokens_per_second=s["completion_tokens"] / max(1e-9, s["llm_seconds"]),
                       format_kept=s["format_ok"] / max(1, s["replies"]), fallbacks=s["fallbacks"],
                       plan_performance=plan.performance, note_live="includes the first call's model load")
-    settings = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1)
+    settings = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
+                           n_envs=args.n_envs)
     counting = _Counting(Negotiation(ScriptedBackend(), config))
     episodes, _ = marlin.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
     copy_episodes = len(episodes)

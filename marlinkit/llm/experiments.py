@@ -34,9 +34,12 @@ def negotiation_config(settings: dict[str, Any]) -> NegotiationConfig:
     return NegotiationConfig(**{k: v for k, v in settings.items() if k in names})
 
 
-def negotiator(settings: dict[str, Any], llm: str | None = None) -> Negotiation:
-    """The negotiation plan source a preset section describes, behind its transcript cache."""
-    backend = llm_config.cached_backend(llm or settings["llm"], TRANSCRIPT_PURPOSE, replay_only=settings["replay_only"])
+def negotiator(settings: dict[str, Any], llm: str | None = None, purpose: str = TRANSCRIPT_PURPOSE) -> Negotiation:
+    """The negotiation plan source a preset section describes, behind its transcript cache.
+
+    MARLIN training plugs it in as ``marlin.run_grid(..., source=negotiator(settings, purpose="marlin"))``.
+    """
+    backend = llm_config.cached_backend(llm or settings["llm"], purpose, replay_only=settings["replay_only"])
     return Negotiation(backend, negotiation_config(settings))
 
 

@@ -245,7 +245,9 @@ class Negotiation:
         self.backend = backend
         self.config = config or NegotiationConfig()
         self.names = tuple(names)
-        self.name = f"negotiation:{backend.name}"
+        # The name enters run configurations (MARLIN's result cache): backend, model and protocol settings.
+        settings = ",".join(f"{k}={v}" for k, v in asdict(self.config).items() if v != getattr(NegotiationConfig, k))
+        self.name = f"negotiation:{backend.name}:{backend.model}" + (f"[{settings}]" if settings else "")
 
     def _settings(self, seed: int) -> GenerationSettings:
         return GenerationSettings(self.config.temperature, self.config.max_new_tokens, seed=seed, stop=(STOP_MARK,))
