@@ -314,12 +314,20 @@ def _maddpg_config(cfg: MaestroConfig, seed: int):
     return MADDPGConfig(seed=seed, eval_every=cfg.eval_every, **overrides)
 
 
+def _architect_config(cfg: MaestroConfig, ablation: str):
+    from marlinkit.llm.architect import ArchitectConfig
+
+    return ArchitectConfig(mode=ABLATIONS[ablation].curriculum_mode, max_attempts=cfg.max_attempts,
+                           regen_interval=cfg.regen_interval)
+
+
 def run_config(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration) -> dict[str, Any]:
     """What a run's results depend on (hashed into its sidecar)."""
     run_keys = ("episodes", "episode_seconds", "eval_every", "llm", "engine", "eval_seed", "regen_interval",
                 "max_attempts", "target_paper")
     return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
             "maddpg": asdict(_maddpg_config(cfg, seed)), "calibration": asdict(calibration),
+            "architect": asdict(_architect_config(cfg, ablation)),
             "curriculum": asdict(curriculum.CurriculumConfig(target=cfg.target_paper))}
 
 
@@ -360,7 +368,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     seed_everything(seed)
     backend = make_llm(cfg.llm, f"maestro_{ablation}_{seed}", cfg.replay_only)
     log = arch.GenerationLog()
-    acfg = arch.ArchitectConfig(mode=spec.curriculum_mode, max_attempts=cfg.max_attempts, regen_interval=cfg.regen_interval)
+    acfg = _architect_config(cfg, ablation)
     base = TrafficSignalEnv(_env_config(cfg))
     env = CurriculumEnv(base, ccfg)
     architect = arch.CurriculumArchitect(backend, base.network, acfg, log)

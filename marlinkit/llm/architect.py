@@ -48,6 +48,8 @@ from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
 MODES = ("llm_adaptive", "llm")
 #: Fields of a context the runner owns (episode length, sampling seed): not asked of the LLM.
 RUNNER_FIELDS = ("duration_s", "seed")
+#: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
+EXAMPLE_OMITS = ("vehicle",)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
 REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 grid to serve as many vehicles "
                "as possible with short queues and little waiting, staying stable as traffic grows harder.")
@@ -64,7 +66,7 @@ class ArchitectConfig:
     temperature_adaptive: float = 0.7  # sampling temperature of llm_adaptive context prompts
     temperature_free: float = 1.0  # sampling temperature of llm context prompts (less constrained)
     temperature_reward: float = 0.7  # sampling temperature of reward prompts
-    context_tokens: int = 280  # reply cap of a context (the example context is ~200 tokens)
+    context_tokens: int = 320  # reply cap of a context (the example context is ~150 tokens)
     reward_tokens: int = 320  # reply cap of a reward function (the example is ~200 tokens)
 
     def __post_init__(self):
@@ -163,7 +165,8 @@ class CurriculumArchitect:
         self.log = log if log is not None else GenerationLog()
 
     def prompt(self, difficulty: float, stats: Mapping[str, float], duration_s: int) -> str:
-        example = json.dumps(_llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)))
+        example = json.dumps({k: v for k, v in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
+                              if k not in EXAMPLE_OMITS})
         fields = ("demand_level (0-5, multiplies every rate), approach_rates_vph (N, E, S, W: 0-1200 veh/h per "
                   "entry road), route_mix (through/left/right shares summing to 1, through >= 0.2), asymmetry "
                   "(0-2, extra share of the major axis), major_axis (\"EW\" or \"NS\"), time_profile (kind "
