@@ -248,7 +248,8 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
             controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
         clock[0] = time.perf_counter()
 
-    mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller, on_episode_end=on_episode_end)
+    mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller,
+                on_episode_end=on_episode_end)
     return pd.DataFrame(records), pd.DataFrame(evaluations)
 
 

@@ -94,16 +94,16 @@ def figure5(results: marlin.Results, noise: dict[str, float]):
     return fig
 
 
-def velocity_commands_table(scenario: str = FIG5_SCENARIO, config: DriveConfig = DriveConfig(),
+def velocity_commands_table(scenario: str = FIG5_SCENARIO, config: DriveConfig | None = None,
                             source: PlanSource | None = None) -> pd.DataFrame:
     """The wheel commands a plan from the start becomes, one row per ``cmd_vel`` command and robot.
 
     Each robot starts facing along the corridor towards its goal (north if its goal lies north).
     """
-    layout = get_layout(scenario)
+    layout, config = get_layout(scenario), config or DriveConfig()
     plan = (source or ExactJointPlanner()).make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS)
     rows = []
-    for robot, (start, goal) in enumerate(zip(layout.starts, layout.goals)):
+    for robot, (start, goal) in enumerate(zip(layout.starts, layout.goals, strict=True)):
         heading = math.pi / 2 if goal[1] > start[1] else -math.pi / 2
         for step, action in enumerate(plan.actions[:, robot], start=1):
             move = core.LLM_ACTION_NAMES[action]
@@ -147,7 +147,8 @@ def dynamic_summary(results: marlin.Results, change_episode: int, window: int = 
                      f"before (last {window})": curve[(curve.index > change_episode - window) & (curve.index <= change_episode)].mean(),
                      f"after (first {window})": after.iloc[:window].mean(), f"end (last {window})": after.iloc[-window:].mean(),
                      f"episodes after change to median >= {level}": int(reached.index[0] - change_episode) if len(reached) else None,
-                     "eval at change (old layout)": evaluations.get(change_episode, np.nan), "eval at end (new layout)": evaluations.iloc[-1],
+                     "eval at change (old layout)": evaluations.get(change_episode, np.nan),
+                     "eval at end (new layout)": evaluations.iloc[-1],
                      "plan share after change": (data[data.episode > change_episode].generator == marlin.PLAN).mean()})
     return pd.DataFrame(rows)
 

@@ -9,8 +9,15 @@ from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.core import ACTION_DELTAS, LLM_ACTION_NAMES
 from marlinkit.envs.corridor.layouts import get_layout
-from marlinkit.hardware import (ActuationNoise, DriveConfig, VelocityCommand, integrate, move_to_commands, plan_to_commands,
-                                play_plans_under_noise)
+from marlinkit.hardware import (
+    ActuationNoise,
+    DriveConfig,
+    VelocityCommand,
+    integrate,
+    move_to_commands,
+    plan_to_commands,
+    play_plans_under_noise,
+)
 
 
 @pytest.mark.parametrize("move_index", range(1, 5))

@@ -6,20 +6,11 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from marlinkit import marlin, marlin_extensions, presets
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.hardware import VelocityCommand, integrate
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_fig5_checkpoints_follow_the_paper_schedule():
