@@ -18,6 +18,9 @@ from typing import Any
 
 import pandas as pd
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)  # read once: the only way to learn the umask is to set it
+
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
 
 
@@ -44,6 +47,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; results are ordinary files
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)

@@ -48,6 +48,7 @@ def test_result_store_resumes_only_for_the_same_configuration(tmp_path):
     assert sidecar["config"] == config and sidecar["llm_backend"] == "none"
     assert sidecar["config_hash"] == config_hash(config) and "numpy" in sidecar["versions"]
     assert not list(tmp_path.glob("*.tmp")), "temporary files must not be left behind"
+    assert store.table_path("run").stat().st_mode & 0o044, "result files are readable by others, like any file"
 
 
 def test_config_hash_ignores_key_order_but_not_values():
