@@ -69,7 +69,10 @@ def test_critique_then_agreement_uses_the_agreed_moves_and_shows_each_robot_the_
     # The leader's first message holds the task and Bob's proposal; Bob then hears Alice's critique.
     assert "Task: Alice is at (1, 0)" in seen[1][-1]["content"] and "Bob says:" in seen[1][-1]["content"]
     assert seen[2][-1]["content"].startswith("Alice says:\n") and "Bob should wait." in seen[2][-1]["content"]
-    assert [m["role"] for m in seen[3]] == ["system", "user", "assistant", "user"]
+    # The worked example opens each chat as one earlier exchange, then the real turns follow.
+    assert [m["role"] for m in seen[3]] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert seen[0][1]["content"].startswith("Task (an example") and seen[0][2]["content"].startswith("TLP:")
+    assert seen[1][2]["content"].startswith("Agreed Alice Action: @WAIT")  # the leader's example is an agreement
 
 
 def test_message_limit_ends_in_a_forced_final_query():
@@ -157,10 +160,20 @@ def test_prompts_carry_grid_rules_scenario_and_optional_parts():
     assert text.startswith("**Instructions**\nYou are Bob, a robot. Alice is the leader.")
     assert "@NORTH (x, y) -> (x, y+1)" in text and "single side slot at (0, 3)" in text
     assert "y=3   .   .   # " in render_grid(SLOT) and "Free cells: (1, 0), (1, 1), (1, 2), (0, 3)" in text
-    assert "**Example**" in text and text.endswith("**Operator preferences**\nAlice goes first.")
-    assert "**Example**" not in system_prompt(SLOT, 1, 0, NegotiationConfig(worked_example=False))
+    assert text.endswith("**Operator preferences**\nAlice goes first.")
     task = task_prompt(STARTS, np.array(SLOT.goals), 0, None, ["E."])
     assert "Alice is at (1, 0) and Bob is at (1, 7)" in task and "The previous move resulted in an error. E." in task
+
+
+def test_without_the_worked_example_chats_start_at_the_task():
+    seen = []
+
+    def script(messages):
+        seen.append(messages)
+        return agreement("@NORTH", "@WAIT")
+
+    Negotiation(ScriptedBackend(script), NegotiationConfig(worked_example=False)).make_plan(SLOT, STARTS, 1)
+    assert [m["role"] for m in seen[0]] == ["system", "user"] and seen[0][1]["content"].startswith("Task: Alice")
 
 
 def test_invalid_inputs_fail_before_any_call():
