@@ -63,9 +63,9 @@ class ArchitectConfig:
     max_attempts: int = 3  # context replies tried before the deterministic fallback
     load_tolerance: float = 0.25  # llm_adaptive: expected vehicles within +-25 % of the example's
     regen_interval: int = 5  # llm mode only: also regenerate the context every this many episodes
-    temperature_adaptive: float = 0.7  # sampling temperature of llm_adaptive context prompts
-    temperature_free: float = 1.0  # sampling temperature of llm context prompts (less constrained)
-    temperature_reward: float = 0.7  # sampling temperature of reward prompts
+    temperature_adaptive: float = 0.2  # llm_adaptive context sampling (low: SmolLM2-135M breaks JSON when hotter)
+    temperature_free: float = 0.5  # llm (A8) context sampling: hotter, i.e. less constrained
+    temperature_reward: float = 0.2  # reward-code sampling (low, as for contexts)
     context_tokens: int = 320  # reply cap of a context (the example context is ~150 tokens)
     reward_tokens: int = 320  # reply cap of a reward function (the example is ~200 tokens)
 
@@ -164,23 +164,32 @@ class CurriculumArchitect:
         self.backend, self.network, self.config = backend, network, config
         self.log = log if log is not None else GenerationLog()
 
-    def prompt(self, difficulty: float, stats: Mapping[str, float], duration_s: int) -> str:
+    FIELDS = ("demand_level (0-5, multiplies every rate), approach_rates_vph (N, E, S, W: 0-1200 veh/h per entry "
+              "road), route_mix (through/left/right shares summing to 1, through >= 0.2), asymmetry (0-2, extra share "
+              "of the major axis), major_axis (\"EW\" or \"NS\"), time_profile (kind \"constant\" or \"peak\", "
+              "peak_time_s, peak_width_s, peak_factor 1-4), vehicle (length, min_gap, max_speed, accel, decel)")
+
+    def messages(self, difficulty: float, stats: Mapping[str, float], duration_s: int, feedback: str = "") -> list[dict[str, str]]:
+        """The chat: a worked exchange (the deterministic context for d as the model's own earlier reply), then the request.
+
+        A small model keeps the JSON format far better when the example is a previous assistant turn
+        than when it sits inside the request text.
+        """
         example = json.dumps({k: v for k, v in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
                               if k not in EXAMPLE_OMITS})
-        fields = ("demand_level (0-5, multiplies every rate), approach_rates_vph (N, E, S, W: 0-1200 veh/h per "
-                  "entry road), route_mix (through/left/right shares summing to 1, through >= 0.2), asymmetry "
-                  "(0-2, extra share of the major axis), major_axis (\"EW\" or \"NS\"), time_profile (kind "
-                  "\"constant\" or \"peak\", peak_time_s, peak_width_s, peak_factor 1-4), vehicle (length, min_gap, "
-                  "max_speed, accel, decel)")
-        head = (f"Difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}] (higher d: more vehicles, more left turns, "
-                f"a stronger peak). Recent training: {summary_text(stats)}.\nFields: {fields}.\n"
-                f"Example for d = {difficulty:.2f}:\n{example}\n")
+        shot = (f"Difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}] (higher d: more vehicles, more left turns, a "
+                "stronger peak). Reply with the traffic context as one JSON object.")
         if self.config.mode == "llm_adaptive":
-            return head + ("Design the traffic context for this difficulty. Keep the total demand within 25% of the "
-                           "example's; you may change the pattern (major axis, asymmetry, turn shares, peak). "
-                           "Reply with one JSON object.")
-        return head + ("Invent a new, semantically rich traffic scenario for this difficulty (for example a commuter "
-                       "peak with a bottleneck on one artery). Reply with one JSON object.")
+            request = (f"Recent training: {summary_text(stats)}. Design the next training context for d = {difficulty:.2f}: "
+                       "keep the total demand within 25% of your previous context and vary the pattern (major axis, "
+                       "asymmetry, turn shares, peak). Reply with one JSON object.")
+        else:
+            request = (f"Recent training: {summary_text(stats)}. Invent a new, semantically rich traffic scenario for "
+                       f"d = {difficulty:.2f} (for example a commuter peak with a bottleneck on one artery). Reply with "
+                       "one JSON object.")
+        return [{"role": "system", "content": f"{self.SYSTEM}\nFields: {self.FIELDS}."},
+                {"role": "user", "content": shot}, {"role": "assistant", "content": example},
+                {"role": "user", "content": request + feedback}]
 
     def check(self, data: Any, difficulty: float, duration_s: int, seed: int) -> TrafficContext:
         """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem."""
@@ -204,10 +213,9 @@ class CurriculumArchitect:
         """A context for ``difficulty`` and whether it came from the LLM (False: the fallback)."""
         cfg = self.config
         temperature = cfg.temperature_adaptive if cfg.mode == "llm_adaptive" else cfg.temperature_free
-        user = self.prompt(difficulty, stats, duration_s)
         feedback = ""
         for attempt in range(cfg.max_attempts):
-            messages = [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user + feedback}]
+            messages = self.messages(difficulty, stats, duration_s, feedback)
             reply, error, wall = _call(self.backend, messages, _settings(temperature, cfg.context_tokens, seed * 1009 + attempt))
             context = None
             if reply is not None:
@@ -242,22 +250,25 @@ class RewardSynthesizer:
         self.samples = samples if samples is not None else sandbox.sample_rollouts()
         self.log = log if log is not None else GenerationLog()
 
-    def prompt(self, difficulty: float, stats: Mapping[str, float]) -> str:
+    def messages(self, difficulty: float, stats: Mapping[str, float], feedback: str = "") -> list[dict[str, str]]:
+        """The chat: a worked exchange (the example function as the model's earlier reply), then the request."""
         fields = "\n".join(f"- {f.name}: {f.doc} (about {f.low:g} to {f.high:g})" for f in sandbox.REWARD_FIELDS)
         example = Path(sandbox.__file__).with_name("reward_example.py").read_text()
         example = example[example.index("def "):]
-        return (f"Learning goal: {self.goal}\nCurriculum difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}]. "
-                f"Training statistics: {summary_text(stats)}.\n"
-                f"Write `def {sandbox.FUNCTION_NAME}(metrics, difficulty):` returning a float in [-1, 1] for one "
+        shot = (f"Write `def {sandbox.FUNCTION_NAME}(metrics, difficulty):` returning a float in [-1, 1] for one "
                 f"intersection and one second. `metrics` is a dict with these floats:\n{fields}\n"
-                "No imports; `math` and basic builtins (abs, min, max, sum, ...) are available. Example:\n"
-                f"```python\n{example}```\nWrite a reward function suited to this difficulty.")
+                "No imports; `math` and basic builtins (abs, min, max, sum, ...) are available.")
+        request = (f"Learning goal: {self.goal}\nCurriculum difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}]. "
+                   f"Training statistics: {summary_text(stats)}.\nWrite an improved {sandbox.FUNCTION_NAME} for this "
+                   "stage, in a ```python block.")
+        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": shot},
+                {"role": "assistant", "content": f"```python\n{example}```"},
+                {"role": "user", "content": request + feedback}]
 
     def attempt(self, difficulty: float, stats: Mapping[str, float], episode: int, seed: int, number: int,
                 feedback: str = "", trigger: str | None = None) -> tuple[str | None, str]:
         """One generation: (accepted source or None, rejection reason)."""
-        messages = [{"role": "system", "content": self.SYSTEM},
-                    {"role": "user", "content": self.prompt(difficulty, stats) + feedback}]
+        messages = self.messages(difficulty, stats, feedback)
         settings = _settings(self.config.temperature_reward, self.config.reward_tokens, seed * 1009 + number)
         reply, error, wall = _call(self.backend, messages, settings)
         source, verdict = None, None
@@ -300,19 +311,15 @@ def scripted_architect_replies(context_reply: Callable[[float], str] | None = No
                                reward_reply: str | None = None) -> Callable[[list[dict[str, str]]], str]:
     """A script for :class:`~marlinkit.llm.scripted.ScriptedBackend` that plays both generators correctly.
 
-    Context prompts get the example context back (valid by construction) unless ``context_reply``
-    maps the difficulty to another text; reward prompts get the worked example function (or
-    ``reward_reply``). For the smoke preset and tests: no model, real protocol.
+    Both generators get their worked example back (the deterministic context for d, valid by
+    construction; the example reward function) unless ``context_reply`` maps the difficulty to
+    another text or ``reward_reply`` replaces the function. For the smoke preset and tests: no model, real protocol.
     """
     def script(messages: list[dict[str, str]]) -> str:
-        text = messages[-1]["content"]
         if messages[0]["content"] == RewardSynthesizer.SYSTEM:
-            if reward_reply is not None:
-                return reward_reply
-            return "```python\n" + text[text.index("```python\n") + 10:].split("```")[0] + "```"
+            return messages[2]["content"] if reward_reply is None else reward_reply
         if context_reply is not None:
-            return context_reply(float(re.search(r"Difficulty d = ([0-9.]+)", text).group(1)))
-        lines = text.split("\n")
-        return next(lines[i + 1] for i, line in enumerate(lines) if line.startswith("Example for d"))
+            return context_reply(float(re.search(r"d = ([0-9.]+)", messages[1]["content"]).group(1)))
+        return messages[2]["content"]
     return script
 
