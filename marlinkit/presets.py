@@ -101,7 +101,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "quick": {
-        "fig5_hardware": {  # ~2 min on 2 cores: the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
+        "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
             "seeds": [0],
             "episodes": 160,
             "n_envs": 15,
@@ -117,7 +117,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "llm_only_performance": None,
             "mappo": {},
         },
-        "dynamic_env": {  # ~1-2 min on 2 cores: the change after episode 60 of 120
+        "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
             "seeds": [0],
             "scenario": "single_slot",
             "new_layout": "maze_like",
