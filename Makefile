@@ -57,9 +57,9 @@ figures: $(STAMP)
 # A notebook re-runs only when it, the package or its data changed.
 build/$(PRESET)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	@mkdir -p $(@D)
-	$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $@.tmp \
+	$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb \
 	    -p PRESET $(PRESET) -p FIGURES_DIR $(CURDIR)/$(FIGURES_ROOT)/$(word 2,$(subst /, ,$<))
-	@mv $@.tmp $@
+	@mv $(basename $@).partial.ipynb $@
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
