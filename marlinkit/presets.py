@@ -96,6 +96,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 2,
             "final_window": 2,
             "workers": 2,
+            "checkpoint_every": 0,  # resume per finished run only
             "llm": "scripted",
             "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
         },
@@ -177,6 +178,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 2,
             "final_window": 6,
             "workers": 2,
+            "checkpoint_every": 0,  # resume per finished run only
             "llm": "smollm2",
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
         },
