@@ -25,7 +25,7 @@ help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
-	@echo "make bench                               speed benchmarks (prints JSON)"
+	@echo "make bench                               every speed benchmark, one JSON line each"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
 setup: $(STAMP)
@@ -64,8 +64,10 @@ build/$(PRESET)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
+BENCHES := corridor mappo traffic maddpg negotiation
+
 bench: $(STAMP)
-	$(PY) -m marlinkit bench corridor --json
+	@for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
 
 clean:
 	rm -rf build
