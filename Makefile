@@ -67,7 +67,7 @@ lab: $(STAMP)
 BENCHES := corridor mappo traffic maddpg negotiation
 
 bench: $(STAMP)
-	@for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
+	@set -o pipefail; for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
 
 clean:
 	rm -rf build
