@@ -60,12 +60,7 @@ def _module_runner(module_name: str) -> Callable[[argparse.Namespace], dict[str,
 
 def _add_module_commands(subparsers, registry: dict[str, str]) -> None:
     for name, module_name in registry.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name is not None and module_name.startswith(error.name):
-                continue  # that part of the package is not built yet
-            raise
+        module = importlib.import_module(module_name)
         sub = subparsers.add_parser(name, help=(module.__doc__ or name).strip().splitlines()[0])
         sub.add_argument("--json", action="store_true", help="print one JSON object as the last line")
         if hasattr(module, "add_arguments"):
