@@ -21,10 +21,6 @@ from marlinkit.maestro import ABLATIONS, AblationResults
 
 TRAFFIC = {"throughput": "Throughput (veh/ep)", "avg_travel_time_s": "Avg travel time (s)",
            "avg_delay_s": "Avg delay (s)", "avg_wait_s": "Avg wait (s)"}
-#: Tables 1/6 (identical in the paper, seed 200) and Table 5, which paper_values does not hold.
-PAPER_TRAFFIC = {"A2": (1973, 793, 472, 502), "A7": (2090, 739, 378, 422), "A8": (2155, 708, 341, 383)}
-PAPER_COST_HOURS = {"simulation": 2.8, "MADDPG training": 0.65, "LLM curriculum calls": 2.5 / 60,
-                    "LLM reward calls": 1.0 / 60}
 COLORS = {"A2": "#1f77b4", "A7": "#d62728", "A8": "#2ca02c"}
 
 
@@ -64,7 +60,7 @@ def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
             ours, base = final.loc[a, f"eval_{key}"], final.loc["A2", f"eval_{key}"] if "A2" in final.index else np.nan
             change = f" ({100 * (ours - base) / base:+.1f}%)" if a != "A2" and base else ""
             row[label] = f"{ours:.1f}{change}"
-            paper, paper_base = PAPER_TRAFFIC[a][k], PAPER_TRAFFIC["A2"][k]
+            paper, paper_base = pv.MAESTRO_TRAFFIC[a][k], pv.MAESTRO_TRAFFIC["A2"][k]
             row[f"paper {label}"] = f"{paper}" + (f" ({100 * (paper - paper_base) / paper_base:+.1f}%)" if a != "A2" else "")
         rows.append(row)
     return pd.DataFrame(rows)
@@ -153,8 +149,8 @@ def cost_breakdown(results: AblationResults) -> pd.DataFrame:
                      "Model latency per call (s)": _fmt(frame["llm_seconds"].mean()) if frame is not None and len(frame) else "—",
                      "Total (s, all runs)": _fmt(seconds, 1), "Per run (s)": _fmt(seconds / runs, 1),
                      "Percentage": f"{100 * seconds / total:.1f}%",
-                     "paper total": f"{PAPER_COST_HOURS[name]:.2f} h",
-                     "paper percentage": f"{100 * PAPER_COST_HOURS[name] / paper_total:.1f}%"})
+                     "paper total": f"{pv.MAESTRO_COST_HOURS[name]:.2f} h",
+                     "paper percentage": f"{100 * pv.MAESTRO_COST_HOURS[name] / paper_total:.1f}%"})
     rows.append({"Component": "Total", "Calls (all runs)": "—", "Model latency per call (s)": "—",
                  "Total (s, all runs)": _fmt(total, 1), "Per run (s)": _fmt(total / runs, 1), "Percentage": "100%",
                  "paper total": f"{paper_total:.2f} h", "paper percentage": "100%"})
@@ -170,7 +166,7 @@ def table6(results: AblationResults) -> pd.DataFrame:
         for k, (key, label) in enumerate(TRAFFIC.items()):
             values = frame[f"eval_{key}"]
             row[label] = f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1 else f"{values.mean():.1f}"
-            row[f"paper {label} (seed 200)"] = PAPER_TRAFFIC[a][k]
+            row[f"paper {label} (seed 200)"] = pv.MAESTRO_TRAFFIC[a][k]
         rows.append(row)
     return pd.DataFrame(rows)
 

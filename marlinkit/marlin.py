@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import executors, hardware, paths, runs
+from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -39,14 +40,6 @@ SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
 #: LLM-only performance the authors used as Algorithm 1's threshold (Llama 3.1 8B, FACTS §4).
 AUTHORS_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
                     "two_path": 0.357, "maze_like": 0.333}
-#: The paper's Table I: scenario -> checkpoint episode -> (MARL, MARLIN).
-PAPER_TABLE1 = {
-    "asymmetrical_two_slot": {100: (0.8543, 1.0000), 850: (0.9814, 0.9957), 1600: (0.9843, 0.9929)},
-    "maze_like": {100: (0.4300, 0.4271), 850: (0.8529, 0.9643), 1600: (0.8214, 1.0000)},
-    "single_slot": {100: (0.7157, 0.9071), 850: (0.9329, 0.9943), 1600: (0.9700, 1.0000)},
-    "symmetrical_two_slot": {100: (0.8671, 0.9714), 850: (0.9929, 1.0000), 1600: (0.9857, 0.9952)},
-    "two_path": {100: (0.7771, 0.9271), 850: (0.9929, 1.0000), 1600: (1.0000, 0.9667)},
-}
 
 
 @dataclass(frozen=True)
@@ -409,7 +402,7 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
             pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
             test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
             paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
-            paper = PAPER_TABLE1.get(scenario, {}).get(paper_episode, (np.nan, np.nan))
+            paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, (np.nan, np.nan))
             rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
                          "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
                          "significant": bool(test.p_value < SIGNIFICANCE), "paper_episode": paper_episode,

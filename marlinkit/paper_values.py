@@ -70,6 +70,14 @@ MAESTRO_TEXT_CLAIMS: dict[str, float] = {
     "A.1: A2 mean minus A8 worst": 2.21,
 }
 
+#: Tables 1 and 6 (the same numbers, seed 200, late training): throughput (veh/ep), avg travel
+#: time, avg delay, avg wait time (s).
+MAESTRO_TRAFFIC: dict[str, tuple[int, int, int, int]] = {
+    "A2": (1973, 793, 472, 502), "A7": (2090, 739, 378, 422), "A8": (2155, 708, 341, 383)}
+#: Table 5: hours per 200-episode run by component (single RTX-class GPU).
+MAESTRO_COST_HOURS: dict[str, float] = {"simulation": 2.8, "MADDPG training": 0.65,
+                                        "LLM curriculum calls": 2.5 / 60, "LLM reward calls": 1.0 / 60}
+
 # --- MARLIN ------------------------------------------------------------------------------------
 
 MARLIN_CHECKPOINTS = (100, 850, 1600)
