@@ -10,8 +10,9 @@ A8          llm              environment template reward
 
 One run = one (config, seed): ``episodes`` training episodes of ``episode_seconds`` 1-s steps
 with exploring policies, and after every ``eval_every``-th one a deterministic evaluation
-episode. Each run executes in its own spawned process (libsumo holds one simulation per
-process); runs resume per completed run (a run whose sidecar exists with the same
+episode. Each run executes in a fresh process of its own (libsumo holds one simulation per
+process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
+tables back: this process writes them as each run finishes. Runs resume per completed run (a run whose sidecar exists with the same
 configuration is loaded, not recomputed) and, with ``checkpoint_every``, from the last checkpoint
 of an interrupted run (learner, optimisers, replay buffer, random states, curriculum and reward
 schedule, generation log): the resumed run gives the numbers an uninterrupted one would.
@@ -37,9 +38,7 @@ episodes in that window. r_LLM is evaluated per intersection and second from
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from marlinkit import curriculum, paths, presets
+from marlinkit import curriculum, executors, paths, presets
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.runs import (
     ResultStore,
@@ -88,6 +87,8 @@ class MaestroConfig:
     eval_every: int = 2  # training episodes between deterministic evaluations (paper: 2)
     final_window: int = 20  # last training episodes summarised as final performance (paper: 180-199)
     workers: int = 2  # runs in parallel, one process each
+    executor: str = "local"  # "local" processes or "ray" (marlinkit.executors)
+    ray_address: str | None = None  # Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs
     llm: str = "smollm2"  # LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model
     replay_only: bool = False  # fail on a transcript miss instead of calling the model
     engine: str = "sumo"  # traffic engine
@@ -117,6 +118,7 @@ class MaestroConfig:
             raise ValueError(f"final_window ({self.final_window}) exceeds episodes ({self.episodes})")
         if self.final_window < self.eval_every:
             raise ValueError("final_window must hold at least one evaluation (>= eval_every)")
+        executors.check_executor(self.executor, self.workers)
 
 
 # ----- reward inputs and the A7 reward wrapper ---------------------------------------------------
@@ -282,7 +284,8 @@ def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict
     keys = ("engine", "episode_seconds", "calibration_difficulty", "calibration_seed", "target_paper")
     config = {k: getattr(cfg, k) for k in keys}
     if not store.is_complete("ablation_calibration", config):
-        result = _in_process_pool([(_calibration_job, cfg)], 1)[0]
+        result = executors.run_jobs(_calibration_job, [(cfg,)], cfg.executor, 1, cfg.ray_address, progress=False,
+                                    fresh_process=True)[0]
         table = pd.DataFrame([{"controller": k, **v} for k, v in result.items() if isinstance(v, dict)])
         store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"])
     table = store.load("ablation_calibration").set_index("controller")
@@ -343,8 +346,12 @@ def _stats(scores: list[float], metrics: dict | None, episode: int) -> dict[str,
     return out
 
 
-def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> str:
-    """Train one (config, seed) and write its tables; runs in a fresh process."""
+def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
+    """Train one (config, seed) in a fresh process; return what :func:`_save_run` writes.
+
+    Only checkpoints are written here (under ``root`` on the worker's filesystem), so a Ray
+    cluster's workers need no shared filesystem for the results.
+    """
     import torch
 
     from marlinkit.algos.maddpg import (
@@ -381,8 +388,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     rows, scores, metrics, step_count, generation = [], [], None, 0, 0
     need_context, trigger, from_llm, active_source, first, elapsed = True, None, False, None, 0, 0.0
     name = run_name(ablation, f"seed{seed}")
-    store = ResultStore(Path(root))
-    checkpoint = store.root / f"{name}.checkpoint.pt"
+    checkpoint = Path(root) / f"{name}.checkpoint.pt"
     hashed = config_hash(run_config(cfg, ablation, seed, calibration))
     if cfg.checkpoint_every and checkpoint.exists():
         saved = torch.load(checkpoint, weights_only=False)
@@ -441,15 +447,20 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
                                  rstate=asdict(rstate), context=env.context.to_dict(), log=log.records, **loop)
     finally:
         env.close()
-    table = pd.DataFrame(rows)
-    atomic_write_text(store.root / f"{name}.generations.jsonl",
-                      "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records))
     counts = {f"{kind}_{what}": n for kind in ("context", "reward")
               for what, n in zip(("calls", "accepted"), log.counts(kind))}
-    store.save(name, table, run_config(cfg, ablation, seed, calibration), engine=cfg.engine,
-               engine_version=base.engine.version, llm=llm_label(backend), llm_setting=cfg.llm,
-               wall_s=elapsed + time.perf_counter() - started, **counts)
-    checkpoint.unlink(missing_ok=True)
+    return {"name": name, "table": pd.DataFrame(rows), "config": run_config(cfg, ablation, seed, calibration),
+            "generations": "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records),
+            "provenance": {"engine": cfg.engine, "engine_version": base.engine.version, "llm": llm_label(backend),
+                           "llm_setting": cfg.llm, "wall_s": elapsed + time.perf_counter() - started, **counts}}
+
+
+def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
+    """Write one finished run's files (the sidecar last: it marks the run complete) and drop its checkpoint."""
+    name = run["name"]
+    atomic_write_text(store.root / f"{name}.generations.jsonl", run["generations"])
+    store.save(name, run["table"], run["config"], **run["provenance"])
+    (store.root / f"{name}.checkpoint.pt").unlink(missing_ok=True)
     return name
 
 
@@ -507,19 +518,6 @@ def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, eva
 
 # ----- the ablation ------------------------------------------------------------------------------
 
-def _in_process_pool(jobs: list[tuple], workers: int, progress: str | None = None) -> list[Any]:
-    """Run ``(function, *args)`` jobs in fresh spawned processes (one simulation each), in order."""
-    from tqdm.auto import tqdm
-
-    results: list[Any] = [None] * len(jobs)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1) as pool:
-        futures = {pool.submit(job[0], *job[1:]): i for i, job in enumerate(jobs)}
-        for future in tqdm(as_completed(futures), total=len(futures), desc=progress, disable=progress is None):
-            results[futures[future]] = future.result()
-    return results
-
-
 @dataclass
 class AblationResults:
     """Everything the notebooks read: per-episode rows, generation log, sidecars, calibration."""
@@ -554,15 +552,16 @@ def load_config(preset: str, **overrides: Any) -> MaestroConfig:
 
 def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None, progress: bool = True,
                  **overrides: Any) -> AblationResults:
-    """Run (or load) every (ablation, seed) of a preset; missing runs are computed in parallel."""
+    """Run (or load) every (ablation, seed) of a preset; missing runs go to ``executor``, ``workers`` at a time,
+    and each run's files are written here as soon as it finishes."""
     cfg = load_config(preset, **overrides)
     store = ResultStore(Path(root) if root else paths.results_dir(PAPER, preset))
     calibration, calibration_info = calibrate(cfg, store)
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
-    todo = [(_run_job, cfg, a, s, calibration, str(store.root)) for a, s in runs
+    todo = [(cfg, a, s, calibration, str(store.root)) for a, s in runs
             if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
-    if todo:
-        _in_process_pool(todo, min(cfg.workers, len(todo)), "MAESTRO runs" if progress else None)
+    executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address, progress,
+                       "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)

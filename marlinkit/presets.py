@@ -96,6 +96,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 2,
             "final_window": 2,
             "workers": 2,
+            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
+            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "scripted",
             "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
@@ -178,6 +180,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 2,
             "final_window": 6,
             "workers": 2,
+            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
+            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "smollm2",
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
@@ -260,6 +264,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 2,
             "final_window": 20,
             "workers": 2,
+            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
+            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "llm": "smollm2",
             "maddpg": {},
             "checkpoint_every": 10,

@@ -1,4 +1,4 @@
-"""The executor seam: local processes and a local Ray instance give the same MARLIN result files."""
+"""The executor seam: local processes and a local Ray instance give the same MARLIN and MAESTRO result files."""
 
 from __future__ import annotations
 
@@ -8,14 +8,25 @@ import statistics
 import pandas as pd
 import pytest
 
-from marlinkit import executors, marlin
+from marlinkit import executors, maestro, marlin
 
 # Smoke-sized grid: one scenario, MARL + MARLIN + LLM-only, 3 episodes of 2 copies.
 GRID = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 3, "n_envs": 2, "checkpoints": [1, 3], "eval_runs": 4,
         "llm_only_trials": 2, "workers": 2, "switch_rule": "paper", "llm_only_performance": None,
         "mappo": {"update_epochs": 1, "steps_per_iteration": 100}}
-#: What differs between two runs of the same job: wall and CPU times (CSV column and sidecar keys).
-TIMES = ("wall_time_s", "cpu_time_s")
+#: Smoke-sized MAESTRO grid: full MAESTRO (A7: LLM curriculum and sandboxed reward), 2 episodes of 120 s.
+MAESTRO_GRID = {"seeds": [200], "ablations": ["A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
+                "llm": "scripted", "maddpg": {"batch_size": 16, "learning_starts": 16, "update_every": 20}}
+#: What differs between two runs of the same job: wall and CPU times (CSV columns, sidecar and generation-log keys).
+TIMES = ("wall_time_s", "cpu_time_s", "wall_s", "sim_s", "train_s", "reward_eval_s", "llm_curriculum_s",
+         "llm_reward_s", "eval_s", "wall_seconds", "llm_seconds", "timings")
+
+
+def _untimed(value):
+    """``value`` with every TIMES key removed, at any depth of nested dicts and lists."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMES}
+    return [_untimed(v) for v in value] if isinstance(value, list) else value
 
 
 def _files(root) -> dict[str, object]:
@@ -23,7 +34,10 @@ def _files(root) -> dict[str, object]:
     files = {}
     for path in sorted(root.iterdir()):
         if path.suffix == ".json":
-            files[path.name] = {k: v for k, v in json.loads(path.read_text()).items() if k not in TIMES}
+            files[path.name] = _untimed(json.loads(path.read_text()))
+            continue
+        if path.suffix == ".jsonl":
+            files[path.name] = [_untimed(json.loads(line)) for line in path.read_text().splitlines()]
             continue
         table = pd.read_csv(path)
         timed = [c for c in TIMES if c in table]
@@ -98,3 +112,27 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
                        "single_slot__marl__seed0__eval.json"}
     assert _files(tmp_path / "ray") == ray_files
     pd.testing.assert_frame_equal(again.evaluations, on_ray.evaluations)
+
+
+def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
+    local = maestro.run_ablation("smoke", root=tmp_path / "local", progress=False, executor="local", **MAESTRO_GRID)
+    on_ray = maestro.run_ablation("smoke", root=tmp_path / "ray", progress=False, executor="ray", **MAESTRO_GRID)
+    local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.csv", "A7__seed200.generations.jsonl",
+                                                        "A7__seed200.json", "ablation_calibration.csv",
+                                                        "ablation_calibration.json"]
+    for name in local_files:
+        assert local_files[name] == ray_files[name], name
+    assert local.episodes["updates"].sum() > 0 and local.episodes["eval_return"].notna().sum() == 1
+    assert (local.episodes["reward_source"] == "llm").all()  # the sandboxed LLM reward ran in the Ray task too
+
+    # Resume through Ray: nothing is recomputed, nothing rewritten.
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
+    again = maestro.run_ablation("smoke", root=tmp_path / "ray", progress=False, executor="ray", **MAESTRO_GRID)
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()} == stamps
+    pd.testing.assert_frame_equal(again.episodes, on_ray.episodes)
+
+
+def test_maestro_rejects_an_unknown_executor_before_any_compute():
+    with pytest.raises(ValueError, match="unknown executor"):
+        maestro.load_config("smoke", executor="slurm")

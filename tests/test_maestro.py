@@ -63,7 +63,7 @@ def test_resume_does_no_work(ablation):
 def test_same_seed_same_numbers(ablation, tmp_path):
     results, root = ablation
     cfg = maestro.load_config("smoke", **TINY)
-    name = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path))
+    name = maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     rerun, first = ResultStore(tmp_path).load(name), ResultStore(root).load(name)
     pd.testing.assert_frame_equal(rerun.drop(columns=TIMING), first.drop(columns=TIMING))
 
@@ -116,7 +116,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     process.join()
     assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
     saved_first_row = torch.load(checkpoint, weights_only=False)["rows"][0]
-    maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path))
+    maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
     assert not checkpoint.exists()
     assert resumed.loc[0, "sim_s"] == pytest.approx(saved_first_row["sim_s"], rel=1e-12)  # episode 0 was not rerun
