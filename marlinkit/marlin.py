@@ -17,6 +17,7 @@ MARL and MARLIN runs pairs for the paired t-test of Table I.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from marlinkit import executors, hardware, paths, runs
+from marlinkit import executors, hardware, paths, presets, runs
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -110,11 +111,13 @@ class PlanCache:
 class Algorithm1:
     """The generator switch of every copy; called by the trainer each step as ``generator(state, sampled)``."""
 
-    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig, seed: int):
+    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig, seed: int,
+                 plan_budget: int | None = None):
         self.layout, self.source, self.config, self.llm_only = layout, source, config, llm_only
         self.cache = PlanCache()
         self.rng = np.random.default_rng((seed, 1))
         self.seed = seed
+        self.plan_budget = plan_budget  # None: the paper's unlimited re-planning
         self.plans_made = 0
         self.history = [deque(maxlen=2 * config.window) for _ in range(n_envs)]
         self.episode = [0] * n_envs
@@ -129,18 +132,27 @@ class Algorithm1:
         """Switch to a changed environment; plans stay cached per layout (``plan_key``), so none crosses over."""
         self.layout, self.llm_only = layout, llm_only
 
-    def _load_plan(self, copy: int, positions: np.ndarray, step: int) -> None:
-        """Lines 5 and 14-15: the cached plan for this state, or a new one when none or worse than p-bar."""
+    def _load_plan(self, copy: int, positions: np.ndarray, step: int) -> bool:
+        """Lines 5 and 14-15: the cached plan for this state, or a new one when none or worse than p-bar.
+
+        With the plan budget spent, the cached plan is used as it is, and a state without one gets
+        no plan (False: the copy keeps sampling).
+        """
         key = plan_key(self.layout, positions)
         plan = self.cache.get(key)
         p_bar = recent_performance(self.history[copy], self.config)
         hit = plan is not None and (p_bar is None or plan.performance >= p_bar)
+        if not hit and self.plan_budget is not None and self.plans_made >= self.plan_budget:
+            if plan is None:
+                return False
+            hit = True
         if not hit:
             self.plans_made += 1
             new = self.source.make_plan(self.layout, positions, core.EPISODE_STEPS - step, seed=self.seed * 1_000_003 + self.plans_made)
             plan = self.cache.offer(key, new)
         self.cache_hit[copy] = self.cache_hit[copy] or hit
         self.plan[copy], self.plan_start[copy] = plan.actions, step
+        return True
 
     def __call__(self, state: core.CorridorState, sampled: np.ndarray) -> np.ndarray:
         actions = sampled.copy()
@@ -150,14 +162,15 @@ class Algorithm1:
                 cached = self.cache.get(plan_key(self.layout, state.pos[c]))
                 self.generator[c] = choose_generator(self.episode[c], self.history[c],
                                                      None if cached is None else cached.performance, self.llm_only, self.config)
-                self.first_generator[c], self.toggled[c], self.cache_hit[c] = self.generator[c], False, False
-                if self.generator[c] == PLAN:
-                    self._load_plan(c, state.pos[c], step)
+                self.cache_hit[c] = False
+                if self.generator[c] == PLAN and not self._load_plan(c, state.pos[c], step):
+                    self.generator[c] = SAMPLING
+                self.first_generator[c], self.toggled[c] = self.generator[c], False
             elif step == self.config.toggle_step and self.rng.random() < self.config.toggle_probability:
-                self.toggled[c] = True
-                self.generator[c] = SAMPLING if self.generator[c] == PLAN else PLAN
                 if self.generator[c] == PLAN:
-                    self._load_plan(c, state.pos[c], step)
+                    self.generator[c], self.toggled[c] = SAMPLING, True
+                elif self._load_plan(c, state.pos[c], step):
+                    self.generator[c], self.toggled[c] = PLAN, True
             if self.generator[c] == PLAN:
                 offset = step - self.plan_start[c]
                 plan = self.plan[c]
@@ -219,7 +232,7 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
     controller = None
     if system == "MARLIN":
         controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, layout_at(0).name),
-                                switch, seed)
+                                switch, seed, settings.get("plan_budget"))
     records, evaluations = [], []
     clock = [time.perf_counter()]
 
@@ -294,6 +307,8 @@ def validate_settings(settings: dict[str, Any]) -> None:
     for key in ("episodes", "n_envs", "eval_runs", "llm_only_trials", "workers"):
         if int(settings[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {settings[key]}")
+    if settings.get("plan_budget") is not None and int(settings["plan_budget"]) < 1:
+        raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {settings['plan_budget']}")
     _settings_parts(settings)
     executors.check_executor(settings.get("executor", "local"), settings["workers"])
     changes = settings.get("layout_schedule") or []
@@ -323,9 +338,20 @@ def job_config(scenario: str, system: str, seed: int, settings: dict[str, Any], 
     if system == "MARLIN":
         base.update(switch=dataclasses.asdict(switch), llm_only_performance=llm_only_threshold(settings, scenario),
                     plan_source=source_name)
+        if settings.get("plan_budget") is not None:
+            base["plan_budget"] = int(settings["plan_budget"])
         if settings.get("layout_schedule"):
             base["llm_only_performance_after"] = {name: llm_only_threshold(settings, name) for _, name in settings["layout_schedule"]}
     return base
+
+
+def system_tag(system: str, source_name: str) -> str:
+    """The system part of a run name; runs using another plan source than the exact planner name it,
+    so that switching sources keeps both sets of results instead of overwriting one with the other."""
+    tag = system.replace("-", "_").lower()
+    if system == "MARL" or source_name == ExactJointPlanner.name:
+        return tag
+    return f"{tag}-{re.sub(r'[^A-Za-z0-9.]+', '-', source_name.split('[')[0]).strip('-')}"
 
 
 def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
@@ -364,7 +390,7 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     source_name = (source or ExactJointPlanner()).name
     root = Path(root) if root else paths.results_dir("marlin", preset)
     store = runs.ResultStore(root)
-    jobs = [(runs.run_name(sc, sy.replace("-", "_").lower(), f"seed{se}"), job_config(sc, sy, se, settings, source_name))
+    jobs = [(runs.run_name(sc, system_tag(sy, source_name), f"seed{se}"), job_config(sc, sy, se, settings, source_name))
             for sc in settings["scenarios"] for sy in settings.get("systems", SYSTEMS) for se in settings["seeds"]]
     todo = [(name, config) for name, config in jobs
             if not (store.is_complete(name, config)
@@ -379,6 +405,56 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
+
+
+PLAN_SOURCES = ("llm", "exact")
+
+
+class Training(NamedTuple):
+    results: Results
+    settings: dict[str, Any]  # the marlin_training settings the runs used (thresholds filled in)
+    plan_source: str  # how figures name the plan source
+
+
+def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, progress: bool = True,
+                 **overrides: Any) -> Training:
+    """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
+
+    ``plan_source="llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
+    smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
+    threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.llm.experiments``, the
+    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, an upper bound and not an LLM,
+    with the authors' Llama 3.1 8B thresholds.
+    """
+    if plan_source not in PLAN_SOURCES:
+        raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {plan_source!r}")
+    settings = presets.get(preset, "marlin_training", **overrides)
+    if plan_source == "exact":
+        return Training(run_grid(settings, preset, progress=progress), settings,
+                        f"{ExactJointPlanner.name} (upper bound, not an LLM)")
+    from marlinkit.llm import config as llm_config
+    from marlinkit.llm import experiments
+
+    protocol = presets.get(preset, "llm_only")
+    missing = sorted(set(settings["scenarios"]) - set(protocol["scenarios"]))
+    if missing:
+        raise ValueError(f"preset {preset!r}: the llm_only section has no trials for {missing}; "
+                         "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
+    source = experiments.negotiator(protocol, llm, purpose="marlin_training")
+    validate_settings(settings)
+    trials = experiments.run_llm_only(preset, llm, progress=progress)
+    measured = trials.groupby("scenario").performance.mean().to_dict()
+    settings = {**settings, "systems": ["MARL", "MARLIN"],
+                "llm_only_performance": settings["llm_only_performance"] or {s: measured[s] for s in settings["scenarios"]}}
+    results = run_grid(settings, preset, source=source, progress=progress)
+    llm_only_rows = pd.DataFrame({
+        "scenario": trials.scenario, "system": "LLM-only", "seed": trials.seed, "episode": trials.trial + 1, "env_copy": 0,
+        "layout": trials.scenario, "generator": PLAN, "toggled": False, "plan_cache_hit": False,
+        "performance": trials.performance, "steps": core.EPISODE_STEPS, "wall_time_s": trials.seconds})
+    llm_only_rows = llm_only_rows[llm_only_rows.scenario.isin(settings["scenarios"])]
+    episodes = pd.concat([results.episodes, llm_only_rows], ignore_index=True)
+    return Training(Results(episodes, results.evaluations), settings,
+                    f"LLM negotiation, {llm_config.label(source.backend)}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,9 +54,25 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "paper_audit": {"bootstrap_resamples": 1000, "bootstrap_seed": 0, "rounding_samples": 20},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
-            "scenarios": ["single_slot"],
+            "scenarios": ["single_slot", "two_path"],  # the marlin_training scenarios: Algorithm 1 reads their LLM-only values
             "trials": 1,
             "seed": 0,
+            "max_moves": 2,
+            "max_rounds": 1,
+            "max_new_tokens": 80,
+            "stall_limit": 3,
+            "llm": "smollm2",
+            "replay_only": True,
+        },
+        "fig6_scalability": {  # seconds: one episode, one 2-move negotiation replayed from the committed transcript
+            "systems": ["llm", "exact"],
+            "agents": [4],
+            "trials": 1,
+            "seed": 0,
+            "max_steps": 150,
+            "exit_bias": 0.25,
+            "cooldown": 5,
+            "max_negotiations": 1,
             "max_moves": 2,
             "max_rounds": 1,
             "max_new_tokens": 80,
@@ -72,6 +88,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoints": [2, 4, 8],
             "eval_runs": 10,
             "llm_only_trials": 5,
+            "plan_budget": 1,  # negotiations per training (None: the paper's unlimited re-planning)
             "workers": 1,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
@@ -101,6 +118,16 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "scripted",
             "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
+        },
+        "workshop": {  # notebooks/workshop at nbval size: seconds each, smollm2 replayed from data/transcripts/workshop_smoke__*
+            "scenario": "single_slot",
+            "seed": 0,
+            "training": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10,
+                         "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
+            "negotiation": {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": "smollm2",
+                            "replay_only": True},
+            "marlin": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10, "llm_only_trials": 1,
+                       "plan_budget": 3, "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
         },
     },
     "quick": {
@@ -148,6 +175,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "llm": None,
             "replay_only": False,
         },
+        "fig6_scalability": {  # random walk biased to the exit; one negotiation (of at most 8 moves) per episode, so recording the smollm2 transcript stays near 10 min
+            "systems": ["llm", "exact"],
+            "agents": [2, 4, 6, 8],
+            "trials": 2,
+            "seed": 0,
+            "max_steps": 400,
+            "exit_bias": 0.2,
+            "cooldown": 5,
+            "max_negotiations": 1,
+            "max_moves": 8,
+            "max_rounds": 1,
+            "max_new_tokens": 80,
+            "stall_limit": 3,
+            "llm": None,
+            "replay_only": False,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0],
@@ -156,6 +199,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoints": [20, 60, 120],
             "eval_runs": 50,
             "llm_only_trials": 20,
+            "plan_budget": 4,  # smollm2 on CPU: ~45 s per negotiated plan; the paper re-plans without limit
             "workers": 2,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
@@ -185,6 +229,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "smollm2",
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
+        },
+        "workshop": {  # the teaching session's sizes (notebooks/workshop/README.md): minutes each, smollm2 called live
+            "scenario": "single_slot",
+            "seed": 0,
+            "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
+            "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
+                            "replay_only": False},
+            "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
+                       "plan_budget": 8, "mappo": {}},
         },
     },
     "paper": {
@@ -232,6 +285,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "llm": None,
             "replay_only": False,
         },
+        "fig6_scalability": {  # the paper's pure random walk, every conflict negotiated with the authors' protocol settings
+            "systems": ["llm", "exact"],
+            "agents": [2, 4, 6, 8, 10, 12],
+            "trials": 10,
+            "seed": 0,
+            "max_steps": 2000,
+            "exit_bias": 0.0,
+            "cooldown": 5,
+            "max_negotiations": 0,
+            "max_moves": 50,
+            "max_rounds": 5,
+            "max_new_tokens": 300,
+            "stall_limit": 0,
+            "llm": None,
+            "replay_only": False,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0],
@@ -240,6 +309,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoints": [100, 850, 1600],
             "eval_runs": 50,
             "llm_only_trials": 50,
+            "plan_budget": None,
             "workers": 2,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
@@ -269,6 +339,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "llm": "smollm2",
             "maddpg": {},
             "checkpoint_every": 10,
+        },
+        "workshop": {  # a teaching session has no paper-scale run: the quick sizes
+            "scenario": "single_slot",
+            "seed": 0,
+            "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
+            "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
+                            "replay_only": False},
+            "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
+                       "plan_budget": 8, "mappo": {}},
         },
     },
 }

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import marlin, stats
+from pathlib import Path
+
+from marlinkit import marlin, paths, presets, stats
 from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, LAYOUTS, get_layout, shortest_path_length
@@ -115,6 +117,54 @@ def test_toggle_switches_generator_halfway_and_plans_from_there():
     info = controller.end_episode(core.performance(arrays, state))
     assert all(i["generator"] == marlin.SAMPLING and i["toggled"] for i in info)
     np.testing.assert_array_equal(core.performance(arrays, state), 1.0)  # 25 steps of plan suffice from the start cells
+
+
+def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
+    layout = get_layout("two_path")
+    source = ImprovingSource()
+    switch = marlin.SwitchConfig(m=1, toggle_probability=1.0)
+    controller = marlin.Algorithm1(layout, source, n_envs=1, llm_only=1.1, config=switch, seed=0, plan_budget=1)
+    arrays = core.layout_arrays(layout)
+    sampled = np.array([[1, 0]])  # the policy stand-in: robot 0 walks north, so step 25 is not the start state
+
+    def episode():
+        state = core.reset(arrays, 1)
+        for _ in range(core.EPISODE_STEPS):
+            state = core.step(arrays, state, controller(state, sampled)).state
+        return controller.end_episode(core.performance(arrays, state))[0]
+
+    first = episode()  # sampling, toggled at step 25 -> the one budgeted plan, from a mid-episode state
+    assert first["generator"] == marlin.SAMPLING and first["toggled"] and source.calls == 1
+    second = episode()  # plan episode from the start cells: none cached there and the budget is spent
+    assert second["generator"] == marlin.SAMPLING and source.calls == 1
+    assert second["toggled"] and second["plan_cache_hit"], "at step 25 the budget-spent copy reuses the cached mid-episode plan"
+    unlimited = marlin.Algorithm1(layout, ImprovingSource(), n_envs=1, llm_only=1.1, config=switch, seed=0)
+    controller = unlimited
+    episode()
+    assert episode()["generator"] == marlin.PLAN and unlimited.plans_made == 2
+    with pytest.raises(ValueError, match="plan_budget"):
+        marlin.run_grid({**TINY, "plan_budget": 0}, "test", root=Path("/nonexistent"))
+
+
+def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
+    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1)
+    training = marlin.run_training("quick", "llm", llm="scripted", progress=False, **overrides)  # quick: records misses
+    episodes = training.results.episodes
+    llm_only = episodes[episodes.system == "LLM-only"]
+    assert set(episodes.system) == set(marlin.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only")["trials"]
+    assert training.settings["llm_only_performance"] == {"single_slot": llm_only.performance.mean()}
+    names = {f.name for f in (tmp_path / "results" / "marlin" / "quick").glob("*marlin*seed0.json")}
+    assert "single_slot__marlin-negotiation-scripted-greedy-robots__seed0.json" in names, names
+    plans = episodes[(episodes.system == "MARLIN") & (episodes.generator == marlin.PLAN)]
+    assert len(plans) > 0 and "scripted" in training.plan_source
+    transcripts = list((tmp_path / "transcripts").glob("marlin_training__scripted*.jsonl"))
+    assert len(transcripts) == 1 and transcripts[0].read_text().count("\n") >= 1
+    with pytest.raises(ValueError, match="plan_source"):
+        marlin.run_training("smoke", "gpt", progress=False)
+    with pytest.raises(ValueError, match="no trials for"):
+        marlin.run_training("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
