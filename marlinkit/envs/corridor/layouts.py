@@ -122,11 +122,10 @@ LAYOUTS: dict[str, Layout] = {
 LAYOUT_NAMES = tuple(LAYOUTS)
 
 
-def layout_from_ascii(text: str, name: str = "custom", title: str = "") -> Layout:
-    """Build a layout from an ASCII map; the top line is the northernmost row (largest y).
+def read_ascii_grid(text: str, allowed: str) -> np.ndarray:
+    """The characters of an ASCII map as ``str[width, height]`` indexed ``[x, y]``; the top line is the largest y.
 
-    ``#`` wall, ``.`` free, ``A``/``B`` the starts of robots 0/1, ``a``/``b`` their goals.
-    Without goal marks the robots swap places, as in the paper.
+    Shared by the corridor layouts and the many-agent map of ``marlinkit.envs.crowd``.
     """
     rows = [line.strip() for line in text.strip("\n").splitlines() if line.strip()]
     if not rows:
@@ -134,19 +133,27 @@ def layout_from_ascii(text: str, name: str = "custom", title: str = "") -> Layou
     widths = {len(row) for row in rows}
     if len(widths) != 1:
         raise ValueError(f"corridor map rows have different lengths {sorted(widths)}")
-    width, height = widths.pop(), len(rows)
-    valid = np.zeros((width, height), dtype=bool)
-    marks: dict[str, tuple[int, int]] = {}
-    allowed = set(ASCII_WALL + ASCII_FREE + "".join(ASCII_STARTS + ASCII_GOALS))
     for row_index, row in enumerate(rows):
-        y = height - 1 - row_index
         for x, char in enumerate(row):
             if char not in allowed:
-                raise ValueError(f"unknown character {char!r} at row {row_index + 1}, column {x + 1}; use any of {''.join(sorted(allowed))}")
+                raise ValueError(f"unknown character {char!r} at row {row_index + 1}, column {x + 1}; use any of {''.join(sorted(set(allowed)))}")
+    return np.array([list(row) for row in reversed(rows)], dtype="<U1").T
+
+
+def layout_from_ascii(text: str, name: str = "custom", title: str = "") -> Layout:
+    """Build a layout from an ASCII map; the top line is the northernmost row (largest y).
+
+    ``#`` wall, ``.`` free, ``A``/``B`` the starts of robots 0/1, ``a``/``b`` their goals.
+    Without goal marks the robots swap places, as in the paper.
+    """
+    chars = read_ascii_grid(text, ASCII_WALL + ASCII_FREE + "".join(ASCII_STARTS + ASCII_GOALS))
+    valid = chars != ASCII_WALL
+    marks: dict[str, tuple[int, int]] = {}
+    for y in reversed(range(chars.shape[1])):  # reading order: top row first
+        for x in range(chars.shape[0]):
+            char = str(chars[x, y])
             if char in marks:
                 raise ValueError(f"mark {char!r} appears more than once (first at {marks[char]}, again at {(x, y)})")
-            if char != ASCII_WALL:
-                valid[x, y] = True
             if char not in (ASCII_WALL, ASCII_FREE):
                 marks[char] = (x, y)
     missing = [c for c in ASCII_STARTS if c not in marks]

@@ -1,0 +1,152 @@
+"""MARLIN's scalability experiment (paper Fig. 6): pairwise negotiation among many random walkers.
+
+``run_scalability`` plays ``trials`` episodes of ``marlinkit.envs.crowd`` for every number of agents
+in ``agents``, once per plan source in ``systems``: ``"llm"`` (MARLIN's negotiation behind the
+transcript cache ``data/transcripts/fig6_scalability__<backend>__<model>.jsonl``) and ``"exact"``
+(the exact joint planner, an upper bound, not an LLM). Both systems see the same seeds, so their
+episodes are identical until the first negotiation. One tidy table per system (one row per
+episode) goes to ``data/results/marlin/<preset>/`` with its configuration sidecar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import paths, presets
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs import crowd
+from marlinkit.llm import config as llm_config
+from marlinkit.llm.experiments import negotiator, trial_seed
+from marlinkit.runs import ResultStore, run_name
+
+SECTION = "fig6_scalability"
+SYSTEMS = ("llm", "exact")
+ENGINE = "crowd map on the corridor core (numpy)"
+SYSTEM_LABELS = {"llm": "LLM negotiation", "exact": "exact joint planner (upper bound)"}
+
+
+def episode_config(settings: dict[str, Any]) -> crowd.EpisodeConfig:
+    return crowd.EpisodeConfig(**{k: settings[k] for k in ("max_steps", "max_moves", "exit_bias", "cooldown", "max_negotiations")})
+
+
+def check_settings(settings: dict[str, Any], world: crowd.CrowdMap) -> crowd.EpisodeConfig:
+    """Reject bad settings before any episode runs."""
+    unknown = sorted(set(settings["systems"]) - set(SYSTEMS))
+    if unknown or not settings["systems"]:
+        raise ValueError(f"systems must be a non-empty subset of {SYSTEMS}, got {settings['systems']}")
+    bad = [n for n in settings["agents"] if not 1 <= n <= len(world.starts)]
+    if bad or not settings["agents"]:
+        raise ValueError(f"agents must be numbers in 1..{len(world.starts)} (the map's start cells), got {settings['agents']}")
+    if settings["trials"] < 1:
+        raise ValueError(f"trials must be >= 1, got {settings['trials']}")
+    return episode_config(settings)
+
+
+def _source(system: str, settings: dict[str, Any], llm: str | None):
+    if system == "exact":
+        return ExactJointPlanner(), "none (exact joint planner)"
+    source = negotiator(settings, llm, purpose=SECTION)
+    return source, llm_config.label(source.backend)
+
+
+def run_scalability(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
+    """Episodes per system x number of agents x trial (loaded when already computed with the same settings)."""
+    settings = presets.get(preset, SECTION, **overrides)
+    world = crowd.crowd_map_from_ascii()
+    config = check_settings(settings, world)
+    store = ResultStore(paths.results_dir("marlin", preset))
+    tables = []
+    for system in settings["systems"]:
+        source, llm_label = _source(system, settings, llm)
+        run_config = {**settings, "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
+        name = run_name(SECTION, system, llm_config.slug(llm_label))
+        if store.is_complete(name, run_config):
+            tables.append(store.load(name))
+            continue
+        rows = []
+        for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every agent count
+            for n_agents in settings["agents"]:
+                seed = trial_seed(settings["seed"], f"agents{n_agents}", trial)
+                counts = crowd.run_episode(world, n_agents, source, seed, config)
+                rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
+                if progress:
+                    print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "
+                          f"{counts['resolved']} resolved, {counts['llm_calls']} LLM calls, {counts['steps']} steps, "
+                          f"{counts['agents_inside']} inside", flush=True)
+        table = pd.DataFrame(rows)
+        store.save(name, table, run_config, llm=llm_label, engine=ENGINE,
+                   transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None)
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per system and number of agents: mean counts per episode, and the share of negotiations that resolved."""
+    grouped = table.groupby(["system", "agents"], sort=True)
+    out = grouped.agg(episodes=("trial", "size"), conflicts=("conflicts", "mean"), negotiations=("negotiations", "mean"),
+                      resolved=("resolved", "mean"), llm_calls=("llm_calls", "mean"),
+                      completion_tokens=("completion_tokens", "mean"), fallbacks=("fallbacks", "mean"),
+                      steps=("steps", "mean"), agents_inside=("agents_inside", "mean"),
+                      all_left=("agents_inside", lambda v: (v == 0).mean())).reset_index()
+    totals = grouped[["resolved", "negotiations"]].sum()
+    out["resolved_share"] = (totals.resolved / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
+    return out
+
+
+def draw_map(world: crowd.CrowdMap, ax=None):
+    """The map as in paper Fig. 6: grey start cells, the green exit, the examined corridors in blue (``render``'s style)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    from marlinkit.envs.corridor.render import FREE_COLOR, GRID_COLOR, WALL_COLOR
+
+    if ax is None:
+        ax = Figure(figsize=(4.2, 4.4)).subplots()
+    colors = {"start": "#9e9e9e", "exit": "#2ca02c", "corridor": "#6baed6"}
+    starts = set(world.starts)
+    for x in range(world.width):
+        for y in range(world.height):
+            color = (WALL_COLOR if not world.valid[x, y] else colors["exit"] if (x, y) == world.exit
+                     else colors["start"] if (x, y) in starts else colors["corridor"] if world.corridor_id[x, y] >= 0
+                     else FREE_COLOR)
+            ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=color, edgecolor=GRID_COLOR, linewidth=0.8))
+    for k, path in enumerate(world.corridors):
+        (x, y) = np.mean(path, axis=0)
+        ax.text(x, y, str(k), ha="center", va="center", fontsize=7, color="#08306b")
+    ax.set_xlim(-0.5, world.width - 0.5)
+    ax.set_ylim(-0.5, world.height - 0.5)
+    ax.set_aspect("equal")
+    ax.set_xticks(range(world.width))
+    ax.set_yticks(range(world.height))
+    ax.tick_params(length=0, labelsize=6)
+    handles = [Patch(facecolor=colors["start"], label="start"), Patch(facecolor=colors["exit"], label="exit"),
+               Patch(facecolor=colors["corridor"], label="corridor (no alternative route)"),
+               Patch(facecolor=WALL_COLOR, label="wall")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=2, fontsize=7, frameon=False)
+    return ax
+
+
+def figure(summary_table: pd.DataFrame, max_steps: int):
+    """Against the number of agents: negotiations, deadlocks resolved, LLM calls and steps until all left, per system."""
+    import matplotlib.pyplot as plt
+
+    panels = (("negotiations", "negotiations triggered"), ("resolved", "deadlocks resolved"),
+              ("llm_calls", "LLM calls"), ("steps", f"steps until all left (cut at {max_steps})"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.0))
+    for ax, (column, title) in zip(axes, panels):
+        for system, marker in zip(SYSTEMS, "os"):
+            rows = summary_table[summary_table.system == system]
+            if len(rows):
+                ax.plot(rows.agents, rows[column], marker=marker, label=SYSTEM_LABELS[system], lw=1.3, ms=4)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("agents")
+        ax.set_ylim(bottom=0)
+        ax.set_xticks(sorted(summary_table.agents.unique()))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean per episode")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
