@@ -129,6 +129,33 @@ def test_stacked_mlp_agent_slices_are_independent_networks():
     torch.testing.assert_close(net.run(x, "loop"), out)
 
 
+def test_shared_input_forward_equals_the_expanded_input():
+    net = maddpg.StackedMLP(3, [6, 5, 2])
+    x = torch.randn(7, 6)
+    torch.testing.assert_close(net(x), net(x.expand(3, -1, -1)), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(net.run(x, "loop"), net(x), atol=1e-6, rtol=1e-6)
+
+
+def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
+    """The critic's first layer differentiated in each agent's own action: autograd's values on the full input."""
+    n, obs, a, batch = 3, 5, 4, 8
+    net = maddpg.StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
+    flat_obs, actions = torch.randn(batch, n * obs), torch.randn(batch, n, a)
+    policy = torch.randn(n, batch, a, requires_grad=True)
+    q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
+    net(q_in).sum().backward()
+    reference, policy.grad = policy.grad.clone(), None
+    q_in = q_in.detach()
+    out = net(q_in, own_actions=(policy, n * obs))
+    out.sum().backward()
+    torch.testing.assert_close(out, net(q_in))
+    torch.testing.assert_close(policy.grad, reference, atol=1e-6, rtol=1e-6)
+    assert policy.grad.abs().sum() > 0
+    net.requires_grad_(True)  # a critic that is not frozen would lose its weight gradient: refused
+    with pytest.raises(RuntimeError, match="freeze the critic"):
+        net(q_in, own_actions=(policy, n * obs)).sum().backward()
+
+
 def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
     rng = np.random.default_rng(seed)
     buffer = maddpg.ReplayBuffer(100, n_agents, obs_dim)
@@ -156,18 +183,17 @@ def test_batched_update_equals_per_agent_loop():
 
 
 def test_batched_gradients_equal_per_agent_loop_gradients():
-    # after an update the actors hold the actor-loss gradient and the critics that loss's gradient
-    # with respect to them: both must match between the two paths, unclipped
+    # after an update the actors hold the actor-loss gradient: it must match between the two paths,
+    # unclipped; the critics were frozen for that loss, so it left them no gradient in either path
     config = MADDPGConfig(hidden=16, batch_size=32, buffer_size=100, max_grad_norm=1e9)
     learners = {mode: maddpg.MADDPG(4, 5, 4, config) for mode in ("batched", "loop")}
     batch, noise = _random_batch(), learners["batched"].noise(32)
     for mode, learner in learners.items():
         learner.update(batch, noise, mode)
-    for net in ("actor", "critic"):
-        pairs = zip(getattr(learners["batched"], net).parameters(), getattr(learners["loop"], net).parameters())
-        for a, b in pairs:
-            assert a.grad.abs().sum() > 0
-            torch.testing.assert_close(a.grad, b.grad, atol=1e-6, rtol=1e-5)
+        assert all(p.requires_grad and not p.grad.any() for p in learner.critic.parameters())
+    for a, b in zip(learners["batched"].actor.parameters(), learners["loop"].actor.parameters()):
+        assert a.grad.abs().sum() > 0
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-6, rtol=1e-5)
 
 
 def test_replay_buffer_wraps_around():

@@ -139,6 +139,33 @@ def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) ->
 
 # --- networks and buffer -----------------------------------------------------------------------
 
+class _OwnActionLayer(torch.autograd.Function):
+    """First layer of N frozen critics, x (N, B, in) @ w + b, differentiable in each agent's own action only.
+
+    Agent i's input x[i] holds ``policy[i]`` (detached) in columns ``start + i*A .. start + (i+1)*A``;
+    the backward pass computes the gradient of the N*A joint-action columns only, not of all ``in``
+    of them as autograd would (the actor update's largest matmul: 3232 columns for the traffic
+    network, 64 of them actions). Each entry is the same dot product over the hidden units as in
+    the full product: the same bits with MKL here (a slice narrower than 16 columns was not).
+    """
+
+    @staticmethod
+    def forward(ctx, x, policy, w, b, start):
+        ctx.save_for_backward(w)
+        ctx.start, ctx.n_actions = start, policy.shape[-1]
+        return torch.baddbmm(b.unsqueeze(1), x, w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if any(ctx.needs_input_grad[k] for k in (0, 2, 3)):
+            raise RuntimeError("_OwnActionLayer differentiates the own actions only: freeze the critic")
+        (w,) = ctx.saved_tensors
+        a, n = ctx.n_actions, w.shape[0]
+        joint = torch.bmm(grad, w[:, ctx.start: ctx.start + n * a].transpose(1, 2))  # (N, B, N*A)
+        agents = torch.arange(n)
+        return None, joint.view(n, -1, n, a)[agents, :, agents], None, None, None
+
+
 class StackedMLP(nn.Module):
     """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis."""
 
@@ -151,11 +178,24 @@ class StackedMLP(nn.Module):
             self.weights.append(nn.Parameter(torch.empty(n_agents, fan_in, fan_out).uniform_(-bound, bound)))
             self.biases.append(nn.Parameter(torch.empty(n_agents, fan_out).uniform_(-bound, bound)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """All agents at once: x (N, B, in) -> (N, B, out), one batched matmul per layer."""
+    def forward(self, x: torch.Tensor, own_actions: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
+        """All agents at once: x (N, B, in) -> (N, B, out), one batched matmul per layer.
+
+        x (B, in) is one input shared by all agents (a centralised critic's): its first layer is
+        one matmul against the agents' concatenated weights, which skips the batched matmul's cost
+        on an expanded input (1.8x at B=1024, 16 critics) and gives the same bits.
+        ``own_actions=(policy, start)``: see :class:`_OwnActionLayer` (frozen critics only).
+        """
         last = len(self.weights) - 1
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.baddbmm(b.unsqueeze(1), x, w)
+            if k == 0 and own_actions is not None:
+                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1])
+            elif x.dim() == 2:
+                n, fan_in, fan_out = w.shape
+                x = torch.addmm(b.reshape(-1), x, w.transpose(0, 1).reshape(fan_in, n * fan_out))
+                x = x.view(-1, n, fan_out).transpose(0, 1)
+            else:
+                x = torch.baddbmm(b.unsqueeze(1), x, w)
             x = F.relu(x) if k < last else x
         return x
 
@@ -168,10 +208,11 @@ class StackedMLP(nn.Module):
         return x
 
     def run(self, x: torch.Tensor, mode: Mode) -> torch.Tensor:
-        """Either path, same result: (N, B, in) -> (N, B, out)."""
+        """Either path, same result: (N, B, in) or shared (B, in) -> (N, B, out)."""
         if mode == "batched":
             return self(x)
-        return torch.stack([self.forward_agent(i, x[i]) for i in range(x.shape[0])])
+        n = self.weights[0].shape[0]
+        return torch.stack([self.forward_agent(i, x if x.dim() == 2 else x[i]) for i in range(n)])
 
 
 class ReplayBuffer:
@@ -218,7 +259,7 @@ class MADDPG:
         self.generator = torch.Generator().manual_seed(config.seed)  # Gumbel noise
         self.rng = np.random.default_rng(config.seed)  # replay sampling
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
         """Actions (N,) for observations (N, obs_dim): Gumbel samples when exploring, else argmax."""
         logits = self.actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(1)).squeeze(1)
@@ -243,11 +284,11 @@ class MADDPG:
         with torch.no_grad():
             next_logits = self.target_actor.run(next_obs, mode)
             next_actions = gumbel_softmax(next_logits, noise[0], cfg.gumbel_temperature).transpose(0, 1)
-            next_input = torch.cat([flat_next, next_actions.reshape(size, -1)], -1).expand(n, -1, -1)
+            next_input = torch.cat([flat_next, next_actions.reshape(size, -1)], -1)  # (B, J): all critics' input
             next_q = self.target_critic.run(next_input, mode).squeeze(-1)  # (N, B)
             y = critic_target(batch["rewards"].T, batch["terminated"].T, next_q, cfg.gamma)
 
-        critic_in = torch.cat([flat_obs, actions.reshape(size, -1)], -1).expand(n, -1, -1)
+        critic_in = torch.cat([flat_obs, actions.reshape(size, -1)], -1)  # (B, J), shared
 
         def critic_loss(agent: int | None) -> torch.Tensor:
             q = self._forward(self.critic, critic_in, agent).squeeze(-1)
@@ -257,24 +298,30 @@ class MADDPG:
             logits = self._forward(self.actor, obs, agent)
             if agent is None:  # every agent's joint action, its own slot from its policy
                 policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)
-                joint = substitute_own_action(actions, policy).reshape(n, size, -1)
+                joint = substitute_own_action(actions, policy.detach()).reshape(n, size, -1)
+                q_in = torch.cat([flat_obs.expand(n, -1, -1), joint], -1)
+                q_pi = self.critic(q_in, own_actions=(policy, flat_obs.shape[1])).squeeze(-1)
             else:
                 policy = gumbel_softmax(logits, noise[1][agent], cfg.gumbel_temperature)
                 joint = torch.cat([actions[:, :agent], policy[:, None], actions[:, agent + 1:]], 1).reshape(size, -1)
-            q_in = torch.cat([flat_obs.expand(n, -1, -1) if agent is None else flat_obs, joint], -1)
-            q_pi = (self.critic(q_in) if agent is None else self.critic.forward_agent(agent, q_in)).squeeze(-1)
+                q_pi = self.critic.forward_agent(agent, torch.cat([flat_obs, joint], -1)).squeeze(-1)
             return (-q_pi.mean(-1) + cfg.logit_reg * (logits ** 2).mean((-2, -1))).sum()
 
-        losses = {"critic_loss": self._descend(self.critic_opt, self.critic, critic_loss, mode),
-                  "actor_loss": self._descend(self.actor_opt, self.actor, actor_loss, mode)}
+        critic_loss_value = self._descend(self.critic_opt, self.critic, critic_loss, mode)
+        self.critic.requires_grad_(False)  # the actor loss needs gradients through the critic, not of it
+        try:
+            actor_loss_value = self._descend(self.actor_opt, self.actor, actor_loss, mode)
+        finally:
+            self.critic.requires_grad_(True)
+        losses = {"critic_loss": critic_loss_value, "actor_loss": actor_loss_value}
         soft_update(self.target_actor, self.actor, cfg.tau)
         soft_update(self.target_critic, self.critic, cfg.tau)
         return losses
 
     @staticmethod
     def _forward(net: StackedMLP, x: torch.Tensor, agent: int | None) -> torch.Tensor:
-        """All agents (x: N, B, in) when ``agent`` is None, else that agent on its slice x[agent]."""
-        return net(x) if agent is None else net.forward_agent(agent, x[agent])
+        """All agents (x: N, B, in, or B, in shared) when ``agent`` is None, else that agent on its input."""
+        return net(x) if agent is None else net.forward_agent(agent, x if x.dim() == 2 else x[agent])
 
     def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, loss_fn, mode: Mode) -> float:
         """One clipped Adam step on ``net``; returns the mean per-agent loss.
