@@ -23,7 +23,7 @@ The 50-step episode end is treated as terminal (fixed-horizon task): no bootstra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -146,6 +146,50 @@ def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
     return coeff
 
 
+class Minibatch(NamedTuple):
+    """Agent-step rows the PPO loss reads besides the networks' outputs (a whole batch or a minibatch)."""
+
+    obs: torch.Tensor  # [n, 4]
+    critic_in: torch.Tensor  # [n, 13]
+    action_onehot: torch.Tensor  # [n, 5], the taken action
+    old_logp: torch.Tensor  # [n], its behaviour log-probability
+    old_log_probs: torch.Tensor  # [n, 5], behaviour log-probabilities of all actions (KL term)
+    old_probs: torch.Tensor  # [n, 5]
+    advantages: torch.Tensor  # [n]
+    returns: torch.Tensor  # [n]
+
+
+def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAPPOConfig,
+                   kl_coeff: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The PPO loss's gradients with respect to logits [n, 5] and values [n] in closed form, and its terms.
+
+    The loss: ``clipped_policy_loss + vf_coef * value_loss + kl_coeff * mean categorical_kl
+    - ent_coef * mean entropy`` (the tests compare with autograd through those functions). A dozen
+    plain tensor ops instead of ~40 autograd ops on 128-row tensors: a sixth of an update's time.
+    Returns the gradients and the terms [policy loss, value loss, KL] as one tensor.
+    """
+    n = len(logits)
+    log_probs = torch.log_softmax(logits, -1)
+    probs = log_probs.exp()
+    ratio = torch.exp((log_probs * mb.action_onehot).sum(-1) - mb.old_logp)
+    surrogate = ratio * mb.advantages
+    clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef) * mb.advantages
+    # d/dlog pi(a) of -min(rA, clip(r) A) is -rA where rA is the minimum, else 0 (clip is flat outside its range);
+    # d log pi(a) / d logits = onehot(a) - p and d KL(old || new) / d logits = p - p_old.
+    grad_logp = torch.where(surrogate <= clipped, surrogate, 0.0) / -n
+    grad_logits = grad_logp[:, None] * (mb.action_onehot - probs) + (kl_coeff / n) * (probs - mb.old_probs)
+    if cfg.ent_coef:  # d sum(p log p) / d logits = p log p - p sum(p log p)
+        p_log_p = probs * log_probs
+        grad_logits += (cfg.ent_coef / n) * (p_log_p - probs * p_log_p.sum(-1, keepdim=True))
+    error = values - mb.returns
+    grad_values = (2 * cfg.vf_coef / n) * error
+    if cfg.vf_clip is not None:  # the clipped squared error is flat beyond the clip
+        grad_values = torch.where(error.square() <= cfg.vf_clip, grad_values, 0.0)
+    kl = (mb.old_probs * (mb.old_log_probs - log_probs)).sum(-1).mean()  # categorical_kl, old side precomputed
+    terms = torch.stack([-torch.minimum(surrogate, clipped).mean(), value_loss(values, mb.returns, cfg.vf_clip), kl])
+    return grad_logits, grad_values, terms
+
+
 def critic_inputs(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Centralised critic inputs [..., 2, 13] from obs [..., 2, 4] and joint actions [..., 2]."""
     other_obs = obs[..., ::-1, :]
@@ -195,37 +239,37 @@ class MAPPO:
         return self.critic(torch.as_tensor(critic_in)).squeeze(-1).numpy()
 
     def update(self, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
-        """PPO epochs over one batch of agent-step rows (flat arrays); returns loss statistics."""
+        """PPO epochs over one batch of agent-step rows (flat arrays); returns loss statistics.
+
+        Autograd runs only through the networks: the loss's gradients with respect to logits and
+        values come in closed form (``loss_gradients``), then one backward pass per minibatch.
+        """
         cfg = self.config
-        tensors = [torch.as_tensor(a, dtype=torch.float32) for a in (obs, critic_in, old_logp, advantages, returns)]
         old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=torch.float32), -1)
-        tensors += [old_log_probs, old_log_probs.exp(), torch.as_tensor(actions, dtype=torch.int64)[:, None]]
+        advantages = torch.as_tensor(advantages, dtype=torch.float32)
         if cfg.norm_adv:
-            tensors[3] = (tensors[3] - tensors[3].mean()) / (tensors[3].std() + 1e-8)
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        batch = Minibatch(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(critic_in, dtype=torch.float32),
+                          nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).float(),
+                          torch.as_tensor(old_logp, dtype=torch.float32), old_log_probs, old_log_probs.exp(), advantages,
+                          torch.as_tensor(returns, dtype=torch.float32))
         n = len(obs)
         size = min(cfg.minibatch_size, n)
-        kls, policy_losses, value_losses = [], [], []
+        terms = []
         for _ in range(cfg.update_epochs):
             order = torch.randperm(n, generator=self.generator)
-            shuffled = [t[order] for t in tensors]  # one gather per epoch; minibatches are then views
+            shuffled = [t.index_select(0, order) for t in batch]  # one gather per epoch; minibatches are views
             for start in range(0, n - size + 1, size):
-                mb_obs, mb_critic, mb_logp, mb_adv, mb_ret, mb_old_lp, mb_old_p, mb_act = (t[start:start + size] for t in shuffled)
-                logp_all = torch.log_softmax(self.actor(mb_obs), -1)
-                pg_loss = clipped_policy_loss(logp_all.gather(1, mb_act)[:, 0], mb_logp, mb_adv, cfg.clip_coef)
-                v_loss = value_loss(self.critic(mb_critic)[:, 0], mb_ret, cfg.vf_clip)
-                kl = (mb_old_p * (mb_old_lp - logp_all)).sum(-1).mean()  # categorical_kl with the old side precomputed
-                loss = pg_loss + cfg.vf_coef * v_loss + self.kl_coeff * kl
-                if cfg.ent_coef:
-                    loss = loss + cfg.ent_coef * (logp_all.exp() * logp_all).sum(-1).mean()
-                self._adam_step(torch.autograd.grad(loss, self.params))
-                kls.append(kl.detach())
-                policy_losses.append(pg_loss.detach())
-                value_losses.append(v_loss.detach())
-        mean_kl = float(torch.stack(kls).mean())
+                mb = Minibatch(*(t[start:start + size] for t in shuffled))
+                logits, values = self.actor(mb.obs), self.critic(mb.critic_in)[:, 0]
+                with torch.no_grad():
+                    grad_logits, grad_values, mb_terms = loss_gradients(logits, values, mb, cfg, self.kl_coeff)
+                self._adam_step(torch.autograd.grad((logits, values), self.params, (grad_logits, grad_values)))
+                terms.append(mb_terms)
+        policy_loss, v_loss, mean_kl = torch.stack(terms).mean(0).tolist()
         if cfg.kl_coeff:
             self.kl_coeff = adapt_kl_coeff(self.kl_coeff, mean_kl, cfg.kl_target)
-        return {"kl": mean_kl, "policy_loss": float(torch.stack(policy_losses).mean()),
-                "value_loss": float(torch.stack(value_losses).mean()), "kl_coeff": self.kl_coeff}
+        return {"kl": mean_kl, "policy_loss": policy_loss, "value_loss": v_loss, "kl_coeff": self.kl_coeff}
 
     @torch.no_grad()
     def _adam_step(self, grads: tuple[torch.Tensor, ...]) -> None:
