@@ -464,6 +464,10 @@ def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
     return name
 
 
+#: Per-episode wall-time columns of a run's table (the cost breakdown of Table 5 and ``bench maddpg``):
+#: simulation of the training episode, MADDPG acting and updates, running the generated reward,
+#: the curriculum and reward LLM calls, and the evaluation episode.
+TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s")
 #: Loop variables of ``_run_job`` a checkpoint holds, in order.
 _LOOP_STATE = ("rows", "scores", "metrics", "step_count", "generation", "need_context", "trigger", "from_llm",
                "active_source", "first", "elapsed")

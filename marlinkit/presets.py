@@ -121,6 +121,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "scripted",
+            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
         },
         "workshop": {  # notebooks/workshop at nbval size: seconds each, smollm2 replayed from data/transcripts/workshop_smoke__*
@@ -232,6 +233,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "smollm2",
+            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
         },
         "workshop": {  # the teaching session's sizes (notebooks/workshop/README.md): minutes each, smollm2 called live
@@ -341,6 +343,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "llm": "smollm2",
+            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {},
             "checkpoint_every": 10,
         },

@@ -1,12 +1,21 @@
-"""MADDPG speed: updates per second for 16 agents, stacked-weight batched update vs per-agent loop.
+"""MADDPG speed: updates per second for 16 agents (batched vs per-agent loop), and a MAESTRO episode's time split.
 
-Both paths run the same update on the same weights, batch and noise (``mode="batched"``: one
-batched matmul per layer for all agents and one backward; ``mode="loop"``: each agent's slice of
-the weights forward and backward in a Python loop; Adam and gradient clipping are shared). Batches
-are random transitions of the traffic environment's shape, sampled before the clock starts.
+Part 1: both update paths run the same update on the same weights, batch and noise
+(``mode="batched"``: one batched matmul per layer for all agents and one backward; ``mode="loop"``:
+each agent's slice of the weights forward and backward in a Python loop; Adam and gradient
+clipping are shared). Batches are random transitions of the traffic environment's shape, sampled
+before the clock starts.
 
-The episode wall-time split (simulation / training / LLM) and the projection of the ``paper``
-ablation need the MAESTRO runner; they will be added to this bench with it.
+Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
+reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.run_ablation``
+into a temporary folder; its per-episode timing columns are split into simulation / MADDPG
+training / LLM curriculum calls / LLM reward calls by ``maestro_report.cost_breakdown`` (Table 5's
+grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
+The ``paper`` ablation's time is projected from it: simulation, evaluation and LLM time per
+episode as measured, MADDPG time as acting per episode plus the measured time per update times
+the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
+committed transcripts (the bench never records); its measured time is then the replay's, and
+the recorded model latency per call is reported beside it.
 """
 
 from __future__ import annotations
@@ -30,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--obs-dim", type=int, default=None, help="observation size (default: the traffic env's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the random batches")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")
+    parser.add_argument("--episodes", type=int, default=4,
+                        help="MAESTRO episodes timed for the split (default: 4, the first with updates at paper "
+                             "settings is the 3rd; 0: skip)")
+    parser.add_argument("--preset", default="paper", help="preset whose maestro settings the episodes use (default: paper)")
+    parser.add_argument("--llm", default="scripted", help="LLM setting of the timed run (default: scripted, no model)")
 
 
 def traffic_obs_dim() -> tuple[int, str]:
@@ -53,14 +67,64 @@ def _time_updates(learner, batches, noises, mode: str) -> tuple[float, float]:
     return len(batches) / wall, cpu / len(batches)
 
 
+def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict[str, Any]:
+    """Time one A7 run of ``episodes`` episodes; per-episode components and the ``paper`` projection."""
+    import tempfile
+
+    from marlinkit import maestro, maestro_report
+
+    settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
+                "replay_only": llm != "scripted", "workers": 1, "checkpoint_every": 0}
+    cfg = maestro.load_config(preset, **settings, final_window=maestro.load_config(preset).eval_every)
+    with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
+        results = maestro.run_ablation(preset, root=root, progress=False, final_window=cfg.final_window, **settings)
+    df = results.episodes
+    table = maestro_report.cost_breakdown(results).set_index("Component")
+    split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index if name != "Total"}
+    latency = table.loc[["LLM curriculum calls", "LLM reward calls"], "Model latency per call (s)"]
+    # MADDPG time = acting + updates: the time per update from episodes with and without updates.
+    updating = df["updates"] > 0
+    if updating.any() and (~updating).any():
+        acting = float(df.loc[~updating, "train_s"].mean())
+        per_update = float((df.loc[updating, "train_s"] - acting).sum() / df.loc[updating, "updates"].sum())
+    else:  # every timed episode updated (or none did): the two are not separable
+        acting = per_update = None
+    paper = maestro.load_config("paper")
+    mcfg = maestro._maddpg_config(paper, seed)
+    steps = paper.episodes * paper.episode_seconds
+    first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
+    updates = len(range(-(-first // mcfg.update_every) * mcfg.update_every, steps + 1, mcfg.update_every))
+    same_shape = cfg.episode_seconds == paper.episode_seconds and cfg.maddpg == paper.maddpg
+    other = split["simulation"] + split["LLM curriculum calls"] + split["LLM reward calls"]
+    run_s = None if per_update is None else paper.episodes * (other + acting) + updates * per_update
+    runs = len(paper.ablations) * len(paper.seeds)
+    return {"episode_preset": preset, "episode_llm": results.llm, "episode_seconds": cfg.episode_seconds,
+            "episodes_timed": episodes, "episode_updates": df["updates"].tolist(),
+            "episode_split_s": split, "episode_total_s": sum(split.values()),
+            "episode_columns_mean_s": {c: float(df[c].mean()) for c in maestro.TIMING_COLUMNS},
+            "llm_model_latency_per_call_s": {k: (None if v == "—" else float(v)) for k, v in latency.items()},
+            "maddpg_acting_s_per_episode": acting, "maddpg_s_per_update": per_update,
+            "paper_updates_per_run": updates,
+            "paper_projection_h": run_s * runs / paper.workers / 3600 if same_shape and run_s is not None else None,
+            "paper_projection_note": (f"{runs} runs x {paper.episodes} episodes, {paper.workers} at a time; LLM time per "
+                                      f"episode as in these {episodes} episodes" if same_shape else
+                                      "needs --preset paper (its episode length and MADDPG settings)")}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
+    from marlinkit import maestro
     from marlinkit.algos.maddpg import MADDPG, MADDPGConfig, ReplayBuffer
 
     if args.updates < 1:
         raise ValueError(f"--updates must be positive, got {args.updates}")
+    if args.episodes < 0:
+        raise ValueError(f"--episodes must be >= 0, got {args.episodes}")
+    if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
+        eval_every = maestro.load_config(args.preset).eval_every
+        maestro.load_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, replay_only=True)
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
@@ -85,4 +149,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result[f"{mode}_updates_per_s"], result[f"{mode}_cpu_s_per_update"] = _time_updates(
             learner, batches, noises, mode)
     result["speedup"] = result["batched_updates_per_s"] / result["loop_updates_per_s"]
+    if args.episodes:
+        result.update(episode_split(args.preset, args.episodes, args.llm))
     return result
