@@ -130,7 +130,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "training": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10,
                          "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
             "negotiation": {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": "smollm2",
-                            "replay_only": False},
+                            "replay_only": True},
             "marlin": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10, "llm_only_trials": 1,
                        "plan_budget": 3, "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
         },

@@ -1,0 +1,181 @@
+"""The workshop track (``notebooks/workshop/``): the few runners and figures its notebooks need.
+
+Sizes come from the ``workshop`` preset section. ``smoke`` is what nbval runs (seconds; the LLM's
+replies replay from the committed ``data/transcripts/workshop_smoke__*.jsonl``, no model load);
+``quick`` is the teaching session (minutes; smollm2 is called live and recorded to
+``workshop_quick__*.jsonl``). Training goes through ``marlin.run_grid``, so runs are cached by
+configuration and written atomically with it under ``data/results/workshop/<preset>/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import marlin, paths, presets
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.env import CorridorParallelEnv
+from marlinkit.envs.corridor.layouts import Layout, get_layout
+from marlinkit.llm import config as llm_config
+from marlinkit.llm import experiments
+from marlinkit.llm.base import ChatBackend
+from marlinkit.llm.cache import TranscriptCache
+from marlinkit.llm.negotiation import Negotiation
+
+ENGINE = "corridor core (numpy)"
+EXACT_LABEL = "exact planner: upper bound, not an LLM"
+
+
+def settings(preset: str) -> dict[str, Any]:
+    """The ``workshop`` preset section (a copy)."""
+    return presets.get(preset, "workshop")
+
+
+def results_root(preset: str) -> Path:
+    return paths.results_dir("workshop", preset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 01: the environment
+
+
+def random_policy_performance(layout: str | Layout, runs: int, seed: int) -> np.ndarray:
+    """Episode performance of ``runs`` episodes with uniformly random actions: the floor a learner must beat."""
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    arrays = core.layout_arrays(get_layout(layout))
+    rng = np.random.default_rng(seed)
+    state = core.reset(arrays, runs)
+    for _ in range(core.EPISODE_STEPS):
+        state = core.step(arrays, state, rng.integers(0, core.N_ACTIONS, (runs, core.N_AGENTS))).state
+    return core.performance(arrays, state)
+
+
+def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None = "rgb_array") -> tuple[CorridorParallelEnv, dict]:
+    """Step the PettingZoo env through a joint plan int[T, 2], then WAIT to the episode's end.
+
+    Returns the finished env (``env.render()`` draws the trajectory) and the last step's infos
+    (``infos[agent]["performance"]``).
+    """
+    actions = np.asarray(actions, dtype=np.int64).reshape(-1, core.N_AGENTS)
+    if len(actions) > core.EPISODE_STEPS:
+        raise ValueError(f"a plan has at most {core.EPISODE_STEPS} steps, got {len(actions)}")
+    env = CorridorParallelEnv(layout, render_mode=render_mode)
+    env.reset()
+    infos: dict = {}
+    for t in range(core.EPISODE_STEPS):
+        joint = actions[t] if t < len(actions) else (0, 0)
+        _, _, _, _, infos = env.step({agent: int(a) for agent, a in zip(env.possible_agents, joint)})
+    return env, infos
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebooks 02 and 04: training through marlin.run_grid
+
+
+def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
+    """``run_grid`` settings from one part of the section: one scenario, one seed, in this process."""
+    return {"llm_only_trials": 1, **section[part], "scenarios": [section["scenario"]], "seeds": [section["seed"]],
+            "workers": 1, "executor": "local", "ray_address": None, "switch_rule": "paper", "llm_only_performance": None}
+
+
+def run_training(preset: str, root: Path | None = None, progress: bool = False) -> marlin.Results:
+    """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
+    grid = {**_grid_settings(settings(preset), "training"), "systems": ["MARL"]}
+    return marlin.run_grid(grid, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+
+
+def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
+    """The workshop's LLM behind its transcript cache (replay-only where the preset says so)."""
+    section = settings(preset)["negotiation"]
+    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", replay_only=section["replay_only"])
+
+
+def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
+    """The negotiation plan source with the workshop's protocol settings (rounds, moves, tokens)."""
+    return Negotiation(backend, experiments.negotiation_config(settings(preset)["negotiation"]))
+
+
+class Comparison(NamedTuple):
+    episodes: pd.DataFrame  # marlin.run_grid rows plus "curve" (MARL, MARLIN (<source>), LLM-only (<source>))
+    evaluations: pd.DataFrame  # checkpoint evaluations plus "curve"
+    thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
+
+
+def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False) -> Comparison:
+    """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (upper bound).
+
+    Per source: its LLM-only trials first, whose mean is Algorithm 1's threshold (the paper's rule:
+    the LLM-only performance *of the plan source in use*); then MARLIN with that threshold. Both
+    sources get the same ``plan_budget`` (new plans per training). MARL needs no plan source and
+    is trained once.
+    """
+    section = settings(preset)
+    base = _grid_settings(section, "marlin")
+    root = Path(root or results_root(preset)) / "marlin"
+    sources = {f"{backend.name} negotiation": ("llm", negotiator(preset, backend)),
+               EXACT_LABEL: ("exact", ExactJointPlanner())}
+    episodes, evaluations, thresholds = [], [], {}
+    for label, (folder, source) in sources.items():
+        alone = marlin.run_grid({**base, "systems": ["LLM-only"]}, preset, source, root / folder, progress).episodes
+        thresholds[label] = float(alone.performance.mean())
+        systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
+        trained = marlin.run_grid({**base, "systems": systems, "llm_only_performance": {section["scenario"]: thresholds[label]}},
+                                  preset, source, root / folder, progress)
+        for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
+            out.append(table.assign(curve=np.where(table.system == "MARL", "MARL", table.system + " (" + label + ")")))
+    return Comparison(pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), thresholds)
+
+
+def comparison_table(comparison: Comparison) -> pd.DataFrame:
+    """Per MARLIN variant and checkpoint: mean evaluation of MARL and MARLIN and the paper's paired t-test (Table I)."""
+    tables = []
+    evaluations = comparison.evaluations
+    checkpoints = sorted(evaluations.checkpoint.unique())
+    for label, threshold in comparison.thresholds.items():
+        pair = evaluations[(evaluations.system == "MARL") | (evaluations.curve == f"MARLIN ({label})")]
+        table = marlin.table1(pair, checkpoints)
+        tables.append(table.assign(plan_source=label, llm_only=threshold))
+    columns = ["plan_source", "llm_only", "episode", "MARL", "MARLIN", "p_value", "runs"]
+    return pd.concat(tables, ignore_index=True)[columns]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+
+
+def learning_curve_figure(episodes: pd.DataFrame, evaluations: pd.DataFrame | None = None, by: str = "system"):
+    """Median training performance per episode over copies (interquartile band) for each ``by`` group.
+
+    Checkpoint evaluations (sampled policy) are drawn as dots of the same colour; LLM-only rows
+    (a plan source alone, no training) as a dashed line at their mean. Groups named
+    ``"<system> (<plan source>)"`` share their plan source's colour.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    palette, colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"]), {}
+    for name, rows in episodes.groupby(by, sort=True):
+        color = colors.setdefault(name.partition(" (")[2] or name, next(palette))
+        if (rows.system == "LLM-only").all():
+            ax.axhline(rows.performance.mean(), color=color, ls="--", lw=1.2, label=name)
+            continue
+        grouped = rows.groupby("episode").performance
+        median = grouped.median()
+        ax.plot(median.index, median.values, color=color, lw=1.4, label=name)
+        ax.fill_between(median.index, grouped.quantile(0.25).values, grouped.quantile(0.75).values, color=color, alpha=0.15)
+        if evaluations is not None and len(evaluations):
+            points = evaluations[evaluations[by] == name].groupby("checkpoint").performance.mean()
+            ax.plot(points.index, points.values, "o", color=color, ms=6, mec="white")
+    ax.set_xlabel("episode (per environment copy)\nlines: training median over copies (band: quartiles); "
+                  "dots: checkpoint evaluation mean; dashed: plan source alone", fontsize=8)
+    ax.set_ylabel("performance (mean progress)")
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig

@@ -1,0 +1,86 @@
+"""The workshop runners: seeded floors, plans played through the PettingZoo API, cached training, thresholds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from marlinkit import presets, workshop
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import get_layout
+from marlinkit.llm import config as llm_config
+from marlinkit.llm.cache import TranscriptCache
+from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.llm.smollm2 import MODEL_NAME
+
+
+def test_random_floor_is_seeded_and_below_the_planner():
+    first = workshop.random_policy_performance("single_slot", runs=64, seed=3)
+    assert np.array_equal(first, workshop.random_policy_performance("single_slot", runs=64, seed=3))
+    assert not np.array_equal(first, workshop.random_policy_performance("single_slot", runs=64, seed=4))
+    assert first.shape == (64,) and ((0 <= first) & (first <= 1)).all() and first.mean() < 0.9
+    with pytest.raises(ValueError, match="runs must be >= 1"):
+        workshop.random_policy_performance("single_slot", runs=0, seed=0)
+
+
+def test_play_plan_steps_the_env_to_the_plans_performance():
+    layout = get_layout("maze_like")
+    plan = ExactJointPlanner().make_plan(layout, np.array(layout.starts), 50)
+    env, infos = workshop.play_plan(layout, plan.actions)
+    assert infos["robot_0"]["performance"] == plan.performance == 1.0
+    assert not env.agents  # the episode ran to its 50-step end
+    assert env.render().ndim == 3
+    _, idle = workshop.play_plan(layout, np.zeros((0, 2)), render_mode=None)
+    assert idle["robot_1"]["performance"] == 0.0
+    with pytest.raises(ValueError, match="at most 50 steps"):
+        workshop.play_plan(layout, np.zeros((51, 2)))
+
+
+def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
+    training = presets.get("smoke", "workshop")["training"]
+    results = workshop.run_training("smoke", root=tmp_path)
+    assert set(results.episodes.system) == {"MARL"}
+    assert len(results.episodes) == training["episodes"] * training["n_envs"]
+    assert results.evaluations.groupby("checkpoint").size().to_dict() == {c: training["eval_runs"] for c in training["checkpoints"]}
+    again = workshop.run_training("smoke", root=tmp_path)  # loaded from the result store, not retrained
+    assert again.evaluations.performance.tolist() == results.evaluations.performance.tolist()
+
+
+def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
+    comparison = workshop.run_comparison("smoke", ScriptedBackend(), root=tmp_path)
+    llm_label = "scripted negotiation"
+    assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
+    alone = comparison.episodes[comparison.episodes.curve == f"LLM-only ({llm_label})"]
+    assert comparison.thresholds[llm_label] == pytest.approx(alone.performance.mean())
+    sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
+    assert sorted(s["config"]["llm_only_performance"] for s in sidecars) == sorted(comparison.thresholds.values())
+    assert set(comparison.episodes.curve) == {"MARL", *(f"{s} ({label})" for s in ("MARLIN", "LLM-only") for label in comparison.thresholds)}
+    # The forced plan episodes (6-10) with the exact planner follow its perfect plan from the start.
+    exact = comparison.episodes[comparison.episodes.curve == f"MARLIN ({workshop.EXACT_LABEL})"]
+    forced = exact[exact.episode.between(6, 10) & (exact.generator == "plan") & ~exact.toggled]
+    assert len(forced) and (forced.performance == 1.0).all()
+    table = workshop.comparison_table(comparison)
+    checkpoints = presets.get("smoke", "workshop")["marlin"]["checkpoints"]
+    assert len(table) == 2 * len(checkpoints) and set(table.plan_source) == set(comparison.thresholds)
+
+
+def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path):
+    backend = type("B", (), {"name": "smollm2", "model": MODEL_NAME})
+    path = llm_config.transcript_path("workshop_smoke", backend)
+    if not path.exists():
+        pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with replay_only off")
+    cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
+    comparison = workshop.run_comparison("smoke", cache, root=tmp_path)  # a changed prompt or schedule misses here
+    assert cache.hits > 0 and cache.misses == 0
+    assert 0 <= comparison.thresholds["smollm2 negotiation"] <= 1
+
+
+def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path):
+    comparison = workshop.run_comparison("smoke", ScriptedBackend(), root=tmp_path)
+    fig = workshop.learning_curve_figure(comparison.episodes, comparison.evaluations, by="curve")
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert sorted(labels) == sorted(set(comparison.episodes.curve))
+    dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert sorted(round(line.get_ydata()[0], 6) for line in dashed) == sorted(round(v, 6) for v in comparison.thresholds.values())
