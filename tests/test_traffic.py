@@ -110,6 +110,54 @@ def test_reward_is_the_documented_template(make_env):
     assert infos[env.possible_agents[0]]["metrics"]["seconds"] == 200
 
 
+def test_fast_path_equals_a_per_lane_reference(make_env):
+    """Observations, rewards and infos equal the documented definitions computed lane by lane and
+    agent by agent from libsumo's own per-lane reads, every second of a short real episode (the
+    environment reads only changed lanes' ids and builds all agents' arrays at once)."""
+    import libsumo
+
+    from marlinkit.envs.traffic.data import MOVEMENTS
+    from marlinkit.envs.traffic.env import ELAPSED_SCALE_S
+
+    env = make_env(episode_seconds=90, yellow_s=2, min_green_s=3, history=2, history_stride_s=4, rate_window_s=3)
+    cfg, net, w = env.config, env.network, env.config.reward
+    lanes = net.observed_lanes
+    position = {lane: j for j, lane in enumerate(lanes)}
+    per_vehicle = [(env.flow.vehicle.length + env.flow.vehicle.min_gap) / net.roads[road].length for road, _ in lanes]
+    rng = np.random.default_rng(5)
+    obs, _ = env.reset(seed=2)
+    lane_of, flows, features = {}, [], [np.zeros((16, 48))]  # features[t]: every agent's 48 lane features at t
+    seen = np.zeros(4)
+    while env.agents:
+        obs, rewards, _, _, infos = env.step({a: int(rng.integers(4)) for a in env.agents})
+        ids = [libsumo.lane.getLastStepVehicleIDs(lane) for lane in env.engine.lane_ids]
+        halting = [libsumo.lane.getLastStepHaltingNumber(lane) for lane in env.engine.lane_ids]
+        now = {vehicle: j for j, on_lane in enumerate(ids) for vehicle in on_lane}
+        inflow, outflow = np.zeros(192), np.zeros(192)
+        for vehicle, j in now.items():
+            inflow[j] += lane_of.get(vehicle) != j
+        for vehicle, j in lane_of.items():
+            outflow[j] += now.get(vehicle) != j
+        lane_of = now
+        flows.append((inflow, outflow))
+        window = np.sum(flows[-cfg.rate_window_s:], axis=0) / cfg.rate_window_s
+        lane_features = [[halting[j] * per_vehicle[j], len(ids[j]) * per_vehicle[j], window[0][j], window[1][j]] for j in range(192)]
+        features.append(np.minimum(np.reshape(lane_features, (16, 48)), 1.0))
+        seen += np.array([sum(halting), sum(map(len, ids)), inflow.sum(), outflow.sum()]) > 0
+        for i, agent in enumerate(env.possible_agents):
+            past = [features[max(env.time - k * cfg.history_stride_s, 0)][i] for k in range(cfg.history + 1)]
+            signal = np.eye(4)[env.current_phases[i]].tolist() + [min(env._elapsed[i] / ELAPSED_SCALE_S, 1.0), min(env._change_left[i], 1)]
+            np.testing.assert_allclose(obs[agent], np.concatenate(past + [signal]), rtol=1e-6, atol=1e-7)
+            mine = range(12 * i, 12 * i + 12)
+            outgoing = {net.turns[(road, move)] for road in net.incoming[agent] for move in MOVEMENTS}
+            out_lanes = [position[(road, move)] for road in outgoing for move in MOVEMENTS if (road, move) in position]
+            expected = {"outflow": outflow[mine].sum(), "queue": float(sum(halting[j] for j in mine)),
+                        "pressure": float(sum(len(ids[j]) for j in mine) - sum(len(ids[j]) for j in out_lanes))}
+            assert {key: infos[agent][key] for key in expected} == expected
+            assert rewards[agent] == pytest.approx(w.flow * expected["outflow"] - w.wait * expected["queue"] - w.pressure * abs(expected["pressure"]))
+    assert seen.min() > 10  # halted, present, entering and leaving vehicles in many seconds
+
+
 def test_max_pressure_beats_fixed_time_on_the_real_flow():
     fixed = run_episode("fixed-time", seconds=360)
     pressure = run_episode("max-pressure", seconds=360, min_green_s=10)

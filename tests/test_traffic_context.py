@@ -9,7 +9,7 @@ import pytest
 from marlinkit.envs.traffic import data
 from marlinkit.envs.traffic.context import (TrafficContext, context_for_difficulty, json_schema, load_flow_file,
                                             write_cityflow_flow, write_sumo_routes)
-from marlinkit.envs.traffic.engines import _LaneTracker, cityflow_phase_ids
+from marlinkit.envs.traffic.engines import COUNT, INFLOW, OUTFLOW, Reading, _LaneReader, cityflow_phase_ids
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
 try:
@@ -102,16 +102,36 @@ def test_real_flow_written_for_both_engines(tmp_path):
     assert len(cityflow) == 2983 and cityflow[10]["startTime"] == flow.departs[10]
 
 
-def test_lane_tracker_counts_moves_between_lanes():
-    tracker = _LaneTracker(n_lanes=3, n_vehicles=5)
-    inflow, outflow = tracker.update(np.array([0, 1]), np.array([0, 0]))
-    assert inflow.tolist() == [2, 0, 0] and outflow.tolist() == [0, 0, 0]
-    # vehicle 0 crosses to lane 2, vehicle 1 stays, vehicle 3 appears on lane 1
-    inflow, outflow = tracker.update(np.array([1, 0, 3]), np.array([0, 2, 1]))
-    assert inflow.tolist() == [0, 1, 1] and outflow.tolist() == [1, 0, 0]
-    # vehicle 1 leaves the observed lanes (junction or exit road)
-    inflow, outflow = tracker.update(np.array([0, 3]), np.array([2, 1]))
-    assert outflow.tolist() == [1, 0, 0] and inflow.tolist() == [0, 0, 0]
+def test_lane_reader_counts_moves_between_lanes():
+    reader = _LaneReader(n_lanes=3)
+
+    def read(on_lane):
+        lanes, occupied = reader.read(on_lane)
+        reading = Reading(0.0, lanes, [], [])
+        assert reading.count.tolist() == lanes[COUNT].tolist() == [len(ids) for ids in on_lane]
+        assert occupied.tolist() == [j for j, ids in enumerate(on_lane) if ids]
+        return lanes[INFLOW].tolist(), lanes[OUTFLOW].tolist()
+
+    assert read([("0", "1"), (), ()]) == ([2, 0, 0], [0, 0, 0])
+    # vehicle 0 crosses to lane 2, vehicle 1 stays on lane 0, vehicle 3 appears on lane 1
+    assert read([("1",), ("3",), ("0",)]) == ([0, 1, 1], [1, 0, 0])
+    # vehicle 1 leaves the observed lanes (junction or exit road); an unchanged second moves nothing
+    assert read([(), ("3",), ("0",)]) == ([0, 0, 0], [1, 0, 0])
+    assert read([(), ("3",), ("0",)]) == ([0, 0, 0], [0, 0, 0])
+    # a swap of two vehicles between lanes in one second is one exit and one entry on each
+    assert read([(), ("0",), ("3",)]) == ([0, 1, 1], [0, 1, 1])
+
+
+def test_waiting_to_be_inserted_counts_every_second_until_the_insertion():
+    from marlinkit.envs.traffic.context import Flow
+
+    metrics = EpisodeMetrics(Flow(departs=(0, 0, 2), routes=(("road_0_1_0",),) * 3), NET, n_lanes=192)
+    metrics.update(1.0, 0.0, departed=[0], arrived=[])  # 1 waits (due since 0)
+    metrics.update(2.0, 0.0, departed=[], arrived=[])  # 1 still waits; 2 is not due before 2 s
+    metrics.update(3.0, 0.0, departed=[1], arrived=[0])  # 1 inserted; 2 waits
+    metrics.update(4.0, 0.0, departed=[1], arrived=[])  # a repeated report changes nothing
+    assert metrics.pending_seconds() == 2 + 2  # vehicle 1 at 1 s and 2 s, vehicle 2 at 3 s and 4 s
+    assert metrics.running() == [1]
 
 
 def test_episode_metrics_follow_their_definitions():

@@ -23,7 +23,9 @@ from __future__ import annotations
 import abc
 import importlib.util
 import json
-from itertools import chain
+import os
+from itertools import compress
+from operator import ne
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,8 @@ from marlinkit.envs.traffic.data import MOVEMENTS, ROADNET, SOURCE_HINT, SUMO_NE
 PHASES = ("WT_ET", "NT_ST", "WL_EL", "NL_SL")
 PHASE_MOVES = (("EW", "through"), ("NS", "through"), ("EW", "left"), ("NS", "left"))
 ENGINES = ("sumo", "cityflow")
+#: Rows of :attr:`Reading.lanes`.
+INFLOW, OUTFLOW, HALTING, COUNT = range(4)
 #: Where generated engine files (routes, flows, configs) go: never the data folder.
 GENERATED_DIR = paths.BUILD_DIR / "cache" / "traffic"
 
@@ -52,39 +56,60 @@ def axis(heading: int) -> str:
 
 @dataclass
 class Reading:
-    """What an engine reports after one simulated second (arrays over the observed lanes)."""
+    """What an engine reports after one simulated second.
+
+    ``lanes`` is one (4, lanes) array over the observed lanes, rows ``INFLOW``, ``OUTFLOW``,
+    ``HALTING``, ``COUNT`` (in this order so that the environment reads contiguous blocks);
+    ``flows``, ``halting`` and ``count`` are views of it.
+    """
 
     time: float
-    count: np.ndarray  # vehicles on each lane
-    halting: np.ndarray  # vehicles slower than 0.1 m/s on each lane
-    flows: np.ndarray  # (2, lanes): vehicles that entered / left each lane during the second
-    # (leaving is almost always crossing the stop line)
+    lanes: np.ndarray
     departed: list[int]  # flow indices of vehicles inserted into the network during the second
     arrived: list[int]  # flow indices of vehicles that reached the end of their route
 
+    @property
+    def flows(self) -> np.ndarray:
+        """(2, lanes): vehicles that entered / left each lane during the second (leaving is almost
+        always crossing the stop line)."""
+        return self.lanes[INFLOW:OUTFLOW + 1]
 
-class _LaneTracker:
-    """In/out flows per lane from which vehicles (flow indices) are on which lane.
+    @property
+    def halting(self) -> np.ndarray:
+        """Vehicles slower than 0.1 m/s on each lane."""
+        return self.lanes[HALTING]
 
-    Vectorised over vehicles: a vehicle whose lane differs from last second's left its old lane
-    (outflow) and entered its new one (inflow); lanes outside the observed set are -1.
+    @property
+    def count(self) -> np.ndarray:
+        """Vehicles on each lane."""
+        return self.lanes[COUNT]
+
+
+class _LaneReader:
+    """:attr:`Reading.lanes` from the vehicle ids on each observed lane, second after second.
+
+    Only lanes whose ids differ from last second's are looked at (a few a second): their count
+    changes, an id new on a lane entered it, an id gone from it left it (into the junction, to a
+    neighbouring lane, or off the end of its route). A vehicle is on one lane at a time, so this
+    equals tracking each vehicle's lane, without touching every vehicle every second.
     """
 
-    def __init__(self, n_lanes: int, n_vehicles: int):
-        self.n_lanes = n_lanes
-        self.lane_of = np.full(n_vehicles, -1, dtype=np.int64)  # observed lane of each vehicle last second
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.lanes = np.zeros(0, dtype=np.int64)
+    def __init__(self, n_lanes: int):
+        self._lane_range = range(n_lanes)
+        self._on_lane: list = [()] * n_lanes  # vehicle ids on each lane last second
+        self._count = np.zeros(n_lanes)  # and how many
 
-    def update(self, ids: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-        """``ids[k]`` is on observed lane ``lanes[k]`` now; returns (2, lanes): inflow, outflow."""
-        entered = lanes[self.lane_of[ids] != lanes]
-        self.lane_of[self.ids] = -1
-        self.lane_of[ids] = lanes
-        left = self.lanes[self.lane_of[self.ids] != self.lanes]
-        self.ids, self.lanes = ids, lanes
-        moves = np.bincount(np.concatenate((entered, left + self.n_lanes)), minlength=2 * self.n_lanes)
-        return moves.reshape(2, self.n_lanes).astype(float)
+    def read(self, on_lane: list) -> tuple[np.ndarray, np.ndarray]:
+        """The lanes array (halting left 0 for the engine to fill) and the indices of the occupied lanes."""
+        before, self._on_lane = self._on_lane, on_lane
+        lanes, count = np.zeros((4, len(on_lane))), self._count
+        for j in compress(self._lane_range, map(ne, on_lane, before)):
+            count[j] = len(on_lane[j])
+            now, old = set(on_lane[j]), set(before[j])
+            lanes[INFLOW, j] = len(now - old)
+            lanes[OUTFLOW, j] = len(old - now)
+        lanes[COUNT] = count
+        return lanes, np.flatnonzero(count)
 
 
 class Engine(abc.ABC):
@@ -96,10 +121,9 @@ class Engine(abc.ABC):
     def __init__(self, network: Network):
         self.network = network
         self.lanes = network.observed_lanes
-        self._lane_range = np.arange(len(self.lanes))
         self._index: dict[str, int] = {}
         self.flow: Flow | None = None
-        self._tracker = _LaneTracker(len(self.lanes), 0)
+        self._lane_reader = _LaneReader(len(self.lanes))
         self._signals: list[int] = []
 
     @abc.abstractmethod
@@ -134,21 +158,13 @@ class Engine(abc.ABC):
     def _start_episode(self, flow: Flow) -> None:
         self.flow = flow
         self._index = {self._vehicle_name(i): i for i in range(len(flow))}
-        self._tracker = _LaneTracker(len(self.lanes), len(flow))
+        self._lane_reader = _LaneReader(len(self.lanes))
         self._signals = [-1] * len(self.network.agents)
 
     @staticmethod
     @abc.abstractmethod
     def _vehicle_name(index: int) -> str:
         """The engine's id of the flow's ``index``-th vehicle."""
-
-    def _read_lanes(self, on_lane: list) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """Counts, flows and the occupied lanes from the vehicle ids on each observed lane."""
-        sizes = np.fromiter(map(len, on_lane), np.int64, len(on_lane))
-        flat = list(chain.from_iterable(on_lane))
-        ids = np.fromiter(map(self._index.__getitem__, flat), np.int64, len(flat))
-        flows = self._tracker.update(ids, np.repeat(self._lane_range, sizes))
-        return sizes.astype(float), flows, np.flatnonzero(sizes).tolist()
 
     def _check_routes(self, flow: Flow) -> None:
         for i, route in enumerate(flow.routes):
@@ -165,6 +181,31 @@ def _generated(flow: Flow, suffix: str) -> Path:
 _SUMO_OPEN: list["SumoEngine"] = []
 
 
+def _import_libsumo():
+    """libsumo, without the pyarrow warning it prints at import.
+
+    At import libsumo compares the installed pyarrow's version with the Arrow it was built
+    against (23.0; pyarrow here is newer, pulled in by ray[rllib]) and prints a warning on a
+    mismatch. The wheel bundles its own Arrow under a private soname (libsumo.libs/
+    libarrow-<hash>.so.2300), so the two never clash, and SUMO's Parquet output is not used here.
+    SUMO skips the check when ``LIBSUMO_AS_TRACI=quiet``; that variable also makes a later
+    ``import traci`` load libsumo, so traci is imported first (libsumo imports it anyway) and the
+    variable is set only for the import.
+    """
+    import traci  # noqa: F401
+
+    previous = os.environ.get("LIBSUMO_AS_TRACI")
+    os.environ["LIBSUMO_AS_TRACI"] = "quiet"
+    try:
+        import libsumo
+    finally:
+        if previous is None:
+            del os.environ["LIBSUMO_AS_TRACI"]
+        else:
+            os.environ["LIBSUMO_AS_TRACI"] = previous
+    return libsumo
+
+
 class SumoEngine(Engine):
     """SUMO via libsumo, on the LibSignal SUMO net of the data folder (same road ids as CityFlow)."""
 
@@ -172,13 +213,15 @@ class SumoEngine(Engine):
 
     def __init__(self, network: Network):
         super().__init__(network)
-        import libsumo
-
+        libsumo = _import_libsumo()
         self._ls = libsumo
-        from libsumo import _libsumo  # the flat functions: one Python call per lane read instead of two
+        from libsumo import _libsumo  # the flat functions: one Python call per read instead of two
 
         self._halting = _libsumo.lane_getLastStepHaltingNumber
         self._vehicle_ids = _libsumo.lane_getLastStepVehicleIDs
+        self._time = _libsumo.simulation_getTime
+        self._departed = _libsumo.simulation_getDepartedIDList
+        self._arrived = _libsumo.simulation_getArrivedIDList
         self.version = "SUMO"  # completed from the running simulation on load
         self.net_file = network.folder / SUMO_NET
         self.lane_ids = [f"{road}_{2 - MOVEMENTS.index(move)}" for road, move in self.lanes]  # SUMO lane 0 = right
@@ -251,13 +294,11 @@ class SumoEngine(Engine):
     def step(self) -> Reading:
         ls = self._ls
         ls.simulationStep()
-        count, flows, occupied = self._read_lanes(list(map(self._vehicle_ids, self.lane_ids)))
-        halting = np.zeros(len(self.lane_ids))
-        if occupied:  # an empty lane has no halted vehicle: skip its read
-            halting[occupied] = list(map(self._halting, [self.lane_ids[j] for j in occupied]))
+        lanes, occupied = self._lane_reader.read(list(map(self._vehicle_ids, self.lane_ids)))
+        # an empty lane has no halted vehicle: read the occupied ones only
+        lanes[HALTING, occupied] = list(map(self._halting, map(self.lane_ids.__getitem__, occupied.tolist())))
         index = self._index.__getitem__
-        return Reading(ls.simulation.getTime(), count, halting, flows,
-                       list(map(index, ls.simulation.getDepartedIDList())), list(map(index, ls.simulation.getArrivedIDList())))
+        return Reading(self._time(), lanes, list(map(index, self._departed())), list(map(index, self._arrived())))
 
     @staticmethod
     def _vehicle_name(index: int) -> str:
@@ -359,14 +400,14 @@ class CityFlowEngine(Engine):
         eng = self._engine
         eng.next_step()
         on_lane = eng.get_lane_vehicles()
-        count, flows, _ = self._read_lanes([on_lane[lane] for lane in self.lane_ids])
+        lanes, _ = self._lane_reader.read([on_lane[lane] for lane in self.lane_ids])
         waiting = eng.get_lane_waiting_vehicle_count()
-        halting = np.array([waiting[lane] for lane in self.lane_ids], dtype=float)
+        lanes[HALTING] = [waiting[lane] for lane in self.lane_ids]
         running = set(eng.get_vehicles(include_waiting=False))
         departed, arrived = running - self._running, self._running - running
         self._running = running
         index = self._index.__getitem__
-        return Reading(float(eng.get_current_time()), count, halting, flows,
+        return Reading(float(eng.get_current_time()), lanes,
                        sorted(map(index, departed)), sorted(map(index, arrived)))
 
     @staticmethod

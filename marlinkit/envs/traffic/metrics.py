@@ -35,25 +35,33 @@ class EpisodeMetrics:
         self.departs = np.asarray(flow.departs, dtype=float)
         self.route_length = np.array([sum(network.roads[r].length for r in route) for route in flow.routes])
         self.arrival = np.full(len(flow), np.nan)
-        self.inserted = np.zeros(len(flow), dtype=bool)
+        self.inserted = np.full(len(flow), np.inf)  # time of the reading that first reported each vehicle inserted
+        self.times: list[float] = []  # time of every reading
         self.halted_seconds = 0.0  # vehicle-seconds halted on observed lanes
-        self.pending_seconds = 0.0  # vehicle-seconds waiting to be inserted
         self.seconds = 0
 
     def update(self, time: float, halting_total: float, departed: list[int], arrived: list[int]) -> None:
+        """Record one reading (called every second: only appends; the sums are taken in :meth:`result`)."""
         self.seconds += 1
         self.halted_seconds += halting_total
+        self.times.append(time)
         if departed:
-            self.inserted[departed] = True
+            self.inserted[departed] = np.minimum(self.inserted[departed], time)
         if arrived:
             self.arrival[arrived] = time
-        # vehicles due by now (departure < time) that are not yet in the network
-        due = int(np.searchsorted(self.departs, time, side="left"))
-        self.pending_seconds += due - np.count_nonzero(self.inserted[:due])
 
     def running(self) -> list[int]:
         """Flow indices of vehicles inserted and not finished (for the distance query at the end)."""
-        return np.flatnonzero(self.inserted & np.isnan(self.arrival)).tolist()
+        return np.flatnonzero(np.isfinite(self.inserted) & np.isnan(self.arrival)).tolist()
+
+    def pending_seconds(self) -> float:
+        """Vehicle-seconds waiting to be inserted: at each reading, the vehicles due by then (scheduled
+        departure < its time) and not yet inserted; per vehicle, the readings after its scheduled
+        departure and before the one reporting it inserted."""
+        times = np.asarray(self.times)
+        due_from = np.searchsorted(times, self.departs, side="right")
+        inserted_from = np.searchsorted(times, self.inserted, side="left")
+        return float(np.maximum(inserted_from - due_from, 0).sum())
 
     def result(self, distances: dict[int, float]) -> dict[str, float]:
         """The episode's metrics; ``distances`` holds the odometer of the running vehicles."""
@@ -73,7 +81,7 @@ class EpisodeMetrics:
             "avg_travel_time_s": float(travel.mean()) if n else 0.0,
             "avg_delay_s": float(delay.mean()) if n else 0.0,
             "total_delay_h": float(delay.sum()) / 3600.0,
-            "avg_wait_s": (self.halted_seconds + self.pending_seconds) / safe,
+            "avg_wait_s": (self.halted_seconds + self.pending_seconds()) / safe,
             "avg_queue": self.halted_seconds / max(self.seconds, 1),
             "avg_queue_per_lane": self.halted_seconds / max(self.seconds, 1) / self.n_lanes,
             "vehicles": n,
