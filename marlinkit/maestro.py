@@ -12,10 +12,11 @@ One run = one (config, seed): ``episodes`` training episodes of ``episode_second
 with exploring policies, and after every ``eval_every``-th one a deterministic evaluation
 episode. Each run executes in a fresh process of its own (libsumo holds one simulation per
 process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
-tables back: this process writes them as each run finishes. Runs resume per completed run (a run whose sidecar exists with the same
-configuration is loaded, not recomputed) and, with ``checkpoint_every``, from the last checkpoint
-of an interrupted run (learner, optimisers, replay buffer, random states, curriculum and reward
-schedule, generation log): the resumed run gives the numbers an uninterrupted one would.
+tables back: this process writes them as each run finishes. Runs resume per completed run (a run
+whose sidecar exists with the same configuration is loaded, not recomputed) and, with
+``checkpoint_every``, from the last checkpoint of an interrupted run (learner, optimisers, replay
+buffer, random states, curriculum and reward schedule, generation log): the resumed run gives the
+numbers an uninterrupted one would.
 
 The curriculum's target (the paper's 165.0) lives on the paper's reward scale. Ours differs (a
 different engine and reward weights), and our returns cross zero, so the multiplicative 1.05 x /
