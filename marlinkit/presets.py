@@ -204,7 +204,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "checkpoints": [20, 60, 120],
             "eval_runs": 50,
             "llm_only_trials": 20,
-            "plan_budget": 4,  # smollm2 on CPU: ~45 s per negotiated plan; the paper re-plans without limit
+            "plan_budget": 2,  # smollm2 on CPU: ~45 s per negotiated plan; the paper re-plans without limit
             "workers": 2,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
