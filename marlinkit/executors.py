@@ -20,8 +20,9 @@ installed (or ``runtime_env={"working_dir": ...}`` in ``ray.init``).
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import Any
 
 EXECUTORS = ("local", "ray")
@@ -90,12 +91,25 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
     return results
 
 
-def _run_ray(fn, jobs, workers, address, fresh_process, done) -> None:
-    ray = _import_ray()
-    started_here = not ray.is_initialized()
+@contextmanager
+def session(executor: str, workers: int = 1, address: str | None = None) -> Iterator[None]:
+    """Keep one Ray connection for several ``run_jobs`` calls (each would otherwise start and stop
+    its own: tens of seconds for a local instance). A no-op for ``"local"`` or an initialised Ray."""
+    check_executor(executor, workers)
+    ray = _import_ray() if executor == "ray" else None
+    started_here = ray is not None and not ray.is_initialized()
     if started_here:  # a cluster brings its own CPUs; a local instance gets ``workers`` of them
         ray.init(address=address, log_to_driver=False) if address else ray.init(num_cpus=workers, log_to_driver=False)
     try:
+        yield
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _run_ray(fn, jobs, workers, address, fresh_process, done) -> None:
+    ray = _import_ray()
+    with session("ray", workers, address):
         task = ray.remote(num_cpus=1, max_calls=1 if fresh_process else 0)(fn)
         pending = {task.remote(*job): index for index, job in enumerate(jobs)}
         try:
@@ -107,6 +121,3 @@ def _run_ray(fn, jobs, workers, address, fresh_process, done) -> None:
             for ref in pending:  # a failed job stops the grid, as in the local pool
                 ray.cancel(ref)
             raise
-    finally:
-        if started_here:
-            ray.shutdown()

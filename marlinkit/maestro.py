@@ -38,6 +38,7 @@ episodes in that window. r_LLM is evaluated per intersection and second from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -280,10 +281,14 @@ def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
     return out
 
 
+def _calibration_config(cfg: MaestroConfig) -> dict[str, Any]:
+    keys = ("engine", "episode_seconds", "calibration_difficulty", "calibration_seed", "target_paper")
+    return {k: getattr(cfg, k) for k in keys}
+
+
 def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
     """The target calibration, measured once per configuration (cached next to the runs)."""
-    keys = ("engine", "episode_seconds", "calibration_difficulty", "calibration_seed", "target_paper")
-    config = {k: getattr(cfg, k) for k in keys}
+    config = _calibration_config(cfg)
     if not store.is_complete("ablation_calibration", config):
         result = executors.run_jobs(_calibration_job, [(cfg,)], cfg.executor, 1, cfg.ray_address, progress=False,
                                     fresh_process=True)[0]
@@ -561,12 +566,15 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     and each run's files are written here as soon as it finishes."""
     cfg = load_config(preset, **overrides)
     store = ResultStore(Path(root) if root else paths.results_dir(PAPER, preset))
-    calibration, calibration_info = calibrate(cfg, store)
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
-    todo = [(cfg, a, s, calibration, str(store.root)) for a, s in runs
-            if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
-    executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address, progress,
-                       "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
+    calibrated = store.is_complete("ablation_calibration", _calibration_config(cfg))
+    # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)
+    with contextlib.nullcontext() if calibrated else executors.session(cfg.executor, cfg.workers, cfg.ray_address):
+        calibration, calibration_info = calibrate(cfg, store)
+        todo = [(cfg, a, s, calibration, str(store.root)) for a, s in runs
+                if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
+        executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address,
+                           progress, "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)

@@ -77,6 +77,28 @@ def test_missing_ray_gives_a_clear_error(monkeypatch):
         executors.run_jobs(pow, [(2, 1)], executor="ray")
 
 
+def test_a_session_starts_ray_once_for_the_calls_inside_it(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+    fake = types.SimpleNamespace(is_initialized=lambda: "init" in calls and "shutdown" not in calls,
+                                 init=lambda **kw: calls.append("init") or calls.append(kw),
+                                 shutdown=lambda: calls.append("shutdown"))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with executors.session("ray", 3):
+        with executors.session("ray", 3):  # what each run_jobs call inside does: reuse, no second start or stop
+            assert calls == ["init", {"num_cpus": 3, "log_to_driver": False}]
+        assert "shutdown" not in calls
+    assert calls[-1] == "shutdown" and calls.count("init") == 1
+    with executors.session("local", 2):  # nothing to start
+        pass
+    assert calls.count("init") == 1
+    with pytest.raises(ValueError, match="unknown executor"):
+        with executors.session("slurm"):
+            pass
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
     ray = pytest.importorskip("ray")
