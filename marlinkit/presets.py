@@ -180,7 +180,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "llm": None,
             "replay_only": False,
         },
-        "fig6_scalability": {  # random walk biased to the exit; one negotiation (of at most 8 moves) per episode, so recording the smollm2 transcript stays near 10 min
+        "fig6_scalability": {  # random walk biased to the exit; <= 1 negotiation of <= 8 moves per episode: 69 smollm2 calls to record (26 min on the loaded 2-core machine)
             "systems": ["llm", "exact"],
             "agents": [2, 4, 6, 8],
             "trials": 2,

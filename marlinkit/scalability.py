@@ -130,17 +130,19 @@ def draw_map(world: crowd.CrowdMap, ax=None):
 
 
 def figure(summary_table: pd.DataFrame, max_steps: int):
-    """Against the number of agents: negotiations, deadlocks resolved, LLM calls and steps until all left, per system."""
+    """Against the number of agents: negotiations (and conflicts), deadlocks resolved, LLM calls and steps until all left."""
     import matplotlib.pyplot as plt
 
-    panels = (("negotiations", "negotiations triggered"), ("resolved", "deadlocks resolved"),
+    panels = (("negotiations", "negotiations triggered\n(dashed: conflicts found)"), ("resolved", "deadlocks resolved"),
               ("llm_calls", "LLM calls"), ("steps", f"steps until all left (cut at {max_steps})"))
     fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.0))
     for ax, (column, title) in zip(axes, panels):
         for system, marker in zip(SYSTEMS, "os"):
             rows = summary_table[summary_table.system == system]
             if len(rows):
-                ax.plot(rows.agents, rows[column], marker=marker, label=SYSTEM_LABELS[system], lw=1.3, ms=4)
+                line, = ax.plot(rows.agents, rows[column], marker=marker, label=SYSTEM_LABELS[system], lw=1.3, ms=4)
+                if column == "negotiations":  # conflicts beyond max_negotiations are found but left to the walk
+                    ax.plot(rows.agents, rows.conflicts, ls="--", marker=marker, mfc="none", color=line.get_color(), lw=1, ms=4)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("agents")
         ax.set_ylim(bottom=0)

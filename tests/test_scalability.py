@@ -10,6 +10,7 @@ from marlinkit import paths, scalability
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.envs.corridor.layouts import to_ascii
+from marlinkit.envs.corridor.plans import Plan
 from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
 from marlinkit.llm.scripted import ScriptedBackend
 
@@ -93,6 +94,23 @@ def test_a_plan_too_short_to_pass_leaves_the_deadlock_unresolved():
     config = crowd.EpisodeConfig(max_steps=3, max_moves=2, cooldown=10)
     counts = crowd.run_episode(WORLD, 2, ExactJointPlanner(), seed=0, config=config, state=state)
     assert counts["negotiations"] == 1 and counts["resolved"] == 0 and counts["steps"] == 3
+
+
+class WaitOnce:
+    """A plan source whose plan is one joint WAIT: the pair stays facing."""
+
+    name = "wait-once"
+
+    def make_plan(self, layout, positions, steps_left, seed=None):
+        return Plan(np.zeros((1, 2), dtype=np.int64), 0.0, self.name)
+
+
+def test_a_pair_left_facing_counts_as_one_conflict():
+    state = make_state([(2, 2), (2, 3)], [1, 0])
+    config = crowd.EpisodeConfig(max_steps=2, max_moves=1, cooldown=0, max_negotiations=1)
+    counts = crowd.run_episode(WORLD, 2, WaitOnce(), seed=0, config=config, state=state)
+    assert counts["negotiations"] == 1 and counts["resolved"] == 0
+    assert counts["conflicts"] == 1  # found again at the second step (over the cap), but it is the same meeting
 
 
 def test_llm_negotiation_counts_calls_and_tokens():

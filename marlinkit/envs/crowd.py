@@ -332,8 +332,9 @@ def run_episode(world: CrowdMap, n_agents: int, source, seed: int, config: Episo
     """Random walks with pairwise negotiation until every agent has left or ``max_steps``; the episode's counts.
 
     ``source`` is any ``PlanSource``; ``state`` replaces the seeded start (tests build deadlocks with it).
-    ``conflicts`` counts facing pairs found, ``deferred`` those that could not be planned yet (another agent
-    in the way), ``resolved`` negotiated pairs that got past each other.
+    ``conflicts`` counts facing pairs as they meet (a pair facing over several steps counts once), ``deferred``
+    those that could not be planned when they met (another agent in the way), ``resolved`` negotiated pairs
+    that got past each other.
     """
     rng = np.random.default_rng(seed)
     state = reset(world, n_agents, rng) if state is None else state
@@ -341,18 +342,21 @@ def run_episode(world: CrowdMap, n_agents: int, source, seed: int, config: Episo
     counts = dict.fromkeys(COUNTS, 0)
     counts["llm_seconds"] = 0.0
     active: list[list] = []  # [problem, cells int[T, 2, 2], next move]
+    facing: set[tuple[int, int]] = set()  # pairs found facing at the previous step
     while state.t < config.max_steps and state.inside.any():
         busy = np.zeros(n_agents, bool)
         for problem, _, _ in active:
             busy[list(problem.agents)] = True
-        for pair in find_conflicts(world, state, ~busy & (state.cooldown == 0)):
-            counts["conflicts"] += 1
+        pairs = find_conflicts(world, state, ~busy & (state.cooldown == 0))
+        for pair in pairs:
+            met = pair not in facing
+            counts["conflicts"] += met
             if config.max_negotiations and counts["negotiations"] >= config.max_negotiations:
                 continue
             taken = {cell for problem, _, _ in active for cell in problem.cells()}
             problem = pair_problem(world, state, pair, taken)
             if problem is None:
-                counts["deferred"] += 1
+                counts["deferred"] += met
                 continue
             plan = source.make_plan(problem.layout, np.asarray(problem.layout.starts), config.max_moves,
                                     seed=negotiation_seed(seed, counts["negotiations"]))
@@ -361,6 +365,7 @@ def run_episode(world: CrowdMap, n_agents: int, source, seed: int, config: Episo
             for key in COUNTS[5:]:
                 counts[key] += plan.stats.get(key, 0)
             active.append([problem, plan_cells(problem, plan.actions), 0])
+        facing = set(pairs)
         planned = np.full((n_agents, 2), -1, dtype=np.int64)
         reserved = np.zeros(world.valid.shape, dtype=bool)
         for problem, cells, move in active:
