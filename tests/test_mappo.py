@@ -88,6 +88,14 @@ def test_closed_form_loss_gradients_match_autograd_through_the_losses(ent_coef, 
         assert ((values - mb.returns) ** 2 > vf_clip).any() and ((values - mb.returns) ** 2 < vf_clip).any()
 
 
+def test_networks_compute_what_their_layer_lists_say():
+    x = torch.randn(7, mappo.OBS_SIZE)
+    actor, critic = mappo.Actor(), mappo.Critic()
+    torch.testing.assert_close(actor(x), nn.Sequential.forward(actor, x), rtol=0, atol=0)
+    c = torch.randn(7, mappo.CRITIC_SIZE)
+    torch.testing.assert_close(critic(c), nn.Sequential.forward(critic, c), rtol=0, atol=0)
+
+
 def test_critic_inputs_hold_own_obs_other_obs_and_other_action():
     obs = np.array([[[1, 0, 1, 7], [1, 7, 1, 0]]], dtype=np.float32)
     x = mappo.critic_inputs(obs, np.array([[2, 4]]))
