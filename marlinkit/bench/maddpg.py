@@ -12,7 +12,7 @@ into a temporary folder; its per-episode timing columns are split into simulatio
 training / LLM curriculum calls / LLM reward calls by ``maestro_report.cost_breakdown`` (Table 5's
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
 The ``paper`` ablation's time is projected from it: simulation, evaluation and LLM time per
-episode as measured, MADDPG time as acting per episode plus the measured time per update times
+episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting per episode plus the measured time per update times
 the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
 committed transcripts (the bench never records); its measured time is then the replay's, and
 the recorded model latency per call is reported beside it.
@@ -95,9 +95,10 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
     updates = len(range(-(-first // mcfg.update_every) * mcfg.update_every, steps + 1, mcfg.update_every))
     same_shape = cfg.episode_seconds == paper.episode_seconds and cfg.maddpg == paper.maddpg
-    other = split["simulation"] + split["LLM curriculum calls"] + split["LLM reward calls"]
-    run_s = None if per_update is None else paper.episodes * (other + acting) + updates * per_update
     runs = len(paper.ablations) * len(paper.seeds)
+    shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / len(paper.ablations)  # A7's share
+    other = split["simulation"] + split["LLM curriculum calls"] + shaped * split["LLM reward calls"]
+    run_s = None if per_update is None else paper.episodes * (other + acting) + updates * per_update
     return {"episode_preset": preset, "episode_llm": results.llm, "episode_seconds": cfg.episode_seconds,
             "episodes_timed": episodes, "episode_updates": df["updates"].tolist(),
             "episode_split_s": split, "episode_total_s": sum(split.values()),
