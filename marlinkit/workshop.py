@@ -78,7 +78,11 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 
 
 def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
-    """``run_grid`` settings from one part of the section: one scenario, one seed, in this process."""
+    """``run_grid`` settings from one part of the section: one scenario, one seed, in this process.
+
+    One local worker on purpose: the LLM (loaded once) and the training share the notebook's process.
+    """
+    # llm_only_trials: run_grid requires it even where no LLM-only run is asked for.
     return {"llm_only_trials": 1, **section[part], "scenarios": [section["scenario"]], "seeds": [section["seed"]],
             "workers": 1, "executor": "local", "ray_address": None, "switch_rule": "paper", "llm_only_performance": None}
 
