@@ -22,6 +22,17 @@ DEFAULT_PRESET = "quick"
 
 _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
 
+#: The workshop notebooks at the session's sizes: minutes each, smollm2 called live (``get`` hands out copies).
+_WORKSHOP_SESSION = {
+    "scenario": "single_slot",
+    "seed": 0,
+    "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
+    "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
+                    "replay_only": False},
+    "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
+               "plan_budget": 8, "mappo": {}},
+}
+
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
@@ -236,15 +247,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
         },
-        "workshop": {  # the teaching session's sizes (notebooks/workshop/README.md): minutes each, smollm2 called live
-            "scenario": "single_slot",
-            "seed": 0,
-            "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
-            "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
-                            "replay_only": False},
-            "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
-                       "plan_budget": 8, "mappo": {}},
-        },
+        "workshop": _WORKSHOP_SESSION,  # the teaching session's sizes (notebooks/workshop/README.md)
     },
     "paper": {
         "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
@@ -347,15 +350,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "maddpg": {},
             "checkpoint_every": 10,
         },
-        "workshop": {  # a teaching session has no paper-scale run: the quick sizes
-            "scenario": "single_slot",
-            "seed": 0,
-            "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
-            "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
-                            "replay_only": False},
-            "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
-                       "plan_budget": 8, "mappo": {}},
-        },
+        "workshop": _WORKSHOP_SESSION,  # a teaching session has no paper-scale run: the quick sizes
     },
 }
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from marlinkit.envs.corridor import core
-from marlinkit.envs.corridor.layouts import Layout, read_ascii_grid, validate
+from marlinkit.envs.corridor.layouts import Grid, Layout, read_ascii_grid, validate
 
 WALL, FREE, START, EXIT, CORRIDOR = "#", ".", "S", "E", "c"
 MOVES = core.ACTION_DELTAS[1:]  # the four moves, without WAIT
@@ -55,7 +55,7 @@ CROWD_MAP = """
 
 
 @dataclass(frozen=True)
-class CrowdMap:
+class CrowdMap(Grid):
     """The many-agent map: free cells, start cells, the exit and the corridors (each an ordered path)."""
 
     name: str
@@ -66,17 +66,6 @@ class CrowdMap:
     mouths: tuple[tuple[tuple[int, int], tuple[int, int]], ...]  # per corridor: the free cell beyond end 0 and end 1
     corridor_id: np.ndarray = field(repr=False)  # int64[W, H], -1 outside corridors
     exit_distance: np.ndarray = field(repr=False)  # int64[W, H], moves to the exit (-1 for walls)
-
-    @property
-    def width(self) -> int:
-        return int(self.valid.shape[0])
-
-    @property
-    def height(self) -> int:
-        return int(self.valid.shape[1])
-
-    def is_free(self, x: int, y: int) -> bool:
-        return 0 <= x < self.width and 0 <= y < self.height and bool(self.valid[x, y])
 
 
 def _neighbours(valid: np.ndarray, cell: tuple[int, int]) -> list[tuple[int, int]]:

@@ -18,15 +18,10 @@ ASCII_WALL, ASCII_FREE = "#", "."
 ASCII_STARTS, ASCII_GOALS = ("A", "B"), ("a", "b")
 
 
-@dataclass(frozen=True)
-class Layout:
-    """A corridor world: which cells are free, where each robot starts and where it must go."""
+class Grid:
+    """Size and free-cell queries of any map holding a ``valid`` bool[width, height] array."""
 
-    name: str
-    valid: np.ndarray = field(repr=False)  # bool[width, height], indexed valid[x, y]
-    starts: tuple[tuple[int, int], tuple[int, int]]
-    goals: tuple[tuple[int, int], tuple[int, int]]
-    title: str = ""
+    valid: np.ndarray
 
     @property
     def width(self) -> int:
@@ -36,12 +31,23 @@ class Layout:
     def height(self) -> int:
         return int(self.valid.shape[1])
 
+    def is_free(self, x: int, y: int) -> bool:
+        return 0 <= x < self.width and 0 <= y < self.height and bool(self.valid[x, y])
+
+
+@dataclass(frozen=True)
+class Layout(Grid):
+    """A corridor world: which cells are free, where each robot starts and where it must go."""
+
+    name: str
+    valid: np.ndarray = field(repr=False)  # bool[width, height], indexed valid[x, y]
+    starts: tuple[tuple[int, int], tuple[int, int]]
+    goals: tuple[tuple[int, int], tuple[int, int]]
+    title: str = ""
+
     def cells(self) -> list[tuple[int, int]]:
         """Free cells, sorted by (x, y)."""
         return [(int(x), int(y)) for x, y in np.argwhere(self.valid)]
-
-    def is_free(self, x: int, y: int) -> bool:
-        return 0 <= x < self.width and 0 <= y < self.height and bool(self.valid[x, y])
 
 
 def get_layout(name: str | Layout) -> Layout:
