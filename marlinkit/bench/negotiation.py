@@ -3,7 +3,7 @@
 Part 1 negotiates one plan with the configured backend (default smollm2) without any cache, so
 the seconds are real. Part 2 trains MARLIN (``marlinkit.marlin.train_system``) with the same
 negotiation protocol on the scripted robots (no model, the same calls per move when the format is
-kept) and counts the plans Algorithm 1 asks for: the plan cache at work. LLM calls per 1000
+kept) and counts the plans Algorithm 1 asks for without a plan budget: the plan cache at work. LLM calls per 1000
 episodes = plans per 1000 episodes x the live backend's calls per plan.
 """
 
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       plan_performance=plan.performance, note_live="includes the first call's model load")
     settings = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
                            n_envs=args.n_envs)
+    settings["plan_budget"] = None  # the paper's unlimited re-planning: count what the cache alone saves
     counting = _Counting(Negotiation(ScriptedBackend(), config))
     episodes, _ = marlin.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
     copy_episodes = len(episodes)
