@@ -59,7 +59,7 @@ class RecordingPlanner:
 
 def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_plans():
     settings = {**presets.get("smoke", "marlin_training"), "episodes": 10, "n_envs": 2, "checkpoints": [7, 10],
-                "layout_schedule": [[7, "maze_like"]]}
+                "layout_schedule": [[7, "maze_like"]], "plan_budget": None}  # the paper's unlimited re-planning
     source = RecordingPlanner()
     episodes, evaluations = marlin.train_system("single_slot", "MARLIN", 0, settings, source)
     assert (episodes[episodes.episode <= 7].layout == "single_slot").all()
