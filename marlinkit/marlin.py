@@ -17,7 +17,6 @@ MARL and MARLIN runs pairs for the paired t-test of Table I.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
 from marlinkit.envs.corridor.plans import Plan, PlanSource, plan_key
+from marlinkit.llm import config as llm_config
 
 SYSTEMS = ("MARL", "MARLIN", "LLM-only")
 SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
@@ -351,7 +351,7 @@ def system_tag(system: str, source_name: str) -> str:
     tag = system.replace("-", "_").lower()
     if system == "MARL" or source_name == ExactJointPlanner.name:
         return tag
-    return f"{tag}-{re.sub(r'[^A-Za-z0-9.]+', '-', source_name.split('[')[0]).strip('-')}"
+    return f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
 
 
 def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
@@ -432,7 +432,6 @@ def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, 
     if plan_source == "exact":
         return Training(run_grid(settings, preset, progress=progress), settings,
                         f"{ExactJointPlanner.name} (upper bound, not an LLM)")
-    from marlinkit.llm import config as llm_config
     from marlinkit.llm import experiments
 
     protocol = presets.get(preset, "llm_only")
