@@ -8,9 +8,12 @@ extra) runs its PPO with the same batch settings; its value function shares the 
 next to the 256 x 256 layer). ``floor_steps_per_s`` is the rate the network work alone allows
 in the textbook loop: one iteration's rollout forward passes and 30 x rows / 128 steps of
 ``zero_grad``, ``backward`` through a trivial loss and ``torch.optim.Adam(fused=True).step`` on the
-same networks. Ours can exceed it (``fraction_of_floor`` > 1): it runs the same fused Adam kernel
-through ``torch.optim.adam.adam``, without the optimizer object's per-step bookkeeping, and
-takes the loss's gradients in closed form. Larger minibatches or fewer epochs are a separate
+same networks. Ours exceeds it (``fraction_of_floor`` > 1): the fused Adam kernel without the
+optimizer object's bookkeeping, the loss's and the networks' gradients written out, and (by
+default) the actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``:
+the same gradients, a few dozen actor rows per minibatch instead of 128). ``*_per_row`` keys
+measure ours with that off, every row through the actor as RLlib does: the like-for-like
+ratio. Larger minibatches or fewer epochs are a separate
 option (``--epochs``/``--minibatch``) and then the RLlib side is skipped: they are never part of
 the ratio.
 """
@@ -131,6 +134,7 @@ def _rllib(layout_name: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    import dataclasses
     import importlib.util
     import os
 
@@ -144,23 +148,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)
     config = mappo.MAPPOConfig(update_epochs=args.epochs, minibatch_size=args.minibatch)
     layout = get_layout(args.scenario)
+    per_row = dataclasses.replace(config, distinct_obs=False)
     _ours(config, layout, 1)  # warm-up
     seconds, steps = _ours(config, layout, args.iterations)
+    per_row_seconds, _ = _ours(per_row, layout, args.iterations)
     floor = _floor_seconds(config)
     result: dict[str, Any] = {
         "scenario": args.scenario, "env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds,
+        "steps_per_s_per_row": steps / per_row_seconds,
         "floor_steps_per_s": config.steps_per_iteration / floor, "epochs": args.epochs, "minibatch": args.minibatch,
         "torch_threads": 1, "load_average_1min": os.getloadavg()[0],
     }
     result["fraction_of_floor"] = result["steps_per_s"] / result["floor_steps_per_s"]
+    result["fraction_of_floor_per_row"] = result["steps_per_s_per_row"] / result["floor_steps_per_s"]
     identical = args.epochs == 30 and args.minibatch == 128
     if args.no_rllib or not identical or importlib.util.find_spec("ray") is None:
         reason = "--no-rllib" if args.no_rllib else ("settings differ from the authors'" if not identical else "ray[rllib] not installed (pip install '.[bench]')")
-        result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, rllib_skipped=reason)
+        result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, ratio_vs_rllib_per_row=None, rllib_skipped=reason)
     else:
         try:
             result.update(_rllib(args.scenario))
             result["ratio_vs_rllib"] = result["steps_per_s"] / result["rllib_steps_per_s"]
+            result["ratio_vs_rllib_per_row"] = result["steps_per_s_per_row"] / result["rllib_steps_per_s"]
         except Exception as error:  # Ray failing to start (e.g. an overloaded machine) must not hide our numbers
-            result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, rllib_skipped=f"RLlib failed: {type(error).__name__}: {error}"[:300])
+            result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, ratio_vs_rllib_per_row=None, rllib_skipped=f"RLlib failed: {type(error).__name__}: {error}"[:300])
     return result
