@@ -108,3 +108,62 @@ def test_hostile_reward_three_failures_revert_to_the_environment_reward(body, st
 def test_extract_code_prefers_the_fenced_function():
     text = "Here:\n```text\nnot code\n```\n```python\ndef compute_reward(metrics, difficulty):\n    return 0.1\n```\nBye"
     assert arch.extract_code(text) == "def compute_reward(metrics, difficulty):\n    return 0.1\n"
+
+
+def test_a_context_followed_by_runaway_keys_keeps_the_context_and_logs_what_was_dropped(network):
+    """SmolLM2's usual failure (from a recorded reply): a whole context, then copies of the statistics until the cap."""
+    context_text = example_json(0.5)[:-1]
+    runaway = context_text + ', "throughput": 5.0, "avg_queue": 4.4, "avg_delay": 20.4, "avg_queue": 4.4, "avg_de'
+    log = arch.GenerationLog()
+    architect = arch.CurriculumArchitect(ScriptedBackend(lambda messages: runaway), network, log=log)
+    context, from_llm = architect.propose(0.5, {}, episode=0, seed=1)
+    assert from_llm and context == context_for_difficulty(0.5, seed=1)
+    (record,) = log.records
+    assert record["accepted"] and record["reply"] == runaway
+    assert "repeated key 'avg_queue'" in record["reason"] and "['throughput', 'avg_queue', 'avg_delay']" in record["reason"]
+
+
+@pytest.mark.parametrize("text,members,note", [
+    ('ok {"a": 1, "b": {"c": [1, 2]}} bye', {"a": 1, "b": {"c": [1, 2]}}, ""),
+    ('{"a": 1, "b": 2', {"a": 1, "b": 2}, "not closed"),
+    ('{"a": 1, "b": {"c": 1', {"a": 1}, "after 1 member(s)"),
+    ('{"a": 1, "a": 2}', {"a": 1}, "repeated key 'a'"),
+    ('{"a": 1 "b": 2}', {"a": 1}, "Expecting ','"),
+])
+def test_read_json_object_keeps_the_members_before_the_first_bad_one(text, members, note):
+    got, got_note = arch.read_json_object(text)
+    assert got == members
+    assert (note in got_note) if note else got_note == ""
+
+
+@pytest.mark.parametrize("text", ["no json here", '{"a" 1}', "{", '{"a": }'])
+def test_read_json_object_rejects_a_reply_with_no_readable_member(text):
+    with pytest.raises(ValueError, match="no JSON object|invalid JSON"):
+        arch.read_json_object(text)
+
+
+def test_dropping_keys_never_lets_an_out_of_schema_value_through(network):
+    bad = json.loads(example_json(0.5))
+    bad["route_mix"] = {"through": 0.1, "left": 0.1, "right": 0.8}  # through < 0.2
+    log = arch.GenerationLog()
+    architect = arch.CurriculumArchitect(ScriptedBackend(lambda m: json.dumps(bad)), network, log=log)
+    context, from_llm = architect.propose(0.5, {}, 0, 1)
+    assert not from_llm and not any(r["accepted"] for r in log.records) and log.records[-1]["fallback"]
+
+
+def test_reward_reply_stops_at_the_closing_fence_and_its_code_is_read():
+    seen_settings = []
+
+    class Recording(ScriptedBackend):
+        def chat(self, messages, settings):
+            seen_settings.append(settings)
+            return super().chat(messages, settings)
+
+    code = "def compute_reward(metrics, difficulty):\n    return 0.25\n"
+    reply = f"```python\n{code}```\n\nThis function is simple and efficient. ```python\nbroken(\n```\n"
+    synth = arch.RewardSynthesizer(Recording(lambda m: reply), limits=LIMITS)
+    source, reason = synth.attempt(0.5, {}, episode=0, seed=1, number=0)
+    assert seen_settings[0].stop == arch.ArchitectConfig().reward_stop
+    assert source == code and reason == "accepted"
+    assert synth.log.records[0]["reply"] == f"```python\n{code.rstrip()}"  # cut at the fence, as a live model stops there
+    assert arch.extract_code("```python\n" + code) == code  # an unclosed block runs to the end of the reply

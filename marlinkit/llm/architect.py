@@ -5,7 +5,7 @@ Two generators behind any chat backend (``marlinkit.llm.config``; the paper used
 * :class:`CurriculumArchitect` asks for one JSON :class:`TrafficContext` for the current
   difficulty. ``llm_adaptive`` (A2, A7) prompts with the difficulty, summary statistics and the
   deterministic context of that difficulty as a worked example, and accepts a reply only if it
-  parses, passes the context schema, and its expected vehicle count lies within
+  parses (:func:`read_json_object`), passes the context schema, and its expected vehicle count lies within
   ``load_tolerance`` of the example's (so d keeps its meaning). ``llm`` (A8) is the paper's "less
   constrained prompting and regeneration": the prompt asks for a novel scenario, sampling is
   hotter, there is no load check, and the runner also regenerates every ``regen_interval``
@@ -16,6 +16,12 @@ Two generators behind any chat backend (``marlinkit.llm.config``; the paper used
   regeneration event through :mod:`marlinkit.curriculum` (three failures in a row: the
   environment reward until the next trigger).
 
+LLM replies are untrusted input. A context reply is read member by member: SmolLM2-135M often
+writes a whole context and then keeps adding keys (copies of the statistics in the prompt) until
+the token cap cuts it. The members up to the first one that is cut off, malformed or repeated are
+kept, keys outside the schema are dropped, and what was dropped is logged; the schema and load
+checks then apply as usual. Reward replies stop at their code block's closing fence.
+
 Every attempt is appended to a :class:`GenerationLog` with its validation outcome, the raw reply,
 the accepted context or code, and the LLM's token counts and latency. The episode length and the
 sampling seed of a context are the runner's, never the LLM's (fields the prompt leaves out; an
@@ -24,6 +30,7 @@ LLM that sends them anyway has them overwritten).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -51,6 +58,7 @@ RUNNER_FIELDS = ("duration_s", "seed")
 #: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
 EXAMPLE_OMITS = ("vehicle",)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
+_OPEN_FENCE = re.compile(r"```(?:[a-zA-Z]+)?[ \t]*\n")
 REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 grid to serve as many vehicles "
                "as possible with short queues and little waiting, staying stable as traffic grows harder.")
 
@@ -66,8 +74,9 @@ class ArchitectConfig:
     temperature_adaptive: float = 0.2  # llm_adaptive context sampling (low: SmolLM2-135M breaks JSON when hotter)
     temperature_free: float = 0.5  # llm (A8) context sampling: hotter, i.e. less constrained
     temperature_reward: float = 0.2  # reward-code sampling (low, as for contexts)
-    context_tokens: int = 320  # reply cap of a context (the example context is ~150 tokens)
+    context_tokens: int = 200  # reply cap of a context (the example context is ~150 tokens; the rest is cut, see read_json_object)
     reward_tokens: int = 320  # reply cap of a reward function (the example is ~200 tokens)
+    reward_stop: tuple[str, ...] = ("\n```\n",)  # a closing fence and a new line end a reward reply (an opening fence has a language tag)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -94,24 +103,60 @@ class GenerationLog:
         return len(rows), sum(bool(r["accepted"]) for r in rows)
 
 
-def extract_json(text: str) -> Any:
-    """The first JSON object in a reply (code fences and chatter around it are ignored)."""
+def read_json_object(text: str) -> tuple[dict[str, Any], str]:
+    """The first JSON object of a reply, read member by member, and a note on what was dropped.
+
+    Chatter around the object is ignored. Members are kept in order up to the first one that is
+    cut off, malformed or a repeated key; the rest of the object is dropped (the note says so,
+    '' when the object was read whole). Nothing readable raises ValueError with the parse error.
+    """
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object in the reply")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as error:
-        raise ValueError(f"invalid JSON: {error.msg} at character {error.pos}") from None
-    return value
+    decoder, members, pos = json.JSONDecoder(), {}, start + 1
+    skip = re.compile(r"\s*")
+    problem = "the object is not closed"
+    while True:
+        pos = skip.match(text, pos).end()
+        if text.startswith("}", pos):
+            return members, ""
+        try:
+            key, pos = decoder.raw_decode(text, pos)
+            pos = skip.match(text, pos).end()
+            if not text.startswith(":", pos):
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+            value, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+        except json.JSONDecodeError as error:
+            problem = f"{error.msg} at character {error.pos - start}"
+            break
+        if not isinstance(key, str) or key in members:
+            problem = f"repeated key {key!r}" if isinstance(key, str) else "a key that is not a string"
+            break
+        members[key] = value
+        pos = skip.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos += 1
+        elif not text.startswith("}", pos):
+            problem = f"Expecting ',' delimiter at character {pos - start}" if pos < len(text) else problem
+            break
+    if not members:
+        raise ValueError(f"invalid JSON: {problem}")
+    return members, f"dropped the rest of the object after {len(members)} member(s): {problem}"
 
 
 def extract_code(text: str) -> str:
-    """Python source of a reply: the fenced block defining the function if any, else the text."""
+    """Python source of a reply: the fenced block defining the function if any, else the text.
+
+    A block whose closing fence is missing (cut by the ``reward_stop`` string or the token cap)
+    runs to the end of the reply.
+    """
     blocks = _FENCE.findall(text)
     for block in blocks:
         if f"def {sandbox.FUNCTION_NAME}" in block:
             return block.strip() + "\n"
+    if not blocks:
+        opened = _OPEN_FENCE.search(text)
+        blocks = [text[opened.end():]] if opened else []
     return (blocks[0] if blocks else text).strip() + "\n"
 
 
@@ -131,8 +176,8 @@ def _llm_fields(context: TrafficContext) -> dict[str, Any]:
     return {k: v for k, v in context.to_dict().items() if k not in RUNNER_FIELDS}
 
 
-def _settings(temperature: float, tokens: int, seed: int) -> GenerationSettings:
-    return GenerationSettings(temperature=temperature, max_new_tokens=tokens, seed=seed)
+def _settings(temperature: float, tokens: int, seed: int, stop: tuple[str, ...] = ()) -> GenerationSettings:
+    return GenerationSettings(temperature=temperature, max_new_tokens=tokens, seed=seed, stop=stop)
 
 
 def _call(backend: ChatBackend, messages: list[dict[str, str]], settings: GenerationSettings):
@@ -192,7 +237,10 @@ class CurriculumArchitect:
                 {"role": "user", "content": request + feedback}]
 
     def check(self, data: Any, difficulty: float, duration_s: int, seed: int) -> TrafficContext:
-        """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem."""
+        """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem.
+
+        Keys outside the schema must be dropped before (:meth:`read_reply`); here they are an error.
+        """
         if not isinstance(data, dict):
             raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 (a bad reply, retried like the others)
         data = {**data, "duration_s": duration_s, "seed": seed}
@@ -208,6 +256,16 @@ class CurriculumArchitect:
                                  f"+-{100 * self.config.load_tolerance:.0f}%")
         return context
 
+    def read_reply(self, text: str, difficulty: float, duration_s: int, seed: int) -> tuple[TrafficContext, str]:
+        """A checked context from a reply, and a note on what was dropped from it ('' for nothing)."""
+        data, note = read_json_object(text)
+        known = {f.name for f in dataclasses.fields(TrafficContext)}
+        unknown = [key for key in data if key not in known]
+        if unknown:
+            data = {k: v for k, v in data.items() if k in known}
+            note = "; ".join(filter(None, [note, f"dropped unknown field(s) {unknown}"]))
+        return self.check(data, difficulty, duration_s, seed), note
+
     def propose(self, difficulty: float, stats: Mapping[str, float], episode: int, seed: int,
                 duration_s: int = 360) -> tuple[TrafficContext, bool]:
         """A context for ``difficulty`` and whether it came from the LLM (False: the fallback)."""
@@ -217,14 +275,15 @@ class CurriculumArchitect:
         for attempt in range(cfg.max_attempts):
             messages = self.messages(difficulty, stats, duration_s, feedback)
             reply, error, wall = _call(self.backend, messages, _settings(temperature, cfg.context_tokens, seed * 1009 + attempt))
-            context = None
+            context, note = None, ""
             if reply is not None:
                 try:
-                    context = self.check(extract_json(reply.text), difficulty, duration_s, seed)
+                    context, note = self.read_reply(reply.text, difficulty, duration_s, seed)
                 except ValueError as problem:
                     error = str(problem)
+            reason = ("accepted" + (f" ({note})" if note else "")) if context else error
             self.log.add(kind="context", mode=cfg.mode, episode=episode, difficulty=difficulty, attempt=attempt,
-                         accepted=context is not None, reason="accepted" if context else error, fallback=False,
+                         accepted=context is not None, reason=reason, fallback=False,
                          wall_seconds=wall, context=context.to_dict() if context else None, **_reply_fields(reply))
             if context is not None:
                 return context, True
@@ -269,7 +328,8 @@ class RewardSynthesizer:
                 feedback: str = "", trigger: str | None = None) -> tuple[str | None, str]:
         """One generation: (accepted source or None, rejection reason)."""
         messages = self.messages(difficulty, stats, feedback)
-        settings = _settings(self.config.temperature_reward, self.config.reward_tokens, seed * 1009 + number)
+        settings = _settings(self.config.temperature_reward, self.config.reward_tokens, seed * 1009 + number,
+                             self.config.reward_stop)
         reply, error, wall = _call(self.backend, messages, settings)
         source, verdict = None, None
         if reply is not None:
