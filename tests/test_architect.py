@@ -167,3 +167,16 @@ def test_reward_reply_stops_at_the_closing_fence_and_its_code_is_read():
     assert source == code and reason == "accepted"
     assert synth.log.records[0]["reply"] == f"```python\n{code.rstrip()}"  # cut at the fence, as a live model stops there
     assert arch.extract_code("```python\n" + code) == code  # an unclosed block runs to the end of the reply
+
+
+def test_a_reply_cut_off_before_the_context_was_complete_is_rejected(network):
+    """A recorded A8 reply: one good member, then a runaway nested object. Defaults must not fill the rest."""
+    cut = '{"demand_level": 0.5, "approach_rates_vph": {"N": 1.1, "E": 1.1, "S": 1.1, "W": 1.1, "S": 1.1, "E": 1'
+    log = arch.GenerationLog()
+    architect = arch.CurriculumArchitect(ScriptedBackend(lambda m: cut), network, arch.ArchitectConfig(mode="llm"), log)
+    _, from_llm = architect.propose(0.5, {}, 0, 1)
+    assert not from_llm
+    assert "cut off before the context was complete" in log.records[0]["reason"] and "'route_mix'" in log.records[0]["reason"]
+    whole = '{"demand_level": 0.5}'  # a closed object may leave fields to their defaults, as before
+    context, from_llm = arch.CurriculumArchitect(ScriptedBackend(lambda m: whole), network, arch.ArchitectConfig(mode="llm")).propose(0.5, {}, 0, 1)
+    assert from_llm and context.demand_level == 0.5

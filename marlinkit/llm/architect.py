@@ -57,6 +57,8 @@ MODES = ("llm_adaptive", "llm")
 RUNNER_FIELDS = ("duration_s", "seed")
 #: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
 EXAMPLE_OMITS = ("vehicle",)
+#: The fields the worked example shows, in its order.
+EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext) if f.name not in RUNNER_FIELDS + EXAMPLE_OMITS)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
 _OPEN_FENCE = re.compile(r"```(?:[a-zA-Z]+)?[ \t]*\n")
 REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 grid to serve as many vehicles "
@@ -257,8 +259,15 @@ class CurriculumArchitect:
         return context
 
     def read_reply(self, text: str, difficulty: float, duration_s: int, seed: int) -> tuple[TrafficContext, str]:
-        """A checked context from a reply, and a note on what was dropped from it ('' for nothing)."""
+        """A checked context from a reply, and a note on what was dropped from it ('' for nothing).
+
+        A reply whose object was cut off counts only if every field of the worked example came
+        before the cut: a context is never completed with defaults behind the model's back.
+        """
         data, note = read_json_object(text)
+        missing = [k for k in EXAMPLE_FIELDS if k not in data]
+        if note and missing:
+            raise ValueError(f"cut off before the context was complete ({note}); missing {missing}")
         known = {f.name for f in dataclasses.fields(TrafficContext)}
         unknown = [key for key in data if key not in known]
         if unknown:
