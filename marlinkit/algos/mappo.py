@@ -11,9 +11,10 @@ every ``steps_per_iteration`` environment steps (all copies together). Speed (on
 most time in 128-row minibatches): no autograd in an update. The loss's gradients with respect
 to logits and values come in closed form (``loss_gradients``) and the two tanh MLPs' backward
 passes are written out (``tanh_mlp_backward``); both are tested against autograd. Adam is torch's
-fused kernel called through its functional API. tanh is computed as ``2 sigmoid(2x) - 1``
-(``fast_tanh``): torch's CPU tanh takes as long as the 256 x 256 matrix product, the sigmoid
-form half that, within 2e-7 of tanh.
+fused kernel called directly. tanh is computed as ``2 sigmoid(2x) - 1`` (``fast_tanh``): torch's
+CPU tanh takes half as long as the 256 x 256 matrix product, the sigmoid form half that, within
+2e-7 of tanh. The actor runs once per distinct observation of a batch (``distinct_obs``), a few
+dozen rows instead of 128 per minibatch. Together 2.2x the throughput of the autograd version.
 
 Actions from outside. ``train`` takes a ``generator(state, sampled) -> actions`` that may replace
 the policy's samples for any copy and step (a whole episode or from a step on); MARLIN's
