@@ -19,8 +19,9 @@ Two generators behind any chat backend (``marlinkit.llm.config``; the paper used
 LLM replies are untrusted input. A context reply is read member by member: SmolLM2-135M often
 writes a whole context and then keeps adding keys (copies of the statistics in the prompt) until
 the token cap cuts it. The members up to the first one that is cut off, malformed or repeated are
-kept, keys outside the schema are dropped, and what was dropped is logged; the schema and load
-checks then apply as usual. Reward replies stop at their code block's closing fence.
+kept and keys outside the schema are dropped; a cut-off reply must still carry every field of the
+worked example, what was dropped is logged, and the schema and load checks apply as usual.
+Reward replies stop at their code block's closing fence.
 
 Every attempt is appended to a :class:`GenerationLog` with its validation outcome, the raw reply,
 the accepted context or code, and the LLM's token counts and latency. The episode length and the
@@ -60,6 +61,7 @@ EXAMPLE_OMITS = ("vehicle",)
 #: The fields the worked example shows, in its order.
 EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext) if f.name not in RUNNER_FIELDS + EXAMPLE_OMITS)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
+_WHITESPACE = re.compile(r"\s*")
 _OPEN_FENCE = re.compile(r"```(?:[a-zA-Z]+)?[ \t]*\n")
 REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 grid to serve as many vehicles "
                "as possible with short queues and little waiting, staying stable as traffic grows harder.")
@@ -116,7 +118,7 @@ def read_json_object(text: str) -> tuple[dict[str, Any], str]:
     if start < 0:
         raise ValueError("no JSON object in the reply")
     decoder, members, pos = json.JSONDecoder(), {}, start + 1
-    skip = re.compile(r"\s*")
+    skip = _WHITESPACE
     problem = "the object is not closed"
     while True:
         pos = skip.match(text, pos).end()
