@@ -22,6 +22,15 @@ DEFAULT_PRESET = "quick"
 
 _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
 
+#: Negotiation limits per preset, shared by the LLM-only runs and Fig. 6 (one protocol for both).
+_SMOKE_NEGOTIATION = {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": "smollm2",
+                      "replay_only": True}
+_QUICK_NEGOTIATION = {"max_moves": 8, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": None,
+                      "replay_only": False}
+#: The authors' protocol: 50 moves, 5 rounds, 300 tokens, no stall limit.
+_PAPER_NEGOTIATION = {"max_moves": 50, "max_rounds": 5, "max_new_tokens": 300, "stall_limit": 0, "llm": None,
+                      "replay_only": False}
+
 #: The workshop notebooks at the session's sizes: minutes each, smollm2 called live (``get`` hands out copies).
 _WORKSHOP_SESSION = {
     "scenario": "single_slot",
@@ -72,12 +81,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": ["single_slot", "two_path"],  # the marlin_training scenarios: Algorithm 1 reads their LLM-only values
             "trials": 1,
             "seed": 0,
-            "max_moves": 2,
-            "max_rounds": 1,
-            "max_new_tokens": 80,
-            "stall_limit": 3,
-            "llm": "smollm2",
-            "replay_only": True,
+            **_SMOKE_NEGOTIATION,
         },
         "fig6_scalability": {  # seconds: one episode, one 2-move negotiation replayed from the committed transcript
             "systems": ["llm", "exact"],
@@ -88,12 +92,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "exit_bias": 0.25,
             "cooldown": 5,
             "max_negotiations": 1,
-            "max_moves": 2,
-            "max_rounds": 1,
-            "max_new_tokens": 80,
-            "stall_limit": 3,
-            "llm": "smollm2",
-            "replay_only": True,
+            **_SMOKE_NEGOTIATION,
         },
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
@@ -184,12 +183,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": _SCENARIOS,
             "trials": 2,
             "seed": 0,
-            "max_moves": 8,
-            "max_rounds": 1,
-            "max_new_tokens": 80,
-            "stall_limit": 3,
-            "llm": None,
-            "replay_only": False,
+            **_QUICK_NEGOTIATION,
         },
         "fig6_scalability": {  # random walk biased to the exit; <= 1 negotiation of <= 8 moves per episode: 69 smollm2 calls to record (26 min on the loaded 2-core machine)
             "systems": ["llm", "exact"],
@@ -200,12 +194,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "exit_bias": 0.2,
             "cooldown": 5,
             "max_negotiations": 1,
-            "max_moves": 8,
-            "max_rounds": 1,
-            "max_new_tokens": 80,
-            "stall_limit": 3,
-            "llm": None,
-            "replay_only": False,
+            **_QUICK_NEGOTIATION,
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
@@ -287,12 +276,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": _SCENARIOS,
             "trials": 50,
             "seed": 0,
-            "max_moves": 50,
-            "max_rounds": 5,
-            "max_new_tokens": 300,
-            "stall_limit": 0,
-            "llm": None,
-            "replay_only": False,
+            **_PAPER_NEGOTIATION,
         },
         "fig6_scalability": {  # the paper's pure random walk, every conflict negotiated with the authors' protocol settings
             "systems": ["llm", "exact"],
@@ -303,12 +287,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "exit_bias": 0.0,
             "cooldown": 5,
             "max_negotiations": 0,
-            "max_moves": 50,
-            "max_rounds": 5,
-            "max_new_tokens": 300,
-            "stall_limit": 0,
-            "llm": None,
-            "replay_only": False,
+            **_PAPER_NEGOTIATION,
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
