@@ -1,22 +1,28 @@
 """Result files: deterministic run names, configuration hashing, atomic writes, provenance.
 
 A run is identified by its configuration; its tidy table (CSV, one row per episode or
-evaluation) sits next to a JSON sidecar holding the configuration, seed, versions and LLM
-backend. A run whose sidecar exists is complete, which is how runners resume.
+evaluation) sits next to a JSON sidecar holding the configuration, seed, versions, numeric
+environment and LLM backend, and the table's row count and SHA-256. A run whose sidecar exists and
+whose table still matches it is complete, which is how runners resume: a truncated or edited table
+is recomputed by the runners, and reported by name by :meth:`ResultStore.load`, never read silently.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import platform
 import tempfile
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from marlinkit import numerics
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)  # read once: the only way to learn the umask is to set it
@@ -60,6 +66,10 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
+class ResultFileError(RuntimeError):
+    """A result table or sidecar is damaged or unreadable; the message names the file."""
+
+
 def run_name(*parts: Any) -> str:
     """Deterministic run name such as ``single_slot__marlin__seed0``."""
     return "__".join(str(p) for p in parts)
@@ -78,26 +88,70 @@ class ResultStore:
         return self.root / f"{name}.json"
 
     def is_complete(self, name: str, config: dict[str, Any]) -> bool:
-        """True when the run exists and was made with the same configuration."""
+        """True when the run exists, was made with the same configuration and numerics, and is intact.
+
+        A damaged table or sidecar makes the run incomplete (so the runner recomputes it), with a
+        warning naming the file.
+        """
         meta = self.sidecar_path(name)
         if not (meta.exists() and self.table_path(name).exists()):
             return False
-        return json.loads(meta.read_text()).get("config_hash") == config_hash(config)
+        try:
+            sidecar = self.load_sidecar(name)
+            if sidecar.get("config_hash") != config_hash(config):
+                return False
+            if sidecar.get("numerics", {}).get("mode") != numerics.MODE:
+                return False
+            self._check_table(name, sidecar)
+        except ResultFileError as error:
+            warnings.warn(f"{error}; recomputing the run", RuntimeWarning, stacklevel=2)
+            return False
+        return True
 
     def save(self, name: str, table: pd.DataFrame, config: dict[str, Any], **provenance: Any) -> None:
         """Write the table first, the sidecar last: a sidecar marks a finished run."""
-        atomic_write_text(self.table_path(name), table.to_csv(index=False))
+        data = table.to_csv(index=False).encode()
+        atomic_write_bytes(self.table_path(name), data)
         sidecar = {
             "name": name,
             "config": config,
             "config_hash": config_hash(config),
+            "table_rows": len(table),
+            "table_sha256": hashlib.sha256(data).hexdigest(),
             "versions": library_versions(),
+            "numerics": numerics.state(),
             **provenance,
         }
         atomic_write_text(self.sidecar_path(name), json.dumps(sidecar, indent=2, sort_keys=True, default=str))
 
+    def _check_table(self, name: str, sidecar: dict[str, Any]) -> bytes:
+        path = self.table_path(name)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise ResultFileError(f"result table {path} cannot be read: {error}") from error
+        expected = sidecar.get("table_sha256")
+        if expected is None:
+            raise ResultFileError(f"result sidecar {self.sidecar_path(name)} records no table hash (written by an "
+                                  "older marlinkit)")
+        if hashlib.sha256(data).hexdigest() != expected:
+            rows = max(data.count(b"\n") - 1, 0)
+            raise ResultFileError(f"result table {path} is damaged: it has {rows} rows and a different SHA-256 "
+                                  f"from the {sidecar.get('table_rows')} rows its sidecar recorded (truncated or "
+                                  "edited); delete it and its .json to recompute")
+        return data
+
     def load(self, name: str) -> pd.DataFrame:
-        return pd.read_csv(self.table_path(name))
+        """The run's table, checked against the row count and hash in its sidecar."""
+        data = self._check_table(name, self.load_sidecar(name))
+        return pd.read_csv(io.BytesIO(data))
 
     def load_sidecar(self, name: str) -> dict[str, Any]:
-        return json.loads(self.sidecar_path(name).read_text())
+        path = self.sidecar_path(name)
+        try:
+            sidecar = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ResultFileError(f"result sidecar {path} is damaged or unreadable: {error}") from error
+        if not isinstance(sidecar, dict) or "config_hash" not in sidecar:
+            raise ResultFileError(f"result sidecar {path} is not a marlinkit sidecar (no config_hash)")
+        return sidecar
