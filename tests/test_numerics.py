@@ -115,3 +115,13 @@ def test_a_bad_mode_is_refused():
     out = subprocess.run([sys.executable, "-c", "import marlinkit"], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "MARLINKIT_NUMERICS": "fast"})
     assert out.returncode != 0 and "MARLINKIT_NUMERICS must be" in out.stderr
+
+
+def test_bench_numerics_prints_the_cost_through_the_cli():
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "numerics", "--json", "--pairs", "1",
+                          "--episodes", "1", "--updates", "1"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(result["mappo_cpu_s"]) == {"pinned", "native"} and result["mappo_cpu_s"]["pinned"] > 0
+    assert result["maddpg_update_cost"] == pytest.approx(
+        result["maddpg_cpu_s"]["pinned"] / result["maddpg_cpu_s"]["native"] - 1, abs=2e-3)
