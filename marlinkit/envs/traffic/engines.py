@@ -489,6 +489,6 @@ def make_engine(name: str, network: Network) -> Engine:
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
     if not available_engines()[name]:
-        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: build it from github.com/cityflow-project/CityFlow"
+        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
         raise ValueError(f"engine {name!r} is not installed here ({hint})")
     return SumoEngine(network) if name == "sumo" else CityFlowEngine(network)
