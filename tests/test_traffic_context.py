@@ -21,7 +21,7 @@ NET = data.load_network(FOLDER)
 
 def test_missing_data_names_the_public_source(tmp_path, monkeypatch):
     monkeypatch.setenv(data.ENV_VAR, str(tmp_path / "nowhere"))
-    with pytest.raises(data.DataError, match="CoLight"):
+    with pytest.raises(data.DataError, match="make data.*CoLight"):
         data.find_data_dir()
     (tmp_path / data.ROADNET).write_text("{}")
     with pytest.raises(data.DataError, match="lacks .*anon_4_4_hangzhou_real.json"):

@@ -31,8 +31,8 @@ REQUIRED = (ROADNET, REAL_FLOW, SUMO_NET)
 #: Flow files of the data set, by short name.
 FLOWS = {"real": REAL_FLOW, "real_5816": "anon_4_4_hangzhou_real_5816.json", "real_5734": "anon_4_4_hangzhou_real_5734.json"}
 SOURCE_HINT = (
-    "Run `make data` (python -m marlinkit data fetch) to download the public Hangzhou 4x4 files, pinned by "
-    f"commit and checked by SHA-256, into data/hangzhou_4x4/ (or set {ENV_VAR} to a folder holding them, "
+    "Run `make data` (python -m marlinkit data fetch) to download the public Hangzhou 4x4 files (CoLight's and "
+    f"LibSignal's GitHub repositories), pinned by commit and checked by SHA-256, into data/hangzhou_4x4/ (or set {ENV_VAR} to a folder holding them, "
     "SUMO files under sumo/; see marlinkit/envs/traffic/fetch.py for the origins)."
 )
 
