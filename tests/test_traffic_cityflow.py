@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from marlinkit.envs.traffic import engines
+from marlinkit.envs.traffic import cityflow_engine
 from marlinkit.envs.traffic.engines import available_engines
 
 if not available_engines()["cityflow"]:
@@ -68,12 +68,12 @@ def test_closed_envs_hand_their_engine_to_the_next_env_of_that_flow(make_env):
     first = make_env(episode_seconds=30)
     first.reset(seed=0)
     _run(first, 30)
-    metrics, alive = first.last_metrics, len(engines._CITYFLOW_ALIVE)
+    metrics, alive = first.last_metrics, len(cityflow_engine._CITYFLOW_ALIVE)
     first.close()
     second = make_env(episode_seconds=30)
     second.reset(seed=0)
     _run(second, 30)
-    assert len(engines._CITYFLOW_ALIVE) == alive  # reused, not a new Engine
+    assert len(cityflow_engine._CITYFLOW_ALIVE) == alive  # reused, not a new Engine
     assert second.last_metrics == metrics  # and reset to the start
 
 
@@ -112,7 +112,7 @@ def test_version_carries_a_version_number(make_env):
 
 
 def test_the_seed_changes_nothing_on_cityflow(make_env):
-    """As documented (engines.CityFlowEngine, env module docstring): only the flow varies."""
+    """As documented (cityflow_engine.CityFlowEngine, env module docstring): only the flow varies."""
     env = make_env(episode_seconds=120)
     results = []
     for seed in (1, 2):

@@ -9,7 +9,8 @@ import pytest
 from marlinkit.envs.traffic import data
 from marlinkit.envs.traffic.context import (TrafficContext, context_for_difficulty, json_schema, load_flow_file,
                                             write_cityflow_flow, write_sumo_routes)
-from marlinkit.envs.traffic.engines import COUNT, INFLOW, OUTFLOW, Reading, _LaneReader, cityflow_phase_ids
+from marlinkit.envs.traffic.cityflow_engine import cityflow_phase_ids
+from marlinkit.envs.traffic.engines import COUNT, INFLOW, OUTFLOW, Reading, _LaneReader
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
 try:

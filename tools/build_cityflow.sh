@@ -32,7 +32,8 @@ if [[ -n "${CITYFLOW_SRC:-}" ]]; then
     [[ -e "$CITYFLOW_SRC" ]] || die "CITYFLOW_SRC=$CITYFLOW_SRC does not exist (a CityFlow folder or .tar.gz)"
     if [[ -d "$CITYFLOW_SRC" ]]; then
         cp -a "$CITYFLOW_SRC" "$SRC"
-        commit=$(git -C "$CITYFLOW_SRC" rev-parse --short=7 HEAD 2>/dev/null || true)
+        commit=$( { [[ -e "$CITYFLOW_SRC/.git" ]] && git -C "$CITYFLOW_SRC" rev-parse --short=7 HEAD 2>/dev/null; } \
+                 || sed -nE 's#^CityFlow-([0-9a-f]{7,40})$#\1#p' <<<"$(basename "$(realpath "$CITYFLOW_SRC")")" | cut -c1-7)
     else
         mkdir -p "$SRC" && tar -xzf "$CITYFLOW_SRC" -C "$SRC" --strip-components=1
         top=$(tar -tzf "$CITYFLOW_SRC" | sed -n 1p)
