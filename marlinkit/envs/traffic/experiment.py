@@ -49,7 +49,7 @@ def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         raise ValueError(f"preset {preset!r} compares the engines {settings['engines']} but {skipped} is not installed "
                          "here: run `make cityflow` (see the README, 'Adding CityFlow')")
     store = ResultStore(paths.results_dir("maestro", preset))
-    config = {**settings, "engines": engines}
+    config = {**settings, "engines": engines, "difficulty_engines": engines}  # the sweep once ran on SUMO only
     tables = {}
     for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(settings, engines)),
                             ("traffic_difficulty", lambda: [job for engine in engines for seed in settings["difficulty_seeds"]
