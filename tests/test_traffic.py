@@ -1,4 +1,4 @@
-"""The traffic environment on real engines (SUMO via libsumo; CityFlow when installed).
+"""The traffic environment on SUMO via libsumo (CityFlow: tests/test_traffic_cityflow.py).
 
 libsumo holds one simulation per process: each test closes its environment before the next
 opens one, and cross-process determinism goes through run_in_subprocess.
@@ -203,12 +203,6 @@ def test_info_lists_the_engines():
     from marlinkit import info
 
     assert info.traffic_engines() == available_engines() and available_engines()["sumo"]
-
-
-@pytest.mark.skipif(not available_engines()["cityflow"], reason="cityflow not importable (not on PyPI)")
-def test_cityflow_engine_runs_the_real_flow():
-    result = run_episode("fixed-time", seconds=360, engine="cityflow")
-    assert result["vehicles"] == 299 and result["avg_queue"] > 0 and result["throughput"] > 0
 
 
 def test_real_flow_routes_simulate_exactly_like_the_libsignal_route_file(make_env, tmp_path):

@@ -9,7 +9,8 @@ import pytest
 from marlinkit.envs.traffic import data
 from marlinkit.envs.traffic.context import (TrafficContext, context_for_difficulty, json_schema, load_flow_file,
                                             write_cityflow_flow, write_sumo_routes)
-from marlinkit.envs.traffic.engines import COUNT, INFLOW, OUTFLOW, Reading, _LaneReader, cityflow_phase_ids
+from marlinkit.envs.traffic.cityflow_engine import cityflow_phase_ids
+from marlinkit.envs.traffic.engines import COUNT, INFLOW, OUTFLOW, Reading, _LaneReader
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
 try:
@@ -21,7 +22,7 @@ NET = data.load_network(FOLDER)
 
 def test_missing_data_names_the_public_source(tmp_path, monkeypatch):
     monkeypatch.setenv(data.ENV_VAR, str(tmp_path / "nowhere"))
-    with pytest.raises(data.DataError, match="CoLight"):
+    with pytest.raises(data.DataError, match="make data.*CoLight"):
         data.find_data_dir()
     (tmp_path / data.ROADNET).write_text("{}")
     with pytest.raises(data.DataError, match="lacks .*anon_4_4_hangzhou_real.json"):

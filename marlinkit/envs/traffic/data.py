@@ -5,6 +5,7 @@ DaRL-LibSignal/LibSignal). They are never copied into the repository: a folder i
 ``data_dir`` argument or the ``MARLINKIT_DATA`` environment variable, else looked up as
 ``<candidate>/hangzhou_4x4`` for each of ``marlinkit.paths.SHARED_DATA_CANDIDATES``
 (``data/hangzhou_4x4`` in the repository, then ``../shared/data/hangzhou_4x4``).
+``make data`` fills the first from the public origins (see :mod:`.fetch`).
 
 Road ids are ``road_x_y_d``: a road leaving intersection (x, y) heading d (0 east, 1 north,
 2 west, 3 south). Lanes are kept in *movement* order left, through, right (CityFlow lane index
@@ -30,10 +31,9 @@ REQUIRED = (ROADNET, REAL_FLOW, SUMO_NET)
 #: Flow files of the data set, by short name.
 FLOWS = {"real": REAL_FLOW, "real_5816": "anon_4_4_hangzhou_real_5816.json", "real_5734": "anon_4_4_hangzhou_real_5734.json"}
 SOURCE_HINT = (
-    "The Hangzhou 4x4 files are public: CoLight (github.com/wingsweihua/colight, data/Hangzhou/4_4/: "
-    f"{ROADNET}, {REAL_FLOW}) and LibSignal (github.com/DaRL-LibSignal/LibSignal, "
-    "data/raw_data/hangzhou_4x4_gudang_18041610_1h/: the SUMO .net.xml). Put them in one folder "
-    f"(SUMO files under sumo/) and pass it as data_dir or set {ENV_VAR}."
+    "Run `make data` (python -m marlinkit data fetch) to download the public Hangzhou 4x4 files (CoLight's and "
+    f"LibSignal's GitHub repositories), pinned by commit and checked by SHA-256, into data/hangzhou_4x4/ (or set {ENV_VAR} to a folder holding them, "
+    "SUMO files under sumo/; see marlinkit/envs/traffic/fetch.py for the origins)."
 )
 
 MOVEMENTS = ("left", "through", "right")

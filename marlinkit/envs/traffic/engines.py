@@ -4,11 +4,13 @@
   libsumo holds one simulation per process, so at most one SumoEngine may be open at a time;
   a new episode reloads the same simulation (``libsumo.load``). Run several simulations in
   parallel only in separate processes (see :func:`marlinkit.envs.traffic.controllers.run_in_subprocess`).
-* :class:`CityFlowEngine`: CityFlow when ``cityflow`` is importable (it is not on PyPI). Config
-  paths are absolute, a failed load (which CityFlow only prints) raises, and Engines are never
-  destroyed while the process lives (destroying one right after ``next_step`` can hang its
-  threads): each flow keeps one Engine for the life of the process and every episode calls
-  ``reset()`` (so memory grows with the number of distinct flows a CityFlow process runs).
+* :class:`~.cityflow_engine.CityFlowEngine` (module :mod:`.cityflow_engine`): CityFlow when
+  ``cityflow`` is importable (it is not on PyPI: ``make cityflow`` builds it). Config paths are
+  absolute, a failed load (which CityFlow only prints) raises, and Engines are never destroyed
+  while the process lives (destroying one right after ``next_step`` can hang its threads): each
+  CityFlowEngine holds its own Engine, hands it to an idle pool on ``close()``, and a later load
+  of the same roadnet and flow reuses an idle one (``reset()`` each episode), so memory grows with
+  the number of distinct flows and of environments open at once in a CityFlow process.
 
 Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
 see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
@@ -32,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from marlinkit import paths
-from marlinkit.envs.traffic.context import Flow, write_cityflow_flow, write_sumo_routes
-from marlinkit.envs.traffic.data import MOVEMENTS, ROADNET, SOURCE_HINT, SUMO_NET, DataError, Network
+from marlinkit.envs.traffic.context import Flow, write_sumo_routes
+from marlinkit.envs.traffic.data import MOVEMENTS, SOURCE_HINT, SUMO_NET, DataError, Network
 
 #: The 4 actions: the movements each phase serves as (axis of the approach, movement).
 PHASES = ("WT_ET", "NT_ST", "WL_EL", "NL_SL")
@@ -315,125 +317,15 @@ class SumoEngine(Engine):
             _SUMO_OPEN.remove(self)
 
 
-# ------------------------------------------------------------------------- CityFlow
-#: Engines by flow key, kept for the life of the process (destroying one can hang CityFlow's threads).
-_CITYFLOW_ENGINES: dict[str, object] = {}
-
-
-def cityflow_phase_ids(network: Network) -> list[list[int]]:
-    """Per agent: the roadnet's phase index for each of PHASES, then its all-red change phase.
-
-    Found from which movements each roadnet phase serves (right turns aside), not assumed.
-    """
-    raw = json.loads((network.folder / ROADNET).read_text())
-    kinds = {"turn_left": "left", "go_straight": "through", "turn_right": "right"}
-    out = []
-    for node in sorted((n for n in raw["intersections"] if not n["virtual"]), key=lambda n: n["id"]):
-        links = [(axis(network.roads[link["startRoad"]].heading), kinds[link["type"]]) for link in node["roadLinks"]]
-        by_served = {}
-        for index, phase in enumerate(node["trafficLight"]["lightphases"]):
-            served = frozenset(links[k] for k in phase["availableRoadLinks"] if links[k][1] != "right")
-            by_served.setdefault(served, index)
-        try:
-            out.append([by_served[frozenset({move})] for move in PHASE_MOVES] + [by_served[frozenset()]])
-        except KeyError as error:
-            raise DataError(f"{node['id']} in {ROADNET} lacks the phase serving {error}. {SOURCE_HINT}") from error
-    return out
-
-
-class CityFlowEngine(Engine):
-    """CityFlow (optional; not on PyPI) on the data folder's CityFlow roadnet."""
-
-    name = "cityflow"
-    version = "CityFlow"
-
-    def __init__(self, network: Network, threads: int = 1):
-        super().__init__(network)
-        import cityflow
-
-        self._cityflow = cityflow
-        self.threads = threads
-        self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
-        self._phase_ids = cityflow_phase_ids(network)
-        self._engine = None
-        self._running: set[str] = set()
-
-    def load(self, flow: Flow, seed: int) -> None:
-        self._check_routes(flow)
-        if flow.key not in _CITYFLOW_ENGINES:
-            _CITYFLOW_ENGINES[flow.key] = self._new_engine(flow)
-        self._engine = _CITYFLOW_ENGINES[flow.key]
-        self._engine.reset()
-        self._engine.set_random_seed(int(seed))
-        self._running = set()
-        self._start_episode(flow)
-
-    def _new_engine(self, flow: Flow):
-        """A CityFlow Engine for ``flow``, checked: CityFlow only prints a failed load and runs empty."""
-        flow_file = _generated(flow, ".cityflow.json")
-        if not flow_file.exists():
-            write_cityflow_flow(flow, flow_file)
-        config = {"interval": 1.0, "seed": 0, "dir": "", "roadnetFile": str((self.network.folder / ROADNET).resolve()),
-                  "flowFile": str(flow_file.resolve()), "rlTrafficLight": True, "laneChange": False,
-                  "saveReplay": False, "roadnetLogFile": "", "replayLogFile": ""}
-        config_file = _generated(flow, ".cityflow-config.json")
-        config_file.parent.mkdir(parents=True, exist_ok=True)
-        config_file.write_text(json.dumps(config))
-        engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
-        lanes = engine.get_lane_vehicle_count()
-        if not lanes or any(lane not in lanes for lane in self.lane_ids):
-            raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). {SOURCE_HINT}")
-        if len(flow):
-            for _ in range(flow.departs[0] + 1):
-                engine.next_step()
-            if not engine.get_vehicles(include_waiting=True):
-                raise DataError(f"CityFlow loaded no vehicles from {flow_file} (see its message above)")
-        return engine
-
-    def _apply_signal(self, agent_index: int, code: int) -> None:
-        self._engine.set_tl_phase(self.network.agents[agent_index], self._phase_ids[agent_index][min(code, 4)])
-
-    def advance(self) -> None:
-        self._engine.next_step()
-
-    def step(self) -> Reading:
-        eng = self._engine
-        eng.next_step()
-        on_lane = eng.get_lane_vehicles()
-        lanes, _ = self._lane_reader.read([on_lane[lane] for lane in self.lane_ids])
-        waiting = eng.get_lane_waiting_vehicle_count()
-        lanes[HALTING] = [waiting[lane] for lane in self.lane_ids]
-        running = set(eng.get_vehicles(include_waiting=False))
-        departed, arrived = running - self._running, self._running - running
-        self._running = running
-        index = self._index.__getitem__
-        return Reading(float(eng.get_current_time()), lanes,
-                       sorted(map(index, departed)), sorted(map(index, arrived)))
-
-    @staticmethod
-    def _vehicle_name(index: int) -> str:
-        return f"flow_{index}_0"  # one flow entry per vehicle (write_cityflow_flow)
-
-    def distances(self, indices: list[int]) -> dict[int, float]:
-        """Route length of the roads already left plus the distance along the current one."""
-        out = {}
-        for i in indices:
-            vid = self._vehicle_name(i)
-            if vid not in self._running:
-                continue
-            info = self._engine.get_vehicle_info(vid)
-            route = self.flow.routes[i]
-            remaining = info.get("route", "").split()
-            done = len(route) - len(remaining)
-            out[i] = sum(self.network.roads[r].length for r in route[:max(done, 0)]) + (float(info.get("distance", 0.0)) if "road" in info else 0.0)
-        return out
-
-
 def make_engine(name: str, network: Network) -> Engine:
     """An engine by name; a clear error when it is not installed here."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
     if not available_engines()[name]:
-        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: build it from github.com/cityflow-project/CityFlow"
+        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
         raise ValueError(f"engine {name!r} is not installed here ({hint})")
-    return SumoEngine(network) if name == "sumo" else CityFlowEngine(network)
+    if name == "sumo":
+        return SumoEngine(network)
+    from marlinkit.envs.traffic.cityflow_engine import CityFlowEngine
+
+    return CityFlowEngine(network)

@@ -34,8 +34,12 @@ vehicles and ``pressure_i`` the vehicles on its incoming lanes minus those on it
 ``queue``, ``pressure``) each step, also in ``env.reward_terms`` as arrays over agents, and on
 the last step the episode's ``metrics`` (see :mod:`.metrics`).
 
+Seeds: on SUMO the episode seed seeds the simulation (vehicle insertion and driver imperfection).
+CityFlow has nothing random to seed here (fixed routes, no lane changing): on it the seed changes
+nothing, and only the traffic (the flow, or a curriculum context's seed) varies episodes.
+
 Deviations from the paper: the paper used CityFlow; SUMO is the default here (CityFlow is not on
-PyPI) and numbers differ between engines. The paper's appendix with exact features and reward
+PyPI; ``make cityflow`` builds it) and numbers differ between engines. The paper's appendix with exact features and reward
 weights is not public; the features above follow its list and the weights are ours.
 
 libsumo runs one simulation per process, so two SUMO environments cannot be open at once in
@@ -101,7 +105,7 @@ class TrafficEnvConfig:
     history_stride_s: int = 5  #: seconds between those snapshots
     rate_window_s: int = 5  #: seconds over which inflow/outflow rates are averaged
     reward: RewardWeights = field(default_factory=RewardWeights)
-    seed: int = 0  #: seed of the first reset when reset() gets none
+    seed: int = 0  #: seed of the first reset when reset() gets none (SUMO only: CityFlow is deterministic, see .engines)
 
     def validate(self) -> None:
         for name in ("episode_seconds", "rate_window_s", "history_stride_s"):

@@ -1,8 +1,12 @@
 """The traffic-baselines experiment behind ``notebooks/maestro/traffic_baselines.ipynb``.
 
-Runs fixed-time and max-pressure on the real flow (each engine available, each episode length)
-and the fixed-time difficulty sweep, caches both tables under ``data/results/maestro/<preset>/``
-(resumed when the configuration is unchanged), and draws the difficulty figure.
+Runs fixed-time and max-pressure on the real flow and the fixed-time difficulty sweep on every
+engine of the preset (SUMO and CityFlow side by side), caches both tables under
+``data/results/maestro/<preset>/`` (resumed when the configuration is unchanged), and draws the
+difficulty figure with one line per engine. Every preset but ``smoke`` requires all its engines
+(``make figures`` builds CityFlow), so the committed outputs never depend on what happens to be
+installed; ``smoke`` (``make test`` on a machine without CityFlow) runs the installed ones and its
+footer names the missing ones.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode, run
 from marlinkit.envs.traffic.engines import available_engines
 from marlinkit.runs import ResultStore
 
-ENGINE_LABEL = {"sumo": "SUMO {v} via libsumo", "cityflow": "CityFlow"}
+ENGINE_LABEL = {"sumo": "SUMO {v} via libsumo", "cityflow": "{v}"}
+ENGINE_COLOR = {"sumo": "#1f77b4", "cityflow": "#d62728"}
+#: The preset that may run without an engine of its list (make test on a machine without CityFlow).
+ENGINES_OPTIONAL_PRESET = "smoke"
 
 
 def run_jobs(jobs: list[dict], workers: int) -> list[dict]:
@@ -38,12 +45,16 @@ def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     settings = presets.get(preset, "traffic_baselines", **overrides)
     engines = [e for e in settings["engines"] if available_engines()[e]]
     skipped = [e for e in settings["engines"] if e not in engines]
+    if skipped and preset != ENGINES_OPTIONAL_PRESET:
+        raise ValueError(f"preset {preset!r} compares the engines {settings['engines']} but {skipped} is not installed "
+                         "here: run `make cityflow` (see the README, 'Adding CityFlow')")
     store = ResultStore(paths.results_dir("maestro", preset))
-    config = {**settings, "engines": engines}
+    config = {**settings, "engines": engines, "difficulty_engines": engines}  # the sweep once ran on SUMO only
     tables = {}
     for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(settings, engines)),
-                            ("traffic_difficulty", lambda: [job for seed in settings["difficulty_seeds"] for job in difficulty_jobs(
-                                settings["difficulties"], seconds=settings["difficulty_seconds"], seed=seed)])):
+                            ("traffic_difficulty", lambda: [job for engine in engines for seed in settings["difficulty_seeds"]
+                                                            for job in difficulty_jobs(settings["difficulties"], engine=engine,
+                                                                                       seconds=settings["difficulty_seconds"], seed=seed)])):
         if not store.is_complete(name, config):
             rows = run_jobs(make_jobs(), settings["workers"])
             store.save(name, pd.DataFrame(rows), config, preset=preset, engines=engines)
@@ -66,28 +77,36 @@ def baseline_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_difficulty(rows: pd.DataFrame):
-    """Queue, total delay and delay per vehicle against difficulty (fixed-time; mean and SD over seeds)."""
+    """Queue, total delay and delay per vehicle against difficulty (fixed-time; mean and SD over seeds),
+    one line per engine."""
     import matplotlib.pyplot as plt
 
     panels = (("avg_queue", "mean queue (halted veh, 192 lanes)"), ("total_delay_h", "total delay (veh-h)"),
               ("avg_delay_s", "delay per vehicle (s)"))
-    stats = rows.groupby("difficulty")[[key for key, _ in panels]].agg(["mean", "std"]).fillna(0.0)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    for ax, (key, label) in zip(axes, panels):
-        mean, sd = stats[(key, "mean")], stats[(key, "std")]
-        ax.plot(stats.index, mean, marker="o", color="#1f77b4")
-        ax.fill_between(stats.index, mean - sd, mean + sd, alpha=0.25, color="#1f77b4")
+    for engine, engine_rows in rows.groupby("engine", sort=False):
+        stats = engine_rows.groupby("difficulty")[[key for key, _ in panels]].agg(["mean", "std"]).fillna(0.0)
+        label = ENGINE_LABEL[engine].format(v=engine_rows["engine_version"].iloc[0].replace("SUMO ", ""))
+        for ax, (key, _) in zip(axes, panels):
+            mean, sd = stats[(key, "mean")], stats[(key, "std")]
+            ax.plot(stats.index, mean, marker="o", color=ENGINE_COLOR[engine], label=label)
+            ax.fill_between(stats.index, mean - sd, mean + sd, alpha=0.2, color=ENGINE_COLOR[engine])
+    for ax, (_, ylabel) in zip(axes, panels):
         ax.set_xlabel("difficulty d")
-        ax.set_ylabel(label)
+        ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
     n_seeds = rows["seed"].nunique()
     fig.suptitle(f"Fixed-time (30 s phases) under the difficulty -> context map, {int(rows['seconds'].iloc[0])} s episodes, "
-                 f"{n_seeds} seed(s)", fontsize=10)
+                 f"{n_seeds} seed(s) per engine", fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
-def monotonicity(rows: pd.DataFrame) -> dict[str, bool]:
-    """Whether each metric's mean over seeds never falls as d rises (the paper's pilot check)."""
-    means = rows.groupby("difficulty")[["avg_queue", "total_delay_h", "avg_delay_s"]].mean()
-    return {key: bool(means[key].is_monotonic_increasing) for key in means}
+def monotonicity(rows: pd.DataFrame) -> dict[str, dict[str, bool]]:
+    """Per engine: whether each metric's mean over seeds never falls as d rises (the paper's pilot check)."""
+    out = {}
+    for engine, engine_rows in rows.groupby("engine", sort=False):
+        means = engine_rows.groupby("difficulty")[["avg_queue", "total_delay_h", "avg_delay_s"]].mean()
+        out[engine] = {key: bool(means[key].is_monotonic_increasing) for key in means}
+    return out

@@ -1,0 +1,178 @@
+"""The CityFlow engine (the MAESTRO paper's simulator; optional, not on PyPI: ``make cityflow`` builds it).
+
+See :mod:`.engines` for the interface it implements and the signal codes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from operator import itemgetter
+
+from marlinkit.envs.traffic.context import Flow, write_cityflow_flow
+from marlinkit.envs.traffic.data import MOVEMENTS, ROADNET, SOURCE_HINT, DataError, Network
+from marlinkit.envs.traffic.engines import HALTING, PHASE_MOVES, Engine, Reading, _generated, axis
+
+#: Every CityFlow Engine made in this process, kept alive to the end (destroying one can hang its threads).
+_CITYFLOW_ALIVE: list[object] = []
+#: Engines no CityFlowEngine holds now, by (roadnet file, flow key): the next load of that pair reuses one.
+_CITYFLOW_IDLE: dict[tuple[str, str], list[object]] = {}
+
+
+def cityflow_version(cityflow) -> str:
+    """``CityFlow <version>``: the module's ``__version__`` (``0.1+81ee0f4`` from ``make cityflow``:
+    CityFlow's own 0.1 and the commit built), else the installed distribution's version."""
+    version = getattr(cityflow, "__version__", "")
+    if not version or version == "dev":
+        try:
+            from importlib.metadata import version as dist_version
+
+            version = dist_version("CityFlow")
+        except Exception:  # noqa: BLE001 (a build without metadata: say so rather than fail)
+            version = version or "unknown version"
+    return f"CityFlow {version}"
+
+
+def cityflow_phase_ids(network: Network) -> list[list[int]]:
+    """Per agent: the roadnet's phase index for each of PHASES, then its all-red change phase.
+
+    Found from which movements each roadnet phase serves (right turns aside), not assumed.
+    """
+    raw = json.loads((network.folder / ROADNET).read_text())
+    kinds = {"turn_left": "left", "go_straight": "through", "turn_right": "right"}
+    out = []
+    for node in sorted((n for n in raw["intersections"] if not n["virtual"]), key=lambda n: n["id"]):
+        links = [(axis(network.roads[link["startRoad"]].heading), kinds[link["type"]]) for link in node["roadLinks"]]
+        by_served = {}
+        for index, phase in enumerate(node["trafficLight"]["lightphases"]):
+            served = frozenset(links[k] for k in phase["availableRoadLinks"] if links[k][1] != "right")
+            by_served.setdefault(served, index)
+        try:
+            out.append([by_served[frozenset({move})] for move in PHASE_MOVES] + [by_served[frozenset()]])
+        except KeyError as error:
+            raise DataError(f"{node['id']} in {ROADNET} lacks the phase serving {error}. {SOURCE_HINT}") from error
+    return out
+
+
+class CityFlowEngine(Engine):
+    """CityFlow (optional; not on PyPI, ``make cityflow`` builds it) on the data folder's CityFlow roadnet.
+
+    Each CityFlowEngine holds its own CityFlow Engine, so two live environments never share a
+    simulation. An Engine is never destroyed: ``close()`` (or loading another flow) hands it to a
+    process-wide idle pool, from which the next load of the same roadnet and flow takes it.
+
+    Seeds: CityFlow is deterministic here: with fixed routes and lane changing off its random
+    generator only orders vehicles internally, so the seed passed to :meth:`load` (given to
+    ``set_random_seed``) changes nothing and only the flow (the curriculum context's seed) varies.
+    """
+
+    name = "cityflow"
+
+    def __init__(self, network: Network, threads: int = 1):
+        super().__init__(network)
+        import cityflow
+
+        self._cityflow = cityflow
+        self.version = cityflow_version(cityflow)
+        self.threads = threads
+        self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
+        self._phase_ids = cityflow_phase_ids(network)
+        self._roadnet = str((network.folder / ROADNET).resolve())
+        self._engine = None
+        self._engine_key: tuple[str, str] | None = None
+        self._running: set[str] = set()
+        self._lane_vehicles = itemgetter(*self.lane_ids)
+        self._road_length = {road: r.length for road, r in network.roads.items()}
+
+    def load(self, flow: Flow, seed: int) -> None:
+        self._check_routes(flow)
+        key = (self._roadnet, flow.key)
+        if key != self._engine_key:
+            self._release()
+            idle = _CITYFLOW_IDLE.get(key)
+            self._engine = idle.pop() if idle else self._new_engine(flow)
+            self._engine_key = key
+        self._engine.reset()
+        self._engine.set_random_seed(int(seed))
+        self._running = set()
+        self._start_episode(flow)
+
+    def _release(self) -> None:
+        if self._engine is not None:
+            _CITYFLOW_IDLE.setdefault(self._engine_key, []).append(self._engine)
+            self._engine, self._engine_key = None, None
+
+    def close(self) -> None:
+        """Hand the Engine to the idle pool (it stays alive, see the class docstring)."""
+        self._release()
+
+    def _new_engine(self, flow: Flow):
+        """A CityFlow Engine for ``flow``, checked: CityFlow only prints a failed load and runs empty."""
+        flow_file = _generated(flow, ".cityflow.json")
+        if not flow_file.exists():
+            write_cityflow_flow(flow, flow_file)
+        config = {"interval": 1.0, "seed": 0, "dir": "", "roadnetFile": self._roadnet,
+                  "flowFile": str(flow_file.resolve()), "rlTrafficLight": True, "laneChange": False,
+                  "saveReplay": False, "roadnetLogFile": "", "replayLogFile": ""}
+        folder_tag = hashlib.sha256(self._roadnet.encode()).hexdigest()[:8]  # one config per data folder and flow
+        config_file = _generated(flow, f".{folder_tag}.cityflow-config.json")
+        config_file.parent.mkdir(parents=True, exist_ok=True)
+        config_file.write_text(json.dumps(config))
+        engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
+        _CITYFLOW_ALIVE.append(engine)
+        lanes = engine.get_lane_vehicle_count()
+        if not lanes or any(lane not in lanes for lane in self.lane_ids):
+            raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). {SOURCE_HINT}")
+        if len(flow):
+            for _ in range(flow.departs[0] + 1):
+                engine.next_step()
+            if not engine.get_vehicles(include_waiting=True):
+                raise DataError(f"CityFlow loaded no vehicles from {flow_file} (see its message above)")
+        return engine
+
+    def _apply_signal(self, agent_index: int, code: int) -> None:
+        self._engine.set_tl_phase(self.network.agents[agent_index], self._phase_ids[agent_index][min(code, 4)])
+
+    def advance(self) -> None:
+        self._engine.next_step()
+
+    def step(self) -> Reading:
+        """One second: CityFlow reports lanes only all 240 at once, so three reads a second (vehicle ids
+        per lane, halted vehicles per lane, running vehicles); the 192 observed lanes are picked with
+        one itemgetter call each."""
+        eng = self._engine
+        eng.next_step()
+        lanes, _ = self._lane_reader.read(self._lane_vehicles(eng.get_lane_vehicles()))
+        lanes[HALTING] = self._lane_vehicles(eng.get_lane_waiting_vehicle_count())
+        running = set(eng.get_vehicles(include_waiting=False))
+        departed, arrived = running - self._running, self._running - running
+        self._running = running
+        index = self._index.__getitem__
+        return Reading(float(eng.get_current_time()), lanes,
+                       sorted(map(index, departed)), sorted(map(index, arrived)))
+
+    @staticmethod
+    def _vehicle_name(index: int) -> str:
+        return f"flow_{index}_0"  # one flow entry per vehicle (write_cityflow_flow)
+
+    def distances(self, indices: list[int]) -> dict[int, float]:
+        """Route length of the roads already left plus the distance along the current lane or junction.
+
+        CityFlow's ``route`` lists the roads from the current one on. On a road, the ones before it
+        are done and ``distance`` is the distance along it. Inside a junction (no ``road`` in the
+        info) the current road is the one just left, so it is done too and ``distance`` is the
+        distance along the junction's lane link.
+        """
+        out = {}
+        length = self._road_length
+        for i in indices:
+            vid = self._vehicle_name(i)
+            if vid not in self._running:
+                continue
+            info = self._engine.get_vehicle_info(vid)
+            route = self.flow.routes[i]
+            done = len(route) - len(info.get("route", "").split())
+            if "road" not in info:  # inside a junction: the road it came from is behind it
+                done += 1
+            out[i] = sum(length[r] for r in route[:max(done, 0)]) + float(info.get("distance", 0.0))
+        return out
