@@ -77,7 +77,7 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
     env = maestro.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.65
     env.reward_state = curriculum.RewardState(source="llm")
-    env.set_worker(RewardWorker(Path(reward_example.__file__).read_text()))
+    env.set_reward(Path(reward_example.__file__).read_text(), episode_ticks=16 * 150 * 10)
     shadow = maestro.RewardInputs(16)
     try:
         env.reset(seed=1)
