@@ -37,7 +37,6 @@ sandbox: threat model", says what this contains and what it does not.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
