@@ -295,12 +295,18 @@ def means_and_sds(ax, results: AblationResults) -> None:
 
 
 def cv_comparison(ax, results: AblationResults) -> None:
-    """Figure 6: coefficient of variation per config (lower is better), ours and the paper's."""
+    """Figure 6: coefficient of variation per config (lower is better), ours and the paper's.
+
+    A CV that is undefined (mean score <= 0, or a single seed) gets no bar but the words "CV undefined".
+    """
     groups = _groups(final_by_seed(results))
     names = list(groups)
     x = np.arange(len(names))
     ours = [100 * _safe(stats.coefficient_of_variation, groups[a]) for a in names]
     ax.bar(x - 0.2, ours, 0.4, color=[COLORS[a] for a in names], label="ours (score)")
+    for position, value in zip(x, ours):
+        if not np.isfinite(value):
+            ax.text(position - 0.2, 0, "CV undefined", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.bar(x + 0.2, [pv.MAESTRO_TABLE2[a]["cv_pct"] for a in names], 0.4, color="#bbbbbb", label="paper (Table 2)")
     ax.set_xticks(x, names)
     ax.set_ylabel("CV (%)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from marlinkit import maestro_report as report
@@ -39,6 +40,13 @@ def test_table2_cv_of_a_negative_mean_is_undefined_and_the_caption_says_so():
     assert table.iloc[0]["CV (%)"] == "—" and table.iloc[1]["CV (%)"] != "—"
     caption = report.caption("table2", results)
     assert "score = 165 x" in caption and "undefined" in caption and "Sharpe" in caption
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    report.cv_comparison(ax, results)
+    assert any("undefined" in t.get_text() for t in ax.texts)  # Fig. 6 says so too, not a negative bar
+    assert all(bar.get_height() >= 0 or not np.isfinite(bar.get_height()) for bar in ax.patches)
+    plt.close(fig)
 
 
 def test_table4_and_table7_captions_define_their_quantities():

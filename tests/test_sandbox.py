@@ -202,6 +202,27 @@ def test_well_formed_rewards_using_the_allowed_language_are_accepted():
     assert verdict.sample_outputs == pytest.approx(_reference(source, *SAMPLES), abs=0)
 
 
+def test_metered_code_computes_what_the_original_computes():
+    source = (
+        "LEVELS = (10.0, 40.0, 80.0)\n\n"
+        "def band(q):\n    return sum(1 for level in LEVELS if level <= q)\n\n"
+        "def compute_reward(metrics, difficulty):\n"
+        "    q = metrics['queue_length']\n"
+        "    parts = [band(q), 0 <= q < 60.0, q is None, 'phase' not in metrics, 3 in [1, 2, 3]]\n"
+        "    weights = {'a': 0.1}\n"
+        "    weights['a'] += 0.05 * difficulty\n"
+        "    head = (parts + [0.0] * 2)[1:4]\n"
+        "    total = 0.0\n"
+        "    for k, v in weights.items():\n"
+        "        total -= v * band(q) ** 2 / 9.0\n"
+        "    scale = (lambda x: x * 0.25)(len(head))\n"
+        "    return max(-1.0, min(1.0, total + 0.01 * sum(parts) * scale - (2 << 3) / 1600.0))\n"
+    )
+    verdict = sandbox.validate(source, SAMPLES, LIMITS)
+    assert verdict.accepted, verdict.reason
+    assert verdict.sample_outputs == _reference(source, *SAMPLES)
+
+
 def test_hand_computed_values_come_back_in_row_order():
     metrics = {name: np.zeros(3) for name in sandbox.FIELD_NAMES}
     metrics["queue_length"] = np.array([0.0, 60.0, 120.0])
@@ -344,24 +365,31 @@ def test_reads_and_file_creation_are_denied_where_landlock_is_available():
 
 
 def test_workers_die_with_their_parent():
-    parent = subprocess.Popen(
-        [sys.executable, "-c", "from marlinkit.llm import sandbox\n"
-         "w = sandbox.RewardWorker('def compute_reward(metrics, difficulty):\\n    return 0.0\\n')\n"
-         "print(w.pid, flush=True)\nimport time\ntime.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, cwd=paths.REPO_ROOT)
+    # The parent hands its worker an endless batch, so the worker is busy, not waiting on its pipe.
+    script = (
+        "from marlinkit.llm import sandbox\n"
+        "limits = sandbox.SandboxLimits(cpu_seconds=120, wall_seconds=120.0, call_ticks=10**15, mean_ticks=1e15)\n"
+        "w = sandbox.RewardWorker('def compute_reward(metrics, difficulty):\\n    while True:\\n        pass\\n', limits)\n"
+        "print(w.pid, flush=True)\n"
+        "w.evaluate({k: v[:1] for k, v in sandbox.sample_rollouts(3)[0].items()}, 0.5)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=paths.REPO_ROOT)
     worker = int(parent.stdout.readline())
-    assert Path(f"/proc/{worker}").exists()
+    time.sleep(0.5)
+    assert Path(f"/proc/{worker}/stat").read_text().split()[2] in "RS"  # busy in the endless loop
     parent.kill()  # SIGKILL: no cleanup code runs in the parent
     parent.wait()
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
-        try:  # a zombie until init reaps it; it must no longer run
+    while time.monotonic() < deadline:
+        try:  # gone, or a zombie until init reaps it: either way it no longer runs
             if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":
                 break
         except FileNotFoundError:
             break
         time.sleep(0.05)
-    assert time.monotonic() < deadline, "the worker outlived its parent"
+    else:
+        os.kill(worker, 9)
+        raise AssertionError("the worker outlived its parent")
 
 
 # Frames a compromised worker could send instead of the protocol's; each must end in SandboxError.

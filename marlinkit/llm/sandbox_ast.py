@@ -20,12 +20,12 @@ inputs, never on how many calls came before. That is what lets validation speak 
 *ticks* rather than seconds (what a reward may spend does not depend on machine load): one tick
 per function call and per loop or comprehension iteration; ``range(n)`` and the builtins that walk
 a sequence (``sum``, ``sorted``, ``max``, ...) charge its length; ``+`` and ``*`` on sequences
-charge the result's length before building it; ``in`` charges the container's length; a slice its
-source's length; integer results above :data:`MAX_INT_BITS` bits are refused before computing
+charge the result's length before building it; ``in`` charges the container's length, a comparison
+its operands' lengths, a slice its source's length; integer results above :data:`MAX_INT_BITS` bits are refused before computing
 (``2 ** 10 ** 10``). The helpers the rewrite calls start with ``_``, a prefix the reward code may
-not use, so it cannot reach them. What the meter does not count (an O(n) comparison of two
-lists, for instance) is bounded because every list must first be built tick by tick; the
-per-process CPU limit is the backstop for the rest.
+not use, so it cannot reach them. What the meter does not count (hashing a long tuple used as a
+dict key, comparing the items *inside* nested sequences) is bounded because every sequence must
+first be built tick by tick; the per-process CPU limit is the backstop for the rest.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ _ALLOWED_NODES = (
 )
 _CONSTANT_NODES = (ast.Constant, ast.Tuple, ast.UnaryOp, ast.BinOp, ast.Name, ast.Load, ast.unaryop, ast.operator)
 _METERED_OPS = {ast.Add: "+", ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<"}
+_COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                ast.Is: "is", ast.IsNot: "is not"}
 
 
 class SyntaxProblem(ValueError):
@@ -233,7 +235,12 @@ class _Meter(ast.NodeTransformer):
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             test = _call("_in", node.left, node.comparators[0])
             return ast.UnaryOp(ast.Not(), test) if isinstance(node.ops[0], ast.NotIn) else test
-        return node
+        # a < b < c -> _cmp("<", a, b) and _cmp("<", b, c): b evaluated twice, harmless for pure code
+        left, parts = node.left, []
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(_call("_cmp", ast.Constant(_COMPARISONS[type(op)]), left, right))
+            left = right
+        return parts[0] if len(parts) == 1 else ast.BoolOp(ast.And(), parts)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)

@@ -33,6 +33,7 @@ import builtins
 import ctypes
 import json
 import math
+import operator
 import os
 import resource
 import signal
@@ -47,6 +48,8 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446  # the same on x86-64 and arm64
 SEQUENCES = (list, tuple, str)
 SIZED = (list, tuple, dict, str, range, type({}.keys()), type({}.values()), type({}.items()))
+COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+               ">=": operator.ge, "is": operator.is_, "is not": operator.is_not}
 WALKERS = ("all", "any", "dict", "enumerate", "list", "max", "min", "sorted", "sum", "tuple", "zip")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -142,6 +145,10 @@ def _meter(call_ticks, total_ticks):
         charge(1 + (size(container) if type(container) is not dict else 0))
         return item in container
 
+    def compare(symbol, a, b):
+        charge(1 + size(a) + size(b))
+        return COMPARISONS[symbol](a, b)
+
     def cut(value, lower, upper, step):
         charge(1 + size(value))
         return value[lower:upper:step]
@@ -163,7 +170,7 @@ def _meter(call_ticks, total_ticks):
     def power(base, exponent, modulus=None):
         return op("**", base, exponent) if modulus is None else big(pow(base, exponent, modulus))
 
-    helpers = {"_t": charge, "_each": each, "_op": op, "_in": contains, "_slice": cut}
+    helpers = {"_t": charge, "_each": each, "_op": op, "_in": contains, "_cmp": compare, "_slice": cut}
     replaced = {name: walker(getattr(builtins, name)) for name in WALKERS}
     replaced.update(range=counted_range, pow=power, fsum=walker(math.fsum))
     return used, helpers, replaced
