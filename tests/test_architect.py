@@ -13,7 +13,7 @@ from marlinkit.llm import architect as arch
 from marlinkit.llm import sandbox
 from marlinkit.llm.scripted import ScriptedBackend
 
-LIMITS = sandbox.SandboxLimits(cpu_seconds=1, memory_bytes=128 * 2**20, wall_seconds=30.0)
+LIMITS = sandbox.SandboxLimits(cpu_seconds=5, memory_bytes=128 * 2**20, wall_seconds=30.0)
 
 
 @pytest.fixture(scope="module")

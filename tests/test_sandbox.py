@@ -441,7 +441,7 @@ def test_cli_accepts_the_example_and_rejects_a_hostile_file(tmp_path):
         results[path.name] = (done.returncode, json.loads(done.stdout.strip().splitlines()[-1]))
     code, result = results["reward_example.py"]
     assert code == 0 and result["accepted"] and result["stage"] is None and result["exit_code"] == 0
-    assert result["sample_outputs"]["n"] == 360 * 16 + 64 and result["sample_outputs"]["non_finite"] == 0
+    assert result["sample_outputs"]["n"] == 2 * 360 * 16 + 64 and result["sample_outputs"]["non_finite"] == 0
     code, result = results["hostile.py"]
     assert code == 1 and not result["accepted"] and result["stage"] == "syntax"
     assert "__class__" in result["reason"] and "__subclasses__" in result["reason"]

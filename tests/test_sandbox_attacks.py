@@ -1,7 +1,7 @@
 """Our attack corpus (tests/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
 
 Every file starts with ``# expect: <stage> | <reason fragment>``. Validation runs as the training
-path runs it: the default rows (a real recorded episode in order, then synthetic edge cases) and
+path runs it: the default rows (two recorded episodes in order, then synthetic edge cases) and
 the default limits, so a verdict here is the verdict the architect would log.
 """
 
@@ -40,9 +40,10 @@ def test_attack_is_stopped_at_its_stage(path):
 
 def test_validation_runs_a_real_episode_in_order_then_synthetic_rows():
     metrics, difficulty, n_real = sandbox.validation_rows()
-    assert n_real == 360 * 16 and len(difficulty) == n_real + 64
+    assert n_real == 2 * 360 * 16 and len(difficulty) == n_real + 64
     assert (metrics["queue_length"][:n_real] == metrics["queue_length"][:n_real].round()).all()  # real: integers
-    assert metrics["queue_length"][:n_real].max() > 10  # queues build up over the real episode
+    assert metrics["queue_length"][:5760].max() > 10  # queues build up over the real-flow episode
+    assert metrics["queue_length"][5760:n_real].max() > 50  # and more in the hardest curriculum context
     source = (paths.PACKAGE_DIR / "llm" / "reward_example.py").read_text()
     verdict = sandbox.validate(source)
     assert verdict.accepted, verdict.reason

@@ -12,9 +12,10 @@ finite-value verification". This module makes each one concrete:
    name bound once, :data:`FUNCTION_NAME` never rebound, no default arguments, no attribute
    assignment. Accepted code is therefore pure. It must define :data:`FUNCTION_NAME` with exactly
    two positional parameters ``(metrics, difficulty)``.
-2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on one
-   whole episode of *real* recorded traffic metrics (360 s x 16 intersections,
-   :mod:`marlinkit.llm.reward_rows`) followed by synthetic edge cases, in a separate process
+2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
+   whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
+   Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.llm.reward_rows`) followed
+   by synthetic edge cases, in a separate process
    (``sandbox_worker``) locked in by rlimits (hard = soft), Landlock where the kernel has it, a
    uid of its own when started as root, and ``PR_SET_PDEATHSIG``. Its cost is metered in
    deterministic ticks: no call may exceed ``call_ticks`` and the whole validation may average
@@ -340,10 +341,10 @@ def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], 
 
 
 def validation_rows(synthetic: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
-    """The default validation set: one real episode in time order, then synthetic edge cases.
+    """The default validation set: the recorded episodes in time order, then synthetic edge cases.
 
-    Returns ``(metrics, difficulty, n_real)``. The real rows (:mod:`marlinkit.llm.reward_rows`,
-    5,760 = 360 s x 16 intersections) get difficulties rising over the episode across the
+    Returns ``(metrics, difficulty, n_real)``. The recorded rows (:mod:`marlinkit.llm.reward_rows`,
+    2 episodes x 360 s x 16 intersections = 11,520) get difficulties rising over them across the
     curriculum's range; the synthetic rows are :func:`sample_rollouts`.
     """
     from marlinkit.llm import reward_rows
