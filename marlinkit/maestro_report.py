@@ -223,7 +223,7 @@ def table7(results: AblationResults) -> pd.DataFrame:
 
 
 def acceptance(results: AblationResults) -> pd.DataFrame:
-    """LLM replies per kind and mode: calls, accepted, rate, fallbacks (what the architect achieved)."""
+    """LLM replies per kind and mode: calls, accepted, rate, fallbacks, rewards retired in training (budget, crash)."""
     gen = results.generations
     calls = gen[~gen["fallback"]]
     out = calls.groupby(["kind", "mode"]).agg(calls=("accepted", "size"), accepted=("accepted", "sum")).reset_index()
@@ -233,6 +233,8 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
     reasons = calls[~calls["accepted"]].groupby(["kind", "mode"])["reason"].agg(
         lambda r: "; ".join(pd.Series([x.split(":")[0] for x in r]).value_counts().head(3).index))
     out = out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
+    retired = gen[gen["kind"] == "retire"].groupby("mode").size()  # accepted rewards retired in training
+    out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0 for k, m in zip(out["kind"], out["mode"])]
     return out.fillna({"top rejection stages": "—"})
 
 

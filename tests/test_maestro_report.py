@@ -59,3 +59,15 @@ def test_table4_and_table7_captions_define_their_quantities():
     caption7 = report.caption("table7", results)
     for phrase in ("Sortino =", "downside deviation", "VaR (5%) =", "max drawdown =", "success ="):
         assert phrase in caption7
+
+
+def test_acceptance_counts_rewards_retired_in_training():
+    results = _results({"A2": [1.0, 2.0], "A7": [3.0, 5.0]})
+    base = {"mode": "llm_reward", "fallback": False, "reason": "accepted", "accepted": True}
+    results.generations = pd.DataFrame([
+        {**base, "kind": "reward"}, {**base, "kind": "reward", "accepted": False, "reason": "syntax: no"},
+        {**base, "kind": "retire", "fallback": True, "accepted": False, "reason": "retired during training: budget"},
+        {**base, "kind": "context", "mode": "llm_adaptive"}])
+    table = report.acceptance(results).set_index("kind")
+    assert table.loc["reward", "calls"] == 2 and table.loc["reward", "retired in training"] == 1
+    assert table.loc["context", "retired in training"] == 0 and "retire" not in table.index
