@@ -344,16 +344,21 @@ def validation_rows(synthetic: int = 64, seed: int = 0) -> tuple[dict[str, np.nd
     """The default validation set: the recorded episodes in time order, then synthetic edge cases.
 
     Returns ``(metrics, difficulty, n_real)``. The recorded rows (:mod:`marlinkit.llm.reward_rows`,
-    2 episodes x 360 s x 16 intersections = 11,520) get difficulties rising over them across the
-    curriculum's range; the synthetic rows are :func:`sample_rollouts`.
+    2 episodes x 360 s x 16 intersections = 11,520) get the exact difficulty values training uses
+    (:func:`marlinkit.curriculum.difficulty_levels`), cycling step by step so each level meets
+    light and heavy traffic; the synthetic rows are :func:`sample_rollouts`.
     """
     from marlinkit.llm import reward_rows
 
-    real, _ = reward_rows.load()
+    from marlinkit.curriculum import difficulty_levels
+
+    real, index = reward_rows.load()
     n_real = len(real[FIELD_NAMES[0]])
     fake, fake_difficulty = sample_rollouts(synthetic, seed)
     metrics = {name: np.concatenate([real[name], fake[name]]) for name in FIELD_NAMES}
-    difficulty = np.concatenate([np.round(np.linspace(0.3, 1.0, n_real), 6), fake_difficulty])
+    levels = np.array(difficulty_levels())
+    steps = (index[:, 0] * reward_rows.SECONDS + index[:, 1]).astype(int)  # one difficulty per step, as in training
+    difficulty = np.concatenate([levels[steps % len(levels)], fake_difficulty])
     return metrics, difficulty, n_real
 
 
