@@ -26,7 +26,6 @@ PATH = Path(__file__).with_name("reward_rows.csv.gz")
 SECONDS = 360  # the paper's episode length
 DIFFICULTIES = (None, 1.0)  # the episodes: the real flow, then the curriculum context of the hardest d
 INDEX = ("episode", "second", "agent")
-DECIMALS = 6  # the file's precision; integer-valued fields (queues, phases, throughput) stay exact
 
 
 def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.ndarray:
@@ -55,7 +54,7 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
                     rows.append([episode, t, i] + [float(metrics[name][i]) for name in FIELD_NAMES])
         finally:
             env.close()
-    return np.round(np.array(rows), DECIMALS)
+    return np.array(rows)
 
 
 def save(rows: np.ndarray, path: Path = PATH) -> None:
@@ -65,7 +64,9 @@ def save(rows: np.ndarray, path: Path = PATH) -> None:
     text = io.StringIO()
     text.write(",".join(INDEX + FIELD_NAMES) + "\n")
     for row in rows:
-        text.write(",".join([str(int(v)) for v in row[:3]] + [f"{v:.{DECIMALS}g}" for v in row[3:]]) + "\n")
+        # repr: the shortest text that reads back as the same float, so the rows carry every digit
+        # training would send (rounded values would tell a reward it is being validated)
+        text.write(",".join([str(int(v)) for v in row[:3]] + [repr(float(v)) for v in row[3:]]) + "\n")
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
         out.write(text.getvalue().encode())
 
