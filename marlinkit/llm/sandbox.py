@@ -15,13 +15,13 @@ finite-value verification". This module makes each one concrete:
 2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
    whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
    Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.llm.reward_rows`) followed
-   by synthetic edge cases, in a separate process
-   (``sandbox_worker``) locked in by rlimits (hard = soft), Landlock where the kernel has it, a
-   uid of its own when started as root, and ``PR_SET_PDEATHSIG``. Its cost is metered in
+   by synthetic edge cases, in a separate process (``sandbox_worker``) locked in by rlimits
+   (hard = soft), Landlock where the kernel has it, a uid of its own when started as root, and
+   ``PR_SET_PDEATHSIG``. Its cost is metered in
    deterministic ticks: no call may exceed ``call_ticks`` and the whole validation may average
    at most ``mean_ticks`` per call. Every call must return a number.
 3. ``safety``: every value is finite and within ``[-bound, bound]``, and on the real rows the
-   reward does not rise with the queue length (Spearman correlation below
+   reward is not constant and does not rise with the queue length (Spearman correlation below
    ``max_queue_correlation``): a reward that pays for queues on real traffic is refused.
 
 The paper gives no signature for r_LLM; ours is ``compute_reward(metrics, difficulty) -> float``,
@@ -325,7 +325,7 @@ def check_outputs(values: np.ndarray, bound: float) -> None:
 def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Deterministic synthetic samples: each field's extremes plus uniform draws, over difficulties.
 
-    Validation uses real recorded rollouts when the caller has them; these cover the documented
+    :func:`validation_rows` puts them after the recorded episodes; they cover the documented
     ranges (including all-zero and all-maximum rows, where divisions by zero hide).
     """
     if n < 3:
