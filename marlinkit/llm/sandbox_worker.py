@@ -86,8 +86,8 @@ def _lock_in(cpu_seconds, memory_bytes, parent):
         resource.setrlimit(limit, (value, value))
     os.chdir("/")
     landlock = _landlock()
-    uid = os.geteuid()
-    if uid == 0:  # no root powers left for the untrusted code, and no uid shared with a sibling
+    own_uid = os.geteuid() == 0
+    if own_uid:  # no root powers left for the untrusted code, and no uid shared with a sibling
         uid = UID_BASE + os.getpid()
         os.setgroups([])
         os.setgid(uid)
@@ -97,7 +97,8 @@ def _lock_in(cpu_seconds, memory_bytes, parent):
     if os.getppid() != parent:  # the parent died before the line above: nobody to serve
         os._exit(1)
     resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # stdin/stdout/stderr only
-    return {"uid": uid, "landlock_abi": landlock, "signal_scope": landlock >= 6, "pdeathsig": True}
+    # what the machine gave, not the uid itself (it follows the pid: logs must repeat byte for byte)
+    return {"own_uid": own_uid, "landlock_abi": landlock, "signal_scope": landlock >= 6, "pdeathsig": True}
 
 
 def _meter(call_ticks, total_ticks):
