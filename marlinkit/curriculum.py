@@ -129,6 +129,25 @@ def _clip(d: float, config: CurriculumConfig) -> float:
     return round(min(max(d, config.d_min), config.d_max), 9)
 
 
+def difficulty_levels(config: CurriculumConfig = CurriculumConfig(), limit: int = 1000) -> tuple[float, ...]:
+    """Every difficulty :func:`update_difficulty` can reach from ``d_initial``, sorted (the exact floats).
+
+    The defaults give the 15 levels 0.3, 0.35, ..., 1.0. The reward sandbox validates on exactly
+    these values, so a reward cannot tell validation from training by its ``difficulty`` argument.
+    """
+    seen, frontier = {config.d_initial}, [config.d_initial]
+    while frontier:
+        d = frontier.pop()
+        for step in (config.up_step, -config.down_step, config.plateau_step):
+            level = _clip(d + step, config)
+            if level not in seen:
+                seen.add(level)
+                frontier.append(level)
+        if len(seen) > limit:
+            raise ValueError(f"more than {limit} reachable difficulties: steps {config.up_step}/{config.down_step}")
+    return tuple(sorted(seen))
+
+
 @dataclass(frozen=True)
 class RewardState:
     """Reward-regeneration schedule of A7 (Section 4.3): which reward trains, and when to regenerate."""

@@ -168,8 +168,10 @@ class CurriculumEnv:
 
     ``context`` None means the real Hangzhou flow (evaluation). With ``shaping`` on and an active
     generated reward, rewards are :func:`marlinkit.curriculum.training_reward`; the environment's
-    own return is kept in ``env_return``. A sandbox failure during training reverts to the
-    environment reward (``curriculum.record_runtime_failure``) and is noted in ``runtime_failure``.
+    own return is kept in ``env_return``. Each episode gets a fresh sandbox process with the
+    episode's tick budget (``set_reward``), started at its first shaped step. A sandbox failure
+    during training (budget, crash, bad value) reverts to the environment reward
+    (``curriculum.record_runtime_failure``) and is noted in ``runtime_failure``.
     """
 
     def __init__(self, env, config: curriculum.CurriculumConfig):
@@ -179,6 +181,8 @@ class CurriculumEnv:
         self.difficulty = config.d_initial
         self.reward_state = curriculum.RewardState()
         self.worker = None
+        self.reward_source: str | None = None
+        self.episode_ticks = 0
         self.inputs = RewardInputs(len(env.possible_agents))
         self.env_return = self.reward_eval_s = 0.0
         self.runtime_failure: str | None = None
@@ -198,6 +202,7 @@ class CurriculumEnv:
         return self.env.action_space(agent)
 
     def reset(self, seed=None, options=None):
+        self._close_worker()  # a fresh process (and budget) per episode
         self.inputs.reset()
         self.env_return = 0.0
         return self.env.reset(seed=seed, options={"context": self.context})
@@ -207,30 +212,37 @@ class CurriculumEnv:
         agents = self.env.possible_agents
         r_env = np.array([rewards[a] for a in agents])
         self.env_return += float(r_env.mean())
-        if not (self.shaping and self.reward_state.source == "llm" and self.worker is not None):
+        if not (self.shaping and self.reward_state.source == "llm" and self.reward_source is not None):
             return obs, rewards, terminations, truncations, infos
-        from marlinkit.llm.sandbox import SandboxError
+        from marlinkit.llm.sandbox import RewardWorker, SandboxError
 
         started = time.perf_counter()
         metrics = self.inputs.update(np.stack([obs[a] for a in agents]), infos, agents, self.env.current_phases)
         try:
+            if self.worker is None:
+                self.worker = RewardWorker(self.reward_source, total_ticks=self.episode_ticks)
             r_llm = self.worker.evaluate(metrics, self.difficulty)
         except SandboxError as error:
             self.runtime_failure = str(error)
             self.reward_state = curriculum.record_runtime_failure(self.reward_state)
-            self.set_worker(None)
+            self.set_reward(None)
             r_llm = None
         shaped = curriculum.training_reward(r_env, r_llm, self.difficulty, self.reward_state, self.config)
         self.reward_eval_s += time.perf_counter() - started
         return obs, dict(zip(agents, shaped.tolist())), terminations, truncations, infos
 
-    def set_worker(self, worker) -> None:
-        if self.worker is not None and worker is not self.worker:
+    def set_reward(self, source: str | None, episode_ticks: int = 0) -> None:
+        """The accepted reward code (None: none) and its tick budget per episode."""
+        self._close_worker()
+        self.reward_source, self.episode_ticks = source, episode_ticks
+
+    def _close_worker(self) -> None:
+        if self.worker is not None:
             self.worker.close()
-        self.worker = worker
+        self.worker = None
 
     def close(self) -> None:
-        self.set_worker(None)
+        self.set_reward(None)
         self.env.close()
 
 
@@ -371,7 +383,6 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     from marlinkit.envs.traffic.env import TrafficSignalEnv
     from marlinkit.llm import architect as arch
     from marlinkit.llm.config import label as llm_label
-    from marlinkit.llm.sandbox import RewardWorker
 
     torch.set_num_threads(1)  # one run per core: more threads only contend
     started = time.perf_counter()
@@ -387,6 +398,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     architect = arch.CurriculumArchitect(backend, base.network, acfg, log)
     synth = arch.RewardSynthesizer(backend, acfg, log)
     agents, obs_dim, n_actions = env_dims(base)
+    episode_rows = cfg.episode_seconds * len(agents)  # reward calls per training episode
     learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
     buffer = ReplayBuffer(mcfg.buffer_size, len(agents), obs_dim)
     dstate = curriculum.initial_difficulty(ccfg)
@@ -406,7 +418,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             log.records[:] = saved["log"]
             _restore_learner(learner, buffer, saved)
             if rstate.source == "llm" and active_source is not None:
-                env.set_worker(RewardWorker(active_source))
+                env.set_reward(active_source, synth.episode_ticks(active_source, episode_rows))
     try:
         for episode in range(first, cfg.episodes):
             d = dstate.difficulty
@@ -419,12 +431,14 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             if rstate.pending:
                 trigger = rstate.trigger
                 rstate, active_source = arch.run_reward_event(synth, rstate, d, stats, episode, seed * 1000 + episode, ccfg)
-                env.set_worker(RewardWorker(active_source) if active_source is not None else None)
+                env.set_reward(active_source, synth.episode_ticks(active_source, episode_rows) if active_source else 0)
             t2 = time.perf_counter()
             env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, rstate, None
             env.reward_eval_s = 0.0
             train = run_episode(env, learner, seed + episode, True, buffer, step_count)
             rstate = env.reward_state  # a runtime failure may have reverted it to the env reward
+            if env.runtime_failure is not None:  # retired: the reason goes to the generation log
+                synth.retire(active_source, env.runtime_failure, episode, d)
             step_count += train["steps"]
             metrics = base.last_metrics
             score = float(calibration.score(env.env_return))

@@ -60,8 +60,8 @@ def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
             ours, base = final.loc[a, f"eval_{key}"], final.loc["A2", f"eval_{key}"] if "A2" in final.index else np.nan
             change = f" ({100 * (ours - base) / base:+.1f}%)" if a != "A2" and base else ""
             row[label] = f"{ours:.1f}{change}"
-            paper, paper_base = pv.MAESTRO_TRAFFIC[a][k], pv.MAESTRO_TRAFFIC["A2"][k]
-            row[f"paper {label}"] = f"{paper}" + (f" ({100 * (paper - paper_base) / paper_base:+.1f}%)" if a != "A2" else "")
+            change = pv.MAESTRO_TRAFFIC_CHANGE.get(a)  # the paper's own percentages, not recomputed
+            row[f"paper {label}"] = f"{pv.MAESTRO_TRAFFIC[a][k]}" + (f" ({change[k]})" if change else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -121,11 +121,42 @@ def table4(results: AblationResults) -> pd.DataFrame:
         rows.append({"Comparison": row["comparison"], "U": _fmt(row["U"], 1), "p": _fmt(row["p"], 3),
                      "p (Bonferroni)": _fmt(row["p_bonferroni"], 3), "Cohen's d": _fmt(d), "Effect": _effect_label(d),
                      "Significant?": "Yes" if row["p_bonferroni"] < 0.05 else "No",
-                     "seeds for 80% power": _safe(stats.seeds_for_power, d),
+                     "seeds for 80% power at our d": _safe(stats.seeds_for_power, d),
                      "paper U": _fmt(paper.get("U"), 1), "paper p": _fmt(paper.get("p"), 3),
                      "paper d": _fmt(paper.get("cohens_d")),
-                     "paper seeds for power": pv.MAESTRO_POWER_SEEDS.get((first, second))})
+                     "paper seeds for power (its d)": pv.MAESTRO_POWER_SEEDS.get((first, second))})
     return pd.DataFrame(rows)
+
+
+#: Captions of the saved tables: every quantity a reader needs is defined here, next to the code.
+CAPTIONS = {
+    "table1": ("Table 1: traffic metrics, evaluation episodes on the real flow in the final window, seed {seed}; "
+               "% vs A2. Paper columns: its Table 1 (CityFlow), percentages as the paper prints them."),
+    "table2": ("Table 2: final score per condition. score = 165 x (R - R_fixed) / (R_maxpressure - R_fixed), an affine "
+               "map of our training-episode return R (165 = max-pressure, 0 = fixed-time 30 s on the starting "
+               "context), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with ddof=1). "
+               "CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / SD. "
+               "Paper columns: its Table 2 (episode return, not our score: levels and CV are not comparable)."),
+    "table3": "Table 3: per-seed final score (see Table 2 for score); paper rows from its Table 3.",
+    "table4": ("Table 4: two-sided Mann-Whitney U per pair 'X vs Y'. U = min(U_X, U_Y), U_X counting pairs with "
+               "x > y (ties 1/2); p exact when no ties, else the exact tie-correct permutation p; Bonferroni over "
+               "the {pairs} pairs. Cohen's d = (mean Y - mean X) / pooled SD (ddof=1): positive when the second-named "
+               "condition scores higher. Seeds for 80% power: per condition, two-sided t-test at alpha 0.05, "
+               "computed from our d; the paper's number comes from its own d, so equal counts are no agreement."),
+    "table6": "Table 6: traffic metrics mean ± SD across seeds (the paper gives seed 200 only).",
+    "table7": ("Table 7: risk metrics of the final score over seeds (the paper's finance names for seed-level "
+               "numbers). Sharpe = (mean - A2 mean) / SD; Sortino = (mean - A2 mean) / downside deviation, "
+               "sqrt(sum(min(0, x - own mean)^2) / (n - 1)); VaR (5%) = the empirical 5 % quantile (inverted CDF: "
+               "the worst seed for n < 20); max drawdown = mean - worst seed (not a peak-to-trough of a time "
+               "series); success = share of seeds with score >= 0.95 x 165."),
+}
+
+
+def caption(name: str, results: AblationResults) -> str:
+    """The caption of table ``name`` (a key of :data:`CAPTIONS`), filled in from ``results``, with provenance."""
+    groups = _groups(final_by_seed(results))
+    text = CAPTIONS[name].format(seed=200, window=results.config.final_window, pairs=len(groups) * (len(groups) - 1) // 2)
+    return f"{text} {results.provenance()}"
 
 
 def cost_breakdown(results: AblationResults) -> pd.DataFrame:
@@ -192,7 +223,7 @@ def table7(results: AblationResults) -> pd.DataFrame:
 
 
 def acceptance(results: AblationResults) -> pd.DataFrame:
-    """LLM replies per kind and mode: calls, accepted, rate, fallbacks (what the architect achieved)."""
+    """LLM replies per kind and mode: calls, accepted, rate, fallbacks, rewards retired in training (budget, crash)."""
     gen = results.generations
     calls = gen[~gen["fallback"]]
     out = calls.groupby(["kind", "mode"]).agg(calls=("accepted", "size"), accepted=("accepted", "sum")).reset_index()
@@ -202,6 +233,8 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
     reasons = calls[~calls["accepted"]].groupby(["kind", "mode"])["reason"].agg(
         lambda r: "; ".join(pd.Series([x.split(":")[0] for x in r]).value_counts().head(3).index))
     out = out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
+    retired = gen[gen["kind"] == "retire"].groupby("mode").size()  # accepted rewards retired in training
+    out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0 for k, m in zip(out["kind"], out["mode"])]
     return out.fillna({"top rejection stages": "—"})
 
 
@@ -264,12 +297,18 @@ def means_and_sds(ax, results: AblationResults) -> None:
 
 
 def cv_comparison(ax, results: AblationResults) -> None:
-    """Figure 6: coefficient of variation per config (lower is better), ours and the paper's."""
+    """Figure 6: coefficient of variation per config (lower is better), ours and the paper's.
+
+    A CV that is undefined (mean score <= 0, or a single seed) gets no bar but the words "CV undefined".
+    """
     groups = _groups(final_by_seed(results))
     names = list(groups)
     x = np.arange(len(names))
     ours = [100 * _safe(stats.coefficient_of_variation, groups[a]) for a in names]
     ax.bar(x - 0.2, ours, 0.4, color=[COLORS[a] for a in names], label="ours (score)")
+    for position, value in zip(x, ours):
+        if not np.isfinite(value):
+            ax.text(position - 0.2, 0, "CV undefined", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.bar(x + 0.2, [pv.MAESTRO_TABLE2[a]["cv_pct"] for a in names], 0.4, color="#bbbbbb", label="paper (Table 2)")
     ax.set_xticks(x, names)
     ax.set_ylabel("CV (%)")

@@ -477,7 +477,7 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
             pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
             test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
             paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
-            paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, (np.nan, np.nan))
+            paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, ("", ""))  # strings as printed
             rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
                          "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
                          "significant": bool(test.p_value < SIGNIFICANCE), "paper_episode": paper_episode,
@@ -488,7 +488,7 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
 def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way)."""
     shown = table.copy()
-    for column in ("MARL", "MARLIN", "paper_MARL", "paper_MARLIN"):
+    for column in ("MARL", "MARLIN"):  # the paper_* columns are already the paper's own strings
         shown[column] = shown[column].map(lambda v: f"{v:.4f}")
     shown["p_value"] = table.p_value.map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
     latex = shown.copy()

@@ -247,7 +247,8 @@ def maestro_bootstrap(n_resamples: int, seed: int) -> pd.DataFrame:
     for name, values in table3_seeds().items():
         low, high = stats.bootstrap_ci(values, n_resamples=n_resamples, seed=seed)
         rows.append({"condition": name, "seeds": len(values), "mean": float(np.mean(values)),
-                     "ci_low": low, "ci_high": high, "resamples": n_resamples})
+                     "ci_low": low, "ci_high": high, "resamples": n_resamples,
+                     "degenerate": stats.bootstrap_degenerate(len(values))})  # True: the CI is just [min, max]
     return pd.DataFrame(rows)
 
 
@@ -257,9 +258,11 @@ def marlin_granularity() -> pd.DataFrame:
     rows = []
     for scenario, checkpoints in pv.MARLIN_TABLE1.items():
         for episode, pair in checkpoints.items():
-            for system, value in zip(("MARL", "MARLIN"), pair):
+            for system, printed in zip(("MARL", "MARLIN"), pair):
+                value = float(printed)
                 k = round(value * grid)
-                rows.append({"scenario": scenario, "episode": episode, "system": system, "reported": value,
+                rows.append({"scenario": scenario, "episode": episode, "system": system, "printed": printed,
+                             "reported": value,
                              "nearest_k_over_700": k, "nearest_value": k / grid,
                              "attainable": abs(k / grid - value) <= 0.5e-4 + 1e-12})
     return pd.DataFrame(rows)

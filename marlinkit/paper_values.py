@@ -74,6 +74,10 @@ MAESTRO_TEXT_CLAIMS: dict[str, float] = {
 #: time, avg delay, avg wait time (s).
 MAESTRO_TRAFFIC: dict[str, tuple[int, int, int, int]] = {
     "A2": (1973, 793, 472, 502), "A7": (2090, 739, 378, 422), "A8": (2155, 708, 341, 383)}
+#: Table 1: the change vs A2 in parentheses, as printed (the paper's own rounding: it prints -6.9 %
+#: for travel time where (739 - 793) / 793 from the rounded integers gives -6.8 %).
+MAESTRO_TRAFFIC_CHANGE: dict[str, tuple[str, str, str, str]] = {
+    "A7": ("+5.9%", "-6.9%", "-19.9%", "-15.8%"), "A8": ("+9.2%", "-10.8%", "-27.8%", "-23.6%")}
 #: Table 5: hours per 200-episode run by component (single RTX-class GPU).
 MAESTRO_COST_HOURS: dict[str, float] = {"simulation": 2.8, "MADDPG training": 0.65,
                                         "LLM curriculum calls": 2.5 / 60, "LLM reward calls": 1.0 / 60}
@@ -81,14 +85,16 @@ MAESTRO_COST_HOURS: dict[str, float] = {"simulation": 2.8, "MADDPG training": 0.
 # --- MARLIN ------------------------------------------------------------------------------------
 
 MARLIN_CHECKPOINTS = (100, 850, 1600)
-#: Table I: average performance (MARL, MARLIN) at episodes 100 / 850 / 1600; bold (significant at
-#: p < 0.001, 50-run paired t-test) is lost in the text version, and per-run values are not given.
-MARLIN_TABLE1: dict[str, dict[int, tuple[float, float]]] = {
-    "asymmetrical_two_slot": {100: (0.8543, 1.0000), 850: (0.9814, 0.9957), 1600: (0.9843, 0.9929)},
-    "maze_like": {100: (0.4300, 0.4271), 850: (0.8529, 0.9643), 1600: (0.8214, 1.0000)},
-    "single_slot": {100: (0.7157, 0.9071), 850: (0.9329, 0.9943), 1600: (0.9700, 1.0000)},
-    "symmetrical_two_slot": {100: (0.8671, 0.9714), 850: (0.9929, 1.0000), 1600: (0.9857, 0.9952)},
-    "two_path": {100: (0.7771, 0.9271), 850: (0.9929, 1.0000), 1600: (1.0000, 0.9667)},
+#: Table I: average performance (MARL, MARLIN) at episodes 100 / 850 / 1600, as the paper prints
+#: them (four decimals, trailing zeros kept: "0.9700", "1.0000"; ``float()`` for arithmetic); bold
+#: (significant at p < 0.001, 50-run paired t-test) is lost in the text version, and per-run values
+#: are not given.
+MARLIN_TABLE1: dict[str, dict[int, tuple[str, str]]] = {
+    "asymmetrical_two_slot": {100: ("0.8543", "1.0000"), 850: ("0.9814", "0.9957"), 1600: ("0.9843", "0.9929")},
+    "maze_like": {100: ("0.4300", "0.4271"), 850: ("0.8529", "0.9643"), 1600: ("0.8214", "1.0000")},
+    "single_slot": {100: ("0.7157", "0.9071"), 850: ("0.9329", "0.9943"), 1600: ("0.9700", "1.0000")},
+    "symmetrical_two_slot": {100: ("0.8671", "0.9714"), 850: ("0.9929", "1.0000"), 1600: ("0.9857", "0.9952")},
+    "two_path": {100: ("0.7771", "0.9271"), 850: ("0.9929", "1.0000"), 1600: ("1.0000", "0.9667")},
 }
 #: Table I caption: runs behind each average.
 MARLIN_TABLE1_RUNS = 50

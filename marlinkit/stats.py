@@ -40,23 +40,43 @@ class MannWhitney:
 
 
 def bonferroni(p_values: Sequence[float]) -> np.ndarray:
-    """Bonferroni-adjusted p-values: each multiplied by the number of tests, capped at 1."""
+    """Bonferroni-adjusted p-values (each times the number of tests, capped at 1): statsmodels' ``multipletests``."""
+    from statsmodels.stats.multitest import multipletests
+
     p = _sample(p_values, name="p_values")
     if np.any((p < 0) | (p > 1)):
         raise ValueError("p-values must lie in [0, 1]")
-    return np.minimum(p * p.size, 1.0)
+    return multipletests(p, method="bonferroni")[1]
 
 
-def mann_whitney(a: Sequence[float], b: Sequence[float], n_tests: int = 1, method: str = "exact") -> MannWhitney:
+#: Largest number of splits the tie-correct permutation p of :func:`mann_whitney` enumerates.
+MAX_PERMUTATION_SPLITS = 200_000
+
+
+def mann_whitney(a: Sequence[float], b: Sequence[float], n_tests: int = 1, method: str = "auto") -> MannWhitney:
     """Two-sided Mann-Whitney U test of ``a`` vs ``b``; ``n_tests`` comparisons for Bonferroni.
 
-    ``method="exact"`` (the default) is right for the paper's 2-4 seeds per group; scipy's
-    ``"asymptotic"`` normal approximation is there for comparison.
+    U convention (scipy's): ``u_first`` counts pairs (x in a, y in b) with x > y, ties counted 1/2;
+    ``u_min`` = min(U_a, U_b), the number tables print.
+
+    ``method="auto"`` (the default): without ties, scipy's exact null distribution (right for the
+    paper's 2-4 seeds per group); with ties, where scipy's exact distribution does not hold (its
+    documentation: the exact method assumes no ties), the tie-correct exact permutation p of the
+    same statistic, by enumerating every split with scipy's ``PermutationMethod`` (up to
+    :data:`MAX_PERMUTATION_SPLITS` splits; beyond, scipy's tie-corrected normal approximation).
+    ``"exact"``, ``"asymptotic"`` or ``"permutation"`` force one route.
     """
     a, b = _sample(a, name="a"), _sample(b, name="b")
     if n_tests < 1:
         raise ValueError(f"n_tests must be >= 1, got {n_tests}")
-    result = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=method)
+    if method not in ("auto", "exact", "asymptotic", "permutation"):
+        raise ValueError(f"method must be auto, exact, asymptotic or permutation, got {method!r}")
+    if method == "auto":
+        ties = np.unique(np.concatenate([a, b])).size < a.size + b.size
+        method = ("permutation" if math.comb(a.size + b.size, a.size) <= MAX_PERMUTATION_SPLITS else "asymptotic"
+                  ) if ties else "exact"
+    route = _scipy_stats.PermutationMethod(n_resamples=np.inf) if method == "permutation" else method
+    result = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=route)
     u_first = float(result.statistic)
     return MannWhitney(u_first, min(u_first, a.size * b.size - u_first), float(result.pvalue),
                        min(float(result.pvalue) * n_tests, 1.0))
@@ -94,23 +114,40 @@ def bootstrap_ci(values: Sequence[float], statistic: Callable[[np.ndarray], floa
                  n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of ``statistic`` from ``n_resamples`` seeded resamples (MAESTRO §5.3).
 
-    Same seed -> same interval. ``statistic`` takes a 2-D array (resamples x values) along axis -1
-    when it accepts ``axis``; plain callables are applied row by row.
+    scipy's ``stats.bootstrap`` (percentile method). Same seed -> same interval. ``statistic``
+    is vectorised along ``axis`` when it accepts one; plain callables are applied resample by
+    resample. Constant data give the point interval (value, value). With very few values the
+    interval is just [min, max]: see :func:`bootstrap_degenerate`.
     """
     data = _sample(values, 2)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    index = np.random.default_rng(seed).integers(0, data.size, size=(n_resamples, data.size))
-    resamples = data[index]
+    if np.all(data == data[0]):  # scipy returns nan (with a warning) for a degenerate distribution
+        value = float(statistic(data))
+        return value, value
     try:
-        estimates = np.asarray(statistic(resamples, axis=-1), dtype=float)
+        statistic(data[None, :], axis=-1)
+        vectorized = True
     except TypeError:
-        estimates = np.array([statistic(row) for row in resamples], dtype=float)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(estimates, [tail, 1 - tail])
-    return float(low), float(high)
+        vectorized = False
+    result = _scipy_stats.bootstrap((data,), statistic, n_resamples=n_resamples, confidence_level=confidence,
+                                    method="percentile", vectorized=vectorized, rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def bootstrap_degenerate(n: int, confidence: float = 0.95) -> bool:
+    """True when a percentile bootstrap CI of a mean from ``n`` values is (almost surely) just [min, max].
+
+    A resample repeats the minimum n times with probability n^-n; while that is at least the
+    lower tail (1 - confidence) / 2 the lower bound is the minimum itself (likewise the upper):
+    n = 2 (1/4) and n = 3 (1/27) at 95 %. Such an interval says nothing beyond the data's range,
+    and tables flag it.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return n == 1 or float(n) ** -n >= (1 - confidence) / 2
 
 
 def seeds_for_power(effect_size: float, power: float = 0.8, alpha: float = 0.05) -> int:
@@ -131,12 +168,15 @@ def seeds_for_power(effect_size: float, power: float = 0.8, alpha: float = 0.05)
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
-    """Sample SD (ddof=1) over the mean, as a fraction (MAESTRO Table 2 prints it in %)."""
+    """Sample SD (ddof=1) over the mean, as a fraction (MAESTRO Table 2 prints it in %): scipy's ``variation``.
+
+    Only meaningful for a positive quantity: for a mean <= 0 it is undefined and returned as NaN
+    (tables print "—"; a negative CV such as -358 % would read as "less variable than zero").
+    """
     data = _sample(values, 2)
-    mean = data.mean()
-    if mean == 0:
-        raise ValueError("coefficient of variation is undefined for a zero mean")
-    return float(data.std(ddof=1) / mean)
+    if not data.mean() > 0:
+        return math.nan
+    return float(_scipy_stats.variation(data, ddof=1))
 
 
 def sharpe_ratio(values: Sequence[float], baseline_mean: float) -> float:
@@ -214,17 +254,25 @@ class PairedT:
     n: int
 
 
+#: Relative spread below which paired differences count as all equal (a few hundred float steps).
+EQUAL_DIFFERENCES_RTOL = 1e-12
+
+
 def paired_ttest(first: Sequence[float], second: Sequence[float]) -> PairedT:
     """Two-sided paired t-test (MARLIN Table I: MARL vs MARLIN runs sharing a seed), via scipy.
 
     When every pair has the same difference the test is undefined: t and p are NaN then
-    (never "significant"), e.g. when both systems score 1.0 in every run.
+    (never "significant"), e.g. when both systems score 1.0 in every run. "The same" allows for
+    rounding: differences equal in exact arithmetic may land a float step apart (scores in steps
+    of 1/14: 3/14 - 1/14 != 5/14 - 3/14 in binary), which would give t ~ 1e15. So the spread of the
+    differences is compared with :data:`EQUAL_DIFFERENCES_RTOL` x the largest magnitude involved.
     """
     a, b = _sample(first, 2, "first"), _sample(second, 2, "second")
     if a.size != b.size:
         raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
     difference = b - a
-    if np.all(difference == difference[0]):
-        return PairedT(float(difference[0]), math.nan, math.nan, int(a.size))
+    scale = max(float(np.abs(a).max()), float(np.abs(b).max()), float(np.abs(difference).max()))
+    if np.ptp(difference) <= EQUAL_DIFFERENCES_RTOL * scale:
+        return PairedT(float(difference.mean()), math.nan, math.nan, int(a.size))
     result = _scipy_stats.ttest_rel(b, a)
     return PairedT(float(difference.mean()), float(result.statistic), float(result.pvalue), int(a.size))

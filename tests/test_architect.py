@@ -13,7 +13,7 @@ from marlinkit.llm import architect as arch
 from marlinkit.llm import sandbox
 from marlinkit.llm.scripted import ScriptedBackend
 
-LIMITS = sandbox.SandboxLimits(cpu_seconds=1, memory_bytes=128 * 2**20, wall_seconds=30.0)
+LIMITS = sandbox.SandboxLimits(cpu_seconds=5, memory_bytes=128 * 2**20, wall_seconds=30.0)
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +159,7 @@ def test_reward_reply_stops_at_the_closing_fence_and_its_code_is_read():
             seen_settings.append(settings)
             return super().chat(messages, settings)
 
-    code = "def compute_reward(metrics, difficulty):\n    return 0.25\n"
+    code = "def compute_reward(metrics, difficulty):\n    return -min(metrics['queue_length'] / 60.0, 1.0)\n"
     reply = f"```python\n{code}```\n\nThis function is simple and efficient. ```python\nbroken(\n```\n"
     synth = arch.RewardSynthesizer(Recording(lambda m: reply), limits=LIMITS)
     source, reason = synth.attempt(0.5, {}, episode=0, seed=1, number=0)

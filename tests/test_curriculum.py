@@ -175,3 +175,14 @@ def test_combined_reward_matches_the_papers_formula():
     r_env, r_llm = np.array([-2.0, 0.0, 10.0]), np.array([0.5, -1.0, 0.0])
     assert cur.combined_reward(r_env, r_llm, 0.65) == pytest.approx([24.1, -51.0, 7.0])
     assert cur.combined_reward(-2.0, 0.5, 0.3) == pytest.approx(0.9 * -2.0 + 0.1 * 85.0)
+
+
+def test_difficulty_levels_are_the_exact_values_training_reaches():
+    levels = cur.difficulty_levels()
+    assert len(levels) == 15 and levels[0] == 0.3 and levels[-1] == 1.0
+    config = cur.CurriculumConfig(target=100.0)
+    state, seen = cur.initial_difficulty(config), set()
+    for score in [200.0] * 40 + [0.0] * 7 + [96.0] * 30:  # raises, drops, plateaus
+        state = cur.update_difficulty(state, score, config)
+        seen.add(state.difficulty)
+    assert seen <= set(levels) and len(seen) > 5

@@ -12,7 +12,6 @@ import pytest
 from marlinkit import curriculum, maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.llm import reward_example
-from marlinkit.llm.sandbox import RewardWorker
 from marlinkit.runs import ResultStore
 
 TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
@@ -77,7 +76,7 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
     env = maestro.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.65
     env.reward_state = curriculum.RewardState(source="llm")
-    env.set_worker(RewardWorker(Path(reward_example.__file__).read_text()))
+    env.set_reward(Path(reward_example.__file__).read_text(), episode_ticks=16 * 150 * 10)
     shadow = maestro.RewardInputs(16)
     try:
         env.reset(seed=1)
@@ -121,3 +120,36 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     assert not checkpoint.exists()
     assert resumed.loc[0, "sim_s"] == pytest.approx(saved_first_row["sim_s"], rel=1e-12)  # episode 0 was not rerun
     pd.testing.assert_frame_equal(resumed.drop(columns=TIMING), reference.drop(columns=TIMING))
+
+
+def test_a_reward_over_its_episode_budget_is_retired_and_logged():
+    """The per-episode tick budget: deterministic, the reason in runtime_failure and the generation log."""
+    from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
+    from marlinkit.llm import architect as arch
+    from marlinkit.llm.scripted import ScriptedBackend
+
+    source = Path(reward_example.__file__).read_text()  # 7 ticks per call: 16 x 7 = 112 per step
+    config = curriculum.CurriculumConfig()
+    base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(0.5, seed=3), episode_seconds=30))
+    env = maestro.CurriculumEnv(base, config)
+    env.context, env.shaping, env.difficulty = base.context, True, 0.5
+    failures = []
+    try:
+        for _ in range(2):  # the same failure at the same step, twice: no clock involved
+            env.reward_state = curriculum.RewardState(source="llm")
+            env.set_reward(source, episode_ticks=112 * 10)
+            env.reset(seed=1)
+            env.runtime_failure, steps = None, 0
+            while env.agents and env.runtime_failure is None:
+                env.step({a: 0 for a in env.possible_agents})
+                steps += 1
+            failures.append((steps, env.runtime_failure))
+            assert env.reward_state.source == "env" and env.reward_source is None and env.worker is None
+    finally:
+        env.close()
+    assert failures[0] == failures[1] == (11, "execution: TickBudgetExceeded: the budget of 1120 ticks for this process is used up")
+    synth = arch.RewardSynthesizer(ScriptedBackend(arch.scripted_architect_replies()))
+    synth.retire(source, failures[0][1], episode=3, difficulty=0.5)
+    (record,) = synth.log.records
+    assert record["kind"] == "retire" and not record["accepted"] and "TickBudgetExceeded" in record["reason"]
+    assert synth.episode_ticks(source, 5760) == 28 * 5760  # validated again when unknown: 4 x 7 ticks per call

@@ -220,10 +220,13 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells():
     table = marlin.table1(pd.DataFrame(rows), [10])
     row = table.iloc[0]
     assert row.runs == 60 and row.significant and row.MARLIN - row.MARL == pytest.approx(0.3, abs=0.01)
-    assert (row.paper_episode, row.paper_MARL, row.paper_MARLIN) == (100, 0.43, 0.4271)
+    assert (row.paper_episode, row.paper_MARL, row.paper_MARLIN) == (100, "0.4300", "0.4271")
     shown, latex = marlin.table1_markup(table)
     assert shown.MARLIN.iloc[0].startswith("**") and not shown.MARL.iloc[0].startswith("**")
     assert "\\textbf{" in latex and "maze\\_like" in latex
+    assert shown.paper_MARL.iloc[0] == "0.4300" and " 0.4300 " in latex  # the paper's trailing zeros kept
+    csv = table.to_csv(index=False)
+    assert ",0.4300,0.4271" in csv  # the CSV too (a float column would write 0.43)
 
 
 TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, "checkpoints": [2, 4], "eval_runs": 6,

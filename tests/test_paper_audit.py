@@ -55,3 +55,10 @@ def test_marlin_table1_granularity_flags_two_cells():
     assert sorted(zip(bad.scenario, bad.episode, bad.system)) == [
         ("symmetrical_two_slot", 1600, "MARLIN"), ("two_path", 1600, "MARLIN")]
     assert table.loc[table.reported == 0.8543, "nearest_k_over_700"].item() == 598  # 598 / 700 = 0.85429
+
+
+def test_maestro_bootstrap_flags_the_two_seed_interval_as_degenerate():
+    table = pa.maestro_bootstrap(n_resamples=500, seed=0).set_index("condition")
+    assert table.loc["A7", "degenerate"] and table.loc["A7", "seeds"] == 2
+    assert (table.loc["A7", "ci_low"], table.loc["A7", "ci_high"]) == (157.92, 159.61)  # just [min, max]
+    assert not table.loc["A2", "degenerate"] and not table.loc["A8", "degenerate"]

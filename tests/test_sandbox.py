@@ -73,33 +73,36 @@ SYNTAX_CORPUS = [
     ("three-parameters", reward("return 0.0", "compute_reward(metrics, difficulty, extra)"), "exactly two"),
     ("varargs", reward("return 0.0", "compute_reward(*args)"), "exactly two positional"),
     ("kwargs", reward("return 0.0", "compute_reward(metrics, difficulty, **kw)"), "exactly two"),
-    ("defaults", reward("return 0.0", "compute_reward(metrics, difficulty=0.5)"), "exactly two"),
+    ("defaults", reward("return 0.0", "compute_reward(metrics, difficulty=0.5)"), "default argument"),
+    ("top-level-loop", "while True:\n    pass\n" + reward("return 0.0"), "module-level While is not allowed"),
     ("nested-only", "def outer():\n" + "\n".join("    " + l for l in reward("return 0.0").splitlines()), "no top-level"),
 ]
 
 # (id, source, reason fragment) that pass the AST check and are stopped while running.
 EXECUTION_CORPUS = [
-    ("memory-bomb-list", reward("x = [0] * 10**9\nreturn 0.0"), "MemoryError"),
-    ("memory-bomb-str", reward("x = 'a' * 10**10\nreturn 0.0"), "MemoryError"),
-    ("power-bomb", reward("return 2 ** (10 ** 10)"), "MemoryError"),
+    ("memory-bomb-list", reward("x = [0] * 10**9\nreturn 0.0"), "TickBudgetExceeded"),
+    ("memory-bomb-str", reward("x = 'a' * 10**10\nreturn 0.0"), "TickBudgetExceeded"),
+    ("power-bomb", reward("return 2 ** (10 ** 10)"), "OverflowError: integer above 4096 bits"),
     ("recursion-bomb", "def f(x):\n    return f(x)\n" + reward("return f(1)"), "RecursionError"),
     ("huge-int-output", reward("return 10 ** 400"), "OverflowError"),
-    ("list-output", reward("return [0.0] * 1000000"), "returned list"),
+    ("list-output", reward("return [0.0] * 1000"), "returned list"),
     ("string-output", reward("return 'high'"), "returned str"),
     ("no-return", reward("x = 1"), "returned NoneType"),
-    ("huge-error-message", reward("return metrics['x' * 10**6]"), "KeyError"),
+    ("huge-error-message", reward("return metrics['x' * 1000]"), "KeyError"),
     ("missing-field", reward("return metrics['speed']"), "KeyError: 'speed'"),
     ("division-by-zero", reward("return 1.0 / metrics['queue_length']"), "ZeroDivisionError"),
     ("math-domain", reward("return math.log(metrics['queue_length'])"), "ValueError: math domain"),
     ("unbound-at-runtime", reward("if difficulty > 2:\n    y = 1\nreturn y"), "UnboundLocalError"),
 ]
 
-# CPU-bound programs: each costs about a second of CPU, so the corpus keeps three.
-CPU_CORPUS = [
+# Endless programs: stopped by the deterministic tick budget, not by a clock.
+BUDGET_CORPUS = [
     ("infinite-loop", reward("while True:\n    pass")),
-    ("top-level-loop", "while True:\n    pass\n" + reward("return 0.0")),
     ("huge-range", reward("return sum(i for i in range(10 ** 12)) * 0.0")),
+    ("endless-recursion-tree", "def f(n):\n    return f(n + 1) + f(n + 2) if n < 60 else 0\n" + reward("return f(0)")),
 ]
+# Limits under which only the time backstops can stop a program (tick budgets out of reach).
+UNMETERED = dict(call_ticks=10**15, mean_ticks=1e15)
 
 # (id, source, reason fragment) that run but return values the safety stage refuses.
 SAFETY_CORPUS = [
@@ -134,15 +137,23 @@ def test_execution_stage_contains_runtime_failures(name, source, fragment):
     assert len(verdict.reason) < 600  # error text is truncated, never the attacker's megabytes
 
 
-@pytest.mark.parametrize("name,source", CPU_CORPUS, ids=_ids(CPU_CORPUS))
-def test_cpu_limit_kills_endless_computation(name, source):
+@pytest.mark.parametrize("name,source", BUDGET_CORPUS, ids=_ids(BUDGET_CORPUS))
+def test_tick_budget_stops_endless_computation_before_any_clock(name, source):
+    start = time.process_time()
     verdict = sandbox.validate(source, SAMPLES, LIMITS)
     assert (verdict.accepted, verdict.stage) == (False, "execution"), verdict
-    assert verdict.reason == "CPU time limit (1 s) exceeded"
+    assert verdict.reason == "TickBudgetExceeded: a call used more than 2000 ticks"
+    assert time.process_time() - start < 1.0
+
+
+def test_cpu_backstop_has_hard_limit_equal_to_soft():
+    limits = sandbox.SandboxLimits(cpu_seconds=1, memory_bytes=128 * 2**20, wall_seconds=60.0, **UNMETERED)
+    verdict = sandbox.validate(reward("while True:\n    pass"), SAMPLES, limits)
+    assert (verdict.stage, verdict.reason) == ("execution", "CPU time limit (1 s) exceeded")
 
 
 def test_wall_clock_timeout_kills_before_the_cpu_limit():
-    limits = sandbox.SandboxLimits(cpu_seconds=60, memory_bytes=128 * 2**20, wall_seconds=0.5)
+    limits = sandbox.SandboxLimits(cpu_seconds=60, memory_bytes=128 * 2**20, wall_seconds=0.5, **UNMETERED)
     start = time.monotonic()
     verdict = sandbox.validate(reward("while True:\n    pass"), SAMPLES, limits)
     assert (verdict.stage, verdict.reason) == ("execution", "wall-clock timeout (0.5 s)")
@@ -191,6 +202,27 @@ def test_well_formed_rewards_using_the_allowed_language_are_accepted():
     assert verdict.sample_outputs == pytest.approx(_reference(source, *SAMPLES), abs=0)
 
 
+def test_metered_code_computes_what_the_original_computes():
+    source = (
+        "LEVELS = (10.0, 40.0, 80.0)\n\n"
+        "def band(q):\n    return sum(1 for level in LEVELS if level <= q)\n\n"
+        "def compute_reward(metrics, difficulty):\n"
+        "    q = metrics['queue_length']\n"
+        "    parts = [band(q), 0 <= q < 60.0, q is None, 'phase' not in metrics, 3 in [1, 2, 3]]\n"
+        "    weights = {'a': 0.1}\n"
+        "    weights['a'] += 0.05 * difficulty\n"
+        "    head = (parts + [0.0] * 2)[1:4]\n"
+        "    total = 0.0\n"
+        "    for k, v in weights.items():\n"
+        "        total -= v * band(q) ** 2 / 9.0\n"
+        "    scale = (lambda x: x * 0.25)(len(head))\n"
+        "    return max(-1.0, min(1.0, total + 0.01 * sum(parts) * scale - (2 << 3) / 1600.0))\n"
+    )
+    verdict = sandbox.validate(source, SAMPLES, LIMITS)
+    assert verdict.accepted, verdict.reason
+    assert verdict.sample_outputs == _reference(source, *SAMPLES)
+
+
 def test_hand_computed_values_come_back_in_row_order():
     metrics = {name: np.zeros(3) for name in sandbox.FIELD_NAMES}
     metrics["queue_length"] = np.array([0.0, 60.0, 120.0])
@@ -221,12 +253,26 @@ def test_worker_evaluates_many_batches_then_fails_closed_into_the_fallback():
     assert np.array_equal(curriculum.training_reward(r_env, None, 0.5, state), r_env)
 
 
-def test_worker_cpu_budget_is_per_batch_not_per_lifetime():
-    # ~0.3 s of CPU per batch: five batches exceed a 1-s lifetime budget but not a per-batch one.
-    source = reward("return sum(i for i in range(3000000)) * 0.0")
-    with sandbox.RewardWorker(source, LIMITS) as worker:
-        for _ in range(5):
-            assert worker.evaluate({k: v[:1] for k, v in SAMPLES[0].items()}, 0.5).tolist() == [0.0]
+def test_ticks_are_counted_exactly_so_budgets_do_not_depend_on_load():
+    # 1 (call) + 11 (range(10): 1 + its length) + 10 (iterations) = 22 ticks per call, on any machine
+    source = reward("total = 0\nfor i in range(10):\n    total += i\nreturn total * 0.0")
+    one = {k: v[:1] for k, v in SAMPLES[0].items()}
+    with sandbox.RewardWorker(source, LIMITS, total_ticks=22 * 20) as worker:
+        for _ in range(20):
+            worker.evaluate(one, 0.5)
+            assert worker.last_ticks.tolist() == [22.0]
+        assert worker.ticks_used == 22 * 20
+        with pytest.raises(sandbox.SandboxError, match="ticks for this process is used up"):
+            worker.evaluate(one, 0.5)  # call 21 exceeds the process's (the episode's) budget
+        assert not worker.alive
+    assert sandbox.validate(source, SAMPLES, LIMITS).cost == {"calls": 16, "total": 352.0, "max": 22.0, "mean": 22.0}
+
+
+def test_episode_budget_follows_the_validated_cost():
+    limits = sandbox.SandboxLimits()
+    assert sandbox.episode_ticks({"mean": 2.0}, 5760, limits) == 10 * 5760  # floor of 10 ticks per call
+    assert sandbox.episode_ticks({"mean": 30.0}, 5760, limits) == 120 * 5760  # 4 x the validated mean
+    assert sandbox.episode_ticks({"mean": 150.0}, 100, limits) == 200 * 100  # never above mean_ticks
 
 
 def test_worker_rejects_malformed_batches_before_sending():
@@ -236,28 +282,42 @@ def test_worker_rejects_malformed_batches_before_sending():
         assert worker.alive
 
 
-def test_worker_process_runs_with_os_limits_and_without_root():
-    with sandbox.RewardWorker(reward("return 0.0"), LIMITS) as worker:
-        limits = Path(f"/proc/{worker.pid}/limits").read_text()
-        status = Path(f"/proc/{worker.pid}/status").read_text()
-    rows = {line[:26].strip(): line[26:].split() for line in limits.splitlines()[1:]}
+def _limits_of(pid: int) -> dict[str, list[str]]:
+    text = Path(f"/proc/{pid}/limits").read_text()
+    return {line[:26].strip(): line[26:].split() for line in text.splitlines()[1:]}
+
+
+def _uid_of(pid: int) -> list[str]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
+
+
+def test_worker_process_runs_with_hard_limits_and_a_uid_of_its_own():
+    with sandbox.RewardWorker(reward("return 0.0"), LIMITS) as first, sandbox.RewardWorker(reward("return 0.0"), LIMITS) as second:
+        rows = _limits_of(first.pid)
+        uids = _uid_of(first.pid), _uid_of(second.pid)
+        isolation = first.isolation
+    assert rows["Max cpu time"][:2] == ["1", "1"]  # hard = soft: the worker cannot raise it
     assert rows["Max address space"][:2] == [str(128 * 2**20)] * 2
     assert rows["Max file size"][:2] == ["0", "0"]
     assert rows["Max processes"][:2] == ["0", "0"]
     assert rows["Max open files"][:2] == ["3", "3"]
-    assert rows["Max cpu time"][0] in ("1", "2")  # re-armed per batch
-    uid = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
-    assert os.geteuid() != 0 or uid == ["65534"] * 4  # root drops to nobody before any untrusted code
+    assert rows["Max core file size"][:2] == ["0", "0"]
+    if os.geteuid() == 0:  # root: each worker drops to a uid no other process has
+        assert "0" not in uids[0] and len(set(uids[0])) == 1 and uids[0] != uids[1]
+        assert isolation["own_uid"] is True
+    assert isolation["pdeathsig"] is True
 
 
-def _raw_worker(code: str) -> str:
-    """Drive the worker process directly, skipping the AST check, to test the second layer alone."""
-    command = [sys.executable, "-I", "-S", "-c", sandbox._WORKER_SOURCE, "1", str(128 * 2**20), "200"]
+def _raw_worker(code: str, builtins=None) -> dict:
+    """Drive the worker process directly, skipping the AST check and the meter, to test the second layer alone."""
+    command = [sys.executable, "-I", "-S", "-c", sandbox._WORKER_SOURCE, "5", str(128 * 2**20), "200", str(os.getpid())]
     init = {"code": code, "function": "compute_reward", "fields": ["a"],
-            "builtins": sorted(sandbox.ALLOWED_BUILTINS), "math": sorted(sandbox.ALLOWED_MATH)}
+            "builtins": sorted(builtins or sandbox.ALLOWED_BUILTINS), "math": sorted(sandbox.ALLOWED_MATH),
+            "call_ticks": 10, "total_ticks": 10}
     message = json.dumps(init).encode()
     done = subprocess.run(command, input=struct.pack(">I", len(message)) + message, capture_output=True, timeout=30, env={})
-    return json.loads(done.stdout[4:])["error"]
+    return json.loads(done.stdout[4:])
 
 
 @pytest.mark.parametrize(
@@ -267,10 +327,105 @@ def _raw_worker(code: str) -> str:
         ("open('/tmp/marlinkit-sandbox-escape', 'w')", "NameError: name 'open'"),
         ("getattr(1, 'real')", "NameError: name 'getattr'"),
         ("math.__loader__", "AttributeError"),
+        ("math.pi = 3.0", "AttributeError: math is read-only"),
     ],
 )
 def test_restricted_builtins_hold_even_without_the_ast_check(code, fragment):
-    assert fragment in _raw_worker(code)
+    assert fragment in _raw_worker(code)["error"]
+
+
+# The OS layer alone: the untrusted code gets the real __import__, open and getattr here.
+FULL = ["__import__", "open", "getattr", "len", "range"]
+
+
+def test_a_worker_cannot_signal_a_sibling_worker():
+    with sandbox.RewardWorker(reward("return 0.0"), LIMITS) as victim:
+        reply = _raw_worker(f"import os, signal\nos.kill({victim.pid}, signal.SIGKILL)", FULL)
+        assert reply["ok"] is False and "PermissionError" in reply["error"]
+        assert victim.alive and victim.evaluate({k: v[:1] for k, v in SAMPLES[0].items()}, 0.5).tolist() == [0.0]
+
+
+def test_a_worker_cannot_raise_its_own_limits():
+    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))", FULL)
+    assert "ValueError" in reply["error"] and "not allowed to raise maximum limit" in reply["error"]
+    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))", FULL)
+    assert "ValueError" in reply["error"]
+
+
+def test_reads_and_file_creation_are_denied_where_landlock_is_available():
+    isolation = _raw_worker("def compute_reward(metrics, difficulty):\n    return 0.0", FULL)["isolation"]
+    read = _raw_worker("import os\nos.close(2)\nopen('/etc/hostname').read()", FULL)  # free a descriptor first
+    create = _raw_worker("import os\nos.close(2)\nopen('/tmp/marlinkit-sandbox-probe', 'w')", FULL)
+    listing = _raw_worker("import os\nos.close(2)\nos.listdir('/')", FULL)
+    if not isolation["landlock_abi"]:
+        pytest.skip("kernel without Landlock: reads are limited by the namespace and 3 descriptors only")
+    assert "PermissionError" in read["error"] and "PermissionError" in create["error"]
+    assert "PermissionError" in listing["error"]
+    assert not Path("/tmp/marlinkit-sandbox-probe").exists()
+
+
+def test_workers_die_with_their_parent():
+    # The parent hands its worker an endless batch, so the worker is busy, not waiting on its pipe.
+    script = (
+        "from marlinkit.llm import sandbox\n"
+        "limits = sandbox.SandboxLimits(cpu_seconds=120, wall_seconds=120.0, call_ticks=10**15, mean_ticks=1e15)\n"
+        "w = sandbox.RewardWorker('def compute_reward(metrics, difficulty):\\n    while True:\\n        pass\\n', limits)\n"
+        "print(w.pid, flush=True)\n"
+        "w.evaluate({k: v[:1] for k, v in sandbox.sample_rollouts(3)[0].items()}, 0.5)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=paths.REPO_ROOT)
+    worker = int(parent.stdout.readline())
+    time.sleep(0.5)
+    assert Path(f"/proc/{worker}/stat").read_text().split()[2] in "RS"  # busy in the endless loop
+    parent.kill()  # SIGKILL: no cleanup code runs in the parent
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:  # gone, or a zombie until init reaps it: either way it no longer runs
+            if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(worker, 9)
+        raise AssertionError("the worker outlived its parent")
+
+
+# Frames a compromised worker could send instead of the protocol's; each must end in SandboxError.
+FORGED = {
+    "not-json": b"\x00\x00\x00\x03{{{",
+    "json-list": b"\x00\x00\x00\x02[]",
+    "ok-not-bool": b'\x00\x00\x00\x0c{"ok": "ye"}',
+    "bad-utf8": b"\x00\x00\x00\x02\xff\xfe",
+    "oversized": b"\xff\xff\xff\xff",
+    "truncated": b"\x00\x00\x01\x00{",
+    "nothing": b"",
+    "deep-json": struct.pack(">I", 4000) + b"[" * 4000,
+}
+
+
+@pytest.mark.parametrize("frame", FORGED.values(), ids=FORGED.keys())
+def test_a_malformed_frame_from_the_worker_is_a_sandbox_error(monkeypatch, frame):
+    # A stand-in worker that reads the init frame and answers with the forged bytes.
+    fake = f"import sys\nsys.stdin.buffer.read(4)\nsys.stdout.buffer.write({frame!r})\nsys.stdout.buffer.flush()\n"
+    monkeypatch.setattr(sandbox, "_WORKER_SOURCE", fake)
+    with pytest.raises(sandbox.SandboxError) as failure:
+        sandbox.RewardWorker(reward("return 0.0"), LIMITS)
+    assert failure.value.stage == "execution"
+
+
+def test_a_malformed_binary_reply_is_a_sandbox_error(monkeypatch):
+    ok = json.dumps({"ok": True}).encode()
+    frame = struct.pack(">I", len(ok)) + ok
+    fake = ("import sys\nr = sys.stdin.buffer\nn = int.from_bytes(r.read(4), 'big')\nr.read(n)\n"
+            f"sys.stdout.buffer.write({frame!r})\nsys.stdout.buffer.flush()\n"
+            "n = int.from_bytes(r.read(4), 'big')\nr.read(n)\n"
+            f"sys.stdout.buffer.write({frame!r} + (8).to_bytes(4, 'big') + bytes(8))\nsys.stdout.buffer.flush()\n")
+    monkeypatch.setattr(sandbox, "_WORKER_SOURCE", fake)
+    worker = sandbox.RewardWorker(reward("return 0.0"), LIMITS)
+    with pytest.raises(sandbox.SandboxError, match="malformed reply"):
+        worker.evaluate({k: v[:1] for k, v in SAMPLES[0].items()}, 0.5)
 
 
 def test_cli_accepts_the_example_and_rejects_a_hostile_file(tmp_path):
@@ -280,13 +435,13 @@ def test_cli_accepts_the_example_and_rejects_a_hostile_file(tmp_path):
     results = {}
     for path in (example, hostile):
         done = subprocess.run(
-            [sys.executable, "-m", "marlinkit", "check-reward", str(path), "--json", "--cpu-seconds", "1"],
+            [sys.executable, "-m", "marlinkit", "check-reward", str(path), "--json", "--cpu-seconds", "5"],
             capture_output=True, text=True, timeout=120, cwd=paths.REPO_ROOT,
         )
         results[path.name] = (done.returncode, json.loads(done.stdout.strip().splitlines()[-1]))
     code, result = results["reward_example.py"]
     assert code == 0 and result["accepted"] and result["stage"] is None and result["exit_code"] == 0
-    assert result["sample_outputs"]["n"] == 64 and result["sample_outputs"]["non_finite"] == 0
+    assert result["sample_outputs"]["n"] == 2 * 360 * 16 + 64 and result["sample_outputs"]["non_finite"] == 0
     code, result = results["hostile.py"]
     assert code == 1 and not result["accepted"] and result["stage"] == "syntax"
     assert "__class__" in result["reason"] and "__subclasses__" in result["reason"]

@@ -96,3 +96,72 @@ def test_risk_metrics_hand_values():
         stats.sharpe_ratio([2.0, 2.0], 1.0)
     with pytest.raises(ValueError):
         stats.value_at_risk([1.0, float("nan")])
+
+
+# ----- edges (issue 16) ------------------------------------------------------------------------
+
+def test_paired_ttest_treats_differences_a_float_step_apart_as_equal():
+    """Scores in steps of 1/14 (MARLIN performance): equal shifts must never read as significant."""
+    rng = np.random.default_rng(0)
+    unequal_in_floats = 0
+    for _ in range(300):
+        a = rng.integers(0, 15, size=int(rng.integers(2, 12))) / 14
+        b = a + int(rng.integers(-14, 15)) / 14
+        unequal_in_floats += not np.all((b - a) == (b - a)[0])
+        test = stats.paired_ttest(a, b)
+        assert math.isnan(test.p_value) and math.isnan(test.t)
+    assert unequal_in_floats > 50  # the case really occurs: exact float equality would fail here
+    # a genuine one-step difference in one pair is still a test
+    assert math.isfinite(stats.paired_ttest([1 / 14, 3 / 14, 5 / 14], [2 / 14, 4 / 14, 7 / 14]).p_value)
+
+
+def _tie_correct_p(a, b):
+    """Two-sided permutation p of U with ties counted 1/2, by enumerating every split."""
+    pooled = np.concatenate([a, b])
+
+    def u(first, second):
+        return sum((x > y) + 0.5 * (x == y) for x in first for y in second)
+
+    centre = len(a) * len(b) / 2
+    u_obs = u(a, b)
+    us = [u(pooled[list(idx)], np.delete(pooled, list(idx))) for idx in combinations(range(len(pooled)), len(a))]
+    return u_obs, np.mean([abs(x - centre) >= abs(u_obs - centre) - 1e-12 for x in us])
+
+
+@pytest.mark.parametrize("a, b", [([1.0, 2.0, 2.0], [2.0, 3.0, 4.0]), ([5.0, 5.0], [1.0, 5.0, 7.0, 9.0]),
+                                  ([1.0, 2.0, 3.0, 3.0], [3.0, 4.0, 5.0, 6.0])])
+def test_mann_whitney_with_ties_gives_the_tie_correct_permutation_p(a, b):
+    u_obs, p = _tie_correct_p(np.array(a), np.array(b))
+    result = stats.mann_whitney(a, b)
+    assert result.u_first == u_obs
+    assert result.p_value == pytest.approx(p)
+    # scipy's exact distribution assumes no ties: it would give another number here
+    forced = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+    assert forced != pytest.approx(p)
+
+
+def test_coefficient_of_variation_is_scipy_and_undefined_for_negative_means():
+    data = [3.0, 5.0, 10.0]
+    assert stats.coefficient_of_variation(data) == scipy_stats.variation(data, ddof=1)
+    assert math.isnan(stats.coefficient_of_variation([-2.0, 1.0, -5.0]))
+    assert math.isnan(stats.coefficient_of_variation([-1.0, 1.0]))
+
+
+def test_bonferroni_is_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    p = [0.001, 0.02, 0.3, 0.04]
+    np.testing.assert_array_equal(stats.bonferroni(p), multipletests(p, method="bonferroni")[1])
+
+
+def test_bootstrap_is_scipy_and_degenerate_intervals_are_flagged():
+    data = np.array([158.84, 156.75, 159.42, 152.69])
+    ours = stats.bootstrap_ci(data, n_resamples=2000, seed=5)
+    theirs = scipy_stats.bootstrap((data,), np.mean, n_resamples=2000, method="percentile",
+                                   rng=np.random.default_rng(5)).confidence_interval
+    assert ours == (theirs.low, theirs.high)
+    for values in ([159.61, 157.92], [1.0, 4.0, 9.0]):
+        assert stats.bootstrap_ci(values, n_resamples=2000) == (min(values), max(values))
+        assert stats.bootstrap_degenerate(len(values))
+    assert not stats.bootstrap_degenerate(4) and not stats.bootstrap_degenerate(12)
+    assert stats.bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)

@@ -317,8 +317,29 @@ class RewardSynthesizer:
                  samples: tuple[Mapping[str, Any], np.ndarray] | None = None, goal: str = REWARD_GOAL):
         self.backend, self.config, self.goal = backend, config, goal
         self.limits = limits or sandbox.SandboxLimits()
-        self.samples = samples if samples is not None else sandbox.sample_rollouts()
+        self.samples = samples  # None: sandbox.validation_rows() (a real episode + synthetic edge cases)
         self.log = log if log is not None else GenerationLog()
+        self.costs: dict[str, dict[str, float]] = {}  # accepted source -> its validated tick cost
+
+    def episode_ticks(self, source: str, rows: int) -> int:
+        """Tick budget of one training episode of ``rows`` reward calls for an accepted ``source``.
+
+        From the validation measurement (:func:`marlinkit.llm.sandbox.episode_ticks`); a source not
+        validated by this synthesizer (a run resumed from a checkpoint) is validated again, which
+        gives the same measurement: validation is deterministic.
+        """
+        if source not in self.costs:
+            verdict = sandbox.validate(source, self.samples, self.limits)
+            if not verdict.accepted:
+                raise sandbox.SandboxError(verdict.stage or "execution", verdict.reason)
+            self.costs[source] = verdict.cost
+        return sandbox.episode_ticks(self.costs[source], rows, self.limits)
+
+    def retire(self, source: str, reason: str, episode: int, difficulty: float) -> None:
+        """Log a reward retired during training (budget, crash or bad value): kind ``retire``."""
+        self.log.add(kind="retire", mode="llm_reward", episode=episode, difficulty=difficulty, attempt=None,
+                     trigger=None, accepted=False, reason=f"retired during training: {reason}", fallback=True,
+                     wall_seconds=0.0, stage="execution", source=source, verdict=None, **_reply_fields(None))
 
     def messages(self, difficulty: float, stats: Mapping[str, float], feedback: str = "") -> list[dict[str, str]]:
         """The chat: a worked exchange (the example function as the model's earlier reply), then the request."""
@@ -347,6 +368,8 @@ class RewardSynthesizer:
             source = extract_code(reply.text)
             verdict = sandbox.validate(source, self.samples, self.limits)
             error = "accepted" if verdict.accepted else f"{verdict.stage}: {verdict.reason}"
+            if verdict.accepted:
+                self.costs[source] = verdict.cost
         accepted = bool(verdict and verdict.accepted)
         self.log.add(kind="reward", mode="llm_reward", episode=episode, difficulty=difficulty, attempt=number,
                      trigger=trigger, accepted=accepted, reason=error, fallback=False, wall_seconds=wall,

@@ -4,31 +4,40 @@ The paper names the stages and nothing more: "Syntax Check: abstract syntax tree
 Sandboxed Execution: sample rollouts to confirm runtime behavior; Safety Check: range bounding and
 finite-value verification". This module makes each one concrete:
 
-1. ``syntax``: the source parses and uses only an allow-list of Python: no import, class, try,
-   with, global, raise, yield, f-string or decorator; no name or attribute starting with ``_``;
-   names must be bound in the file or be one of :data:`ALLOWED_BUILTINS` / ``math``; attributes only
-   ``math.<allowed>`` and the dict/list methods in :data:`ALLOWED_METHODS`. It must define
-   :data:`FUNCTION_NAME` with exactly two positional parameters ``(metrics, difficulty)``.
-2. ``execution``: the function runs on sample rollouts in a separate process (``sandbox_worker``)
-   under RLIMIT_CPU, RLIMIT_AS, no file creation, no new processes, three file descriptors, the
-   ``nobody`` user when started as root, restricted builtins, a wall-clock timeout and a cap on
-   reply size. It must return a number for every sample.
-3. ``safety``: every value is finite and within ``[-bound, bound]``.
+1. ``syntax``: the source parses and uses only an allow-list of Python, checked on the whole
+   module (:mod:`marlinkit.llm.sandbox_ast`): no import, class, try, with, global, raise, yield,
+   f-string or decorator; no name or attribute starting with ``_``; names bound in the file or
+   one of :data:`ALLOWED_BUILTINS` / ``math``; attributes only ``math.<allowed>`` and the
+   dict/list methods in :data:`ALLOWED_METHODS`; only defs and constants at module level, each
+   name bound once, :data:`FUNCTION_NAME` never rebound, no default arguments, no attribute
+   assignment. Accepted code is therefore pure. It must define :data:`FUNCTION_NAME` with exactly
+   two positional parameters ``(metrics, difficulty)``.
+2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
+   whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
+   Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.llm.reward_rows`) followed
+   by synthetic edge cases, in a separate process (``sandbox_worker``) locked in by rlimits
+   (hard = soft), Landlock where the kernel has it, a uid of its own when started as root, and
+   ``PR_SET_PDEATHSIG``. Its cost is metered in
+   deterministic ticks: no call may exceed ``call_ticks`` and the whole validation may average
+   at most ``mean_ticks`` per call. Every call must return a number.
+3. ``safety``: every value is finite and within ``[-bound, bound]``, and on the real rows the
+   reward is not constant and does not rise with the queue length (Spearman correlation below
+   ``max_queue_correlation``): a reward that pays for queues on real traffic is refused.
 
 The paper gives no signature for r_LLM; ours is ``compute_reward(metrics, difficulty) -> float``,
 called once per intersection per 1-s step with the floats of :data:`REWARD_FIELDS` and the current
 curriculum difficulty. The value is expected in [-1, 1] because the combined reward multiplies it by
 170.0 to reach the environment reward's scale (``marlinkit.curriculum.combined_reward``).
 
-During training, :class:`RewardWorker` keeps one such process alive and evaluates whole batches
-(all intersections of a step, or a whole episode) under the same limits, re-arming the CPU budget
-per batch; any failure closes it and raises :class:`SandboxError` so the caller can fall back to the
-environment reward.
+During training, :class:`RewardWorker` runs one episode (a fresh process per episode) under the
+same limits and a tick budget for the episode derived from the validation measurement
+(:func:`episode_ticks`); any failure closes it and raises :class:`SandboxError` so the caller
+can fall back to the environment reward and log the retirement. README, section "The reward
+sandbox: threat model", says what this contains and what it does not.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
@@ -44,29 +53,11 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
-FUNCTION_NAME = "compute_reward"
+from marlinkit.llm import sandbox_ast
+from marlinkit.llm.sandbox_ast import ALLOWED_BUILTINS, ALLOWED_MATH, ALLOWED_METHODS, FUNCTION_NAME  # noqa: F401
+
 STAGES = ("syntax", "execution", "safety")
-#: Builtins the reward code may call; everything else (open, exec, getattr, type, ...) is absent.
-ALLOWED_BUILTINS = frozenset({
-    "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "len", "list", "max", "min",
-    "pow", "range", "round", "sorted", "sum", "tuple", "zip",
-})
-#: ``math.<name>`` the reward code may use (pure functions and constants).
-ALLOWED_MATH = frozenset({
-    "atan", "atan2", "ceil", "copysign", "cos", "e", "exp", "expm1", "fabs", "floor", "fsum",
-    "hypot", "isfinite", "isinf", "isnan", "log", "log10", "log1p", "log2", "pi", "sin", "sqrt",
-    "tan", "tanh",
-})
-#: Methods allowed on any object (in practice: the metrics dict and lists the code builds).
-ALLOWED_METHODS = frozenset({"get", "keys", "values", "items", "append"})
-_ALLOWED_NODES = (
-    ast.Module, ast.FunctionDef, ast.Lambda, ast.arguments, ast.arg, ast.Return, ast.Assign,
-    ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Break, ast.Continue, ast.Pass,
-    ast.Expr, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
-    ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Dict,
-    ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.comprehension, ast.expr_context,
-    ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
-)
+BATCH_ROWS = 16  # rows per batch in validation: one step of the 16 intersections, as in training
 _WORKER_SOURCE = (Path(__file__).with_name("sandbox_worker.py")).read_text()
 
 
@@ -97,17 +88,24 @@ FIELD_NAMES = tuple(f.name for f in REWARD_FIELDS)
 class SandboxLimits:
     """Resource limits of one sandbox process; the defaults suit training, tests use smaller ones."""
 
-    cpu_seconds: int = 2  # CPU per batch via RLIMIT_CPU, which counts whole seconds: +-0.5 s
+    cpu_seconds: int = 30  # RLIMIT_CPU (hard = soft) of one process: a validation or a training episode.
+    # A backstop only, far above what the tick budgets allow (the example: ~0.1 s per episode).
     memory_bytes: int = 256 * 2**20  # RLIMIT_AS of the sandbox process
-    wall_seconds: float = 10.0  # wall-clock timeout per batch, enforced by the parent (SIGKILL)
+    wall_seconds: float = 60.0  # wall-clock timeout per batch, enforced by the parent (SIGKILL); a backstop
     recursion_limit: int = 200  # Python frames; a recursion bomb ends in RecursionError
     max_source_chars: int = 20_000  # longer programs are rejected before parsing
     max_batch_rows: int = 100_000  # rows per evaluate() call; bounds message sizes both ways
     bound: float = 1.0  # safety stage: every value must lie in [-bound, bound]
+    call_ticks: int = 2_000  # deterministic cost budget of one call (the example uses 7 ticks)
+    mean_ticks: float = 200.0  # validation: at most this many ticks per call on average
+    episode_margin: float = 4.0  # training: an episode may cost this x the validated mean per call
+    max_queue_correlation: float = 0.0  # safety: Spearman(reward, queue length) on real rows must be below
 
     def __post_init__(self):
         if self.cpu_seconds < 1 or self.memory_bytes < 32 * 2**20 or self.wall_seconds <= 0:
             raise ValueError(f"limits too small to start Python: {self}")
+        if not (self.call_ticks >= 1 and self.mean_ticks >= 1 and self.episode_margin >= 1):
+            raise ValueError(f"tick budgets must be >= 1 (margin >= 1): {self}")
         if not (self.bound > 0 and math.isfinite(self.bound)):
             raise ValueError(f"bound must be positive and finite, got {self.bound}")
 
@@ -129,6 +127,8 @@ class Verdict:
     reason: str
     sample_outputs: list[float] = field(default_factory=list)  # raw values (may hold nan/inf)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage reached
+    cost: dict[str, float] = field(default_factory=dict)  # ticks: calls, total, max and mean per call
+    isolation: dict[str, Any] = field(default_factory=dict)  # how the worker was locked in (uid, Landlock)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary: outputs reduced to counts and finite min/max/mean."""
@@ -143,96 +143,46 @@ class Verdict:
 
 
 def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> None:
-    """Stage 1: raise ``SandboxError("syntax", ...)`` unless ``source`` is in the allowed subset."""
-    if len(source) > limits.max_source_chars:
-        raise SandboxError("syntax", f"source has {len(source)} characters (limit {limits.max_source_chars})")
+    """Stage 1: raise ``SandboxError("syntax", ...)`` unless the whole module is in the allowed subset."""
+    _parse(source, limits)
+
+
+def _parse(source: str, limits: SandboxLimits):
     try:
-        tree = ast.parse(source, filename="<reward>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        raise SandboxError("syntax", f"does not parse: {type(error).__name__}: {error}") from None
-    bound = {"math"} | ALLOWED_BUILTINS
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            bound.update(a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
-            if isinstance(node, ast.FunctionDef):
-                bound.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.add(node.id)
-    located = sorted(
-        ((getattr(node, "lineno", 0), getattr(node, "col_offset", 0)), problem)
-        for node in ast.walk(tree)
-        if (problem := _node_problem(node, bound))
-    )
-    if located:  # every problem, in source order: the feedback a retry prompt needs
-        problems = list(dict.fromkeys(f"{problem} (line {line})" if line else problem for (line, _), problem in located))
-        raise SandboxError("syntax", "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
-    _check_signature(tree)
-
-
-def _node_problem(node: ast.AST, bound: set[str]) -> str | None:
-    if not isinstance(node, _ALLOWED_NODES):
-        return f"{type(node).__name__} is not allowed"
-    names = []
-    if isinstance(node, ast.Name):
-        names.append(node.id)
-        if isinstance(node.ctx, ast.Store) and (node.id in ALLOWED_BUILTINS or node.id == "math"):
-            return f"assigning to {node.id!r} is not allowed"
-        if isinstance(node.ctx, ast.Load) and node.id not in bound:
-            return f"name {node.id!r} is not defined or not allowed"
-    elif isinstance(node, ast.arg):
-        names.append(node.arg)
-    elif isinstance(node, ast.FunctionDef):
-        names.append(node.name)
-        if node.decorator_list:
-            return "decorators are not allowed"
-    elif isinstance(node, ast.keyword) and node.arg is not None:
-        names.append(node.arg)
-    elif isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        is_math = isinstance(node.value, ast.Name) and node.value.id == "math"
-        if node.attr not in (ALLOWED_MATH if is_math else ALLOWED_METHODS):
-            return f"attribute .{node.attr} is not allowed"
-    elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, type(None))):
-        return f"constant of type {type(node.value).__name__} is not allowed"
-    for name in names:
-        if name.startswith("_"):
-            return f"names starting with '_' are not allowed: {name!r}"
-    return None
-
-
-def _check_signature(tree: ast.Module) -> None:
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == FUNCTION_NAME]
-    if not functions:
-        raise SandboxError("syntax", f"no top-level function {FUNCTION_NAME}(metrics, difficulty)")
-    args = functions[-1].args
-    positional = args.posonlyargs + args.args
-    if len(positional) != 2 or args.vararg or args.kwarg or args.kwonlyargs or args.defaults:
-        raise SandboxError(
-            "syntax", f"{FUNCTION_NAME} must take exactly two positional parameters (metrics, difficulty)"
-        )
+        return sandbox_ast.check_syntax(source, limits.max_source_chars)
+    except sandbox_ast.SyntaxProblem as problem:
+        raise SandboxError("syntax", str(problem)) from None
 
 
 class RewardWorker:
     """One sandbox process holding one reward function; ``evaluate`` runs batches through it.
 
-    Start-up (~50 ms) is paid once per function, not per step. The code is syntax-checked here as
+    Start-up (~50 ms) is paid once per process: training starts one per episode, so the CPU
+    limit and ``total_ticks`` are budgets of that episode. The code is syntax-checked here as
     well, so a worker can never run code that stage 1 rejects. Any failure (exception, non-number,
-    timeout, crash, non-finite or out-of-range value) closes the worker and raises SandboxError.
+    exhausted budget, timeout, crash, malformed reply, non-finite or out-of-range value) closes the
+    worker and raises SandboxError.
     """
 
-    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits()):
-        check_syntax(source, limits)
+    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits(), total_ticks: int | None = None):
+        code = sandbox_ast.instrument(_parse(source, limits))
         self.limits = limits
-        command = [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE,
-                   str(limits.cpu_seconds), str(limits.memory_bytes), str(limits.recursion_limit)]
+        self.total_ticks = int(total_ticks if total_ticks is not None else limits.mean_ticks * limits.max_batch_rows)
+        self.last_ticks = np.zeros(0)  # ticks per row of the last batch
+        self.ticks_used = 0
+        command = [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE, str(limits.cpu_seconds),
+                   str(limits.memory_bytes), str(limits.recursion_limit), str(os.getpid())]
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={}, cwd="/", start_new_session=True,
         )
-        init = {"code": source, "function": FUNCTION_NAME, "fields": FIELD_NAMES,
-                "builtins": sorted(ALLOWED_BUILTINS), "math": sorted(ALLOWED_MATH)}
+        init = {"code": code, "function": FUNCTION_NAME, "fields": FIELD_NAMES,
+                "builtins": sorted(ALLOWED_BUILTINS), "math": sorted(ALLOWED_MATH),
+                "call_ticks": limits.call_ticks, "total_ticks": self.total_ticks}
         self._send(json.dumps(init).encode())
-        self._receive_status()
+        reply = self._receive_status()
+        isolation = reply.get("isolation")
+        self.isolation = isolation if isinstance(isolation, dict) else {}
 
     def evaluate(self, metrics: Mapping[str, Any], difficulty: float | np.ndarray) -> np.ndarray:
         """Reward per row: ``metrics`` maps every name in FIELD_NAMES to an array of equal length."""
@@ -256,9 +206,12 @@ class RewardWorker:
         self._receive_status()
         deadline = time.monotonic() + self.limits.wall_seconds
         (size,) = struct.unpack(">I", self._read_exact(4, deadline))
-        if size != 8 * len(rows):
-            self._fail("execution", f"reply of {size} bytes for {len(rows)} rows")
-        return np.frombuffer(self._read_exact(size, deadline), dtype=np.float64).copy()
+        if size != 16 * len(rows):
+            self._fail("execution", f"malformed reply: {size} bytes for {len(rows)} rows")
+        reply = np.frombuffer(self._read_exact(size, deadline), dtype=np.float64)
+        self.last_ticks = reply[len(rows):].copy()
+        self.ticks_used += int(self.last_ticks.sum())
+        return reply[:len(rows)].copy()
 
     @property
     def pid(self) -> int:
@@ -298,18 +251,29 @@ class RewardWorker:
         except BrokenPipeError:
             self._fail("execution", self._death_reason())
 
-    def _receive_status(self) -> None:
-        """Read one JSON status frame (at most 4 KiB) within the wall-clock limit; fail on an error."""
+    def _receive_status(self) -> dict[str, Any]:
+        """Read one JSON status frame (at most 4 KiB) within the wall-clock limit; fail on an error.
+
+        The worker runs untrusted code, so its frames are untrusted too: anything but a JSON object
+        with a boolean ``ok`` is a ``SandboxError``, never an exception of another type.
+        """
         deadline = time.monotonic() + self.limits.wall_seconds
         (size,) = struct.unpack(">I", self._read_exact(4, deadline))
         if size > 4096:
-            self._fail("execution", f"status reply of {size} bytes exceeds the 4096-byte cap")
-        reply = json.loads(self._read_exact(size, deadline))
-        if not reply.get("ok"):
+            self._fail("execution", f"malformed reply: status frame of {size} bytes exceeds the 4096-byte cap")
+        raw = self._read_exact(size, deadline)
+        try:
+            reply = json.loads(raw)
+        except (ValueError, RecursionError) as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
+            self._fail("execution", f"malformed reply: not JSON ({type(error).__name__})")
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            self._fail("execution", f"malformed reply: expected an object with a boolean 'ok', got {type(reply).__name__}")
+        if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))[:500]
             if error == "MemoryError":
                 error += f" (memory limit {self.limits.memory_bytes / 2**20:g} MiB)"
             self._fail("execution", error)
+        return reply
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
         fd, chunks, remaining = self._process.stdout.fileno(), [], n
@@ -326,8 +290,16 @@ class RewardWorker:
         return b"".join(chunks)
 
     def _death_reason(self) -> str:
-        code = self._process.wait()
-        if code == -signal.SIGXCPU:  # RLIMIT_CPU reached
+        cpu = 0.0
+        try:  # wait4: the exit status and the CPU time it used (hard = soft: the kernel sends SIGKILL)
+            _, status, usage = os.wait4(self._process.pid, 0)
+            self._process.returncode = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:  # already reaped
+            self._process.wait()
+        code = self._process.returncode
+        # rusage lags the kernel's tick accounting a little (0.93 s for a 1-s limit was seen)
+        if code == -signal.SIGXCPU or (code == -signal.SIGKILL and cpu >= 0.5 * self.limits.cpu_seconds):
             return f"CPU time limit ({self.limits.cpu_seconds} s) exceeded"
         if code == -signal.SIGKILL:
             return "killed (memory or time limit)"
@@ -353,7 +325,7 @@ def check_outputs(values: np.ndarray, bound: float) -> None:
 def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Deterministic synthetic samples: each field's extremes plus uniform draws, over difficulties.
 
-    Validation uses real recorded rollouts when the caller has them; these cover the documented
+    :func:`validation_rows` puts them after the recorded episodes; they cover the documented
     ranges (including all-zero and all-maximum rows, where divisions by zero hide).
     """
     if n < 3:
@@ -368,34 +340,110 @@ def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], 
     return {name: rows[:, i] for i, name in enumerate(FIELD_NAMES)}, difficulty
 
 
+def validation_rows(synthetic: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    """The default validation set: the recorded episodes in time order, then synthetic edge cases.
+
+    Returns ``(metrics, difficulty, n_real)``. The recorded rows (:mod:`marlinkit.llm.reward_rows`,
+    2 episodes x 360 s x 16 intersections = 11,520) get the exact difficulty values training uses
+    (:func:`marlinkit.curriculum.difficulty_levels`), cycling step by step so each level meets
+    light and heavy traffic; the synthetic rows are :func:`sample_rollouts`.
+    """
+    from marlinkit.llm import reward_rows
+
+    from marlinkit.curriculum import difficulty_levels
+
+    real, index = reward_rows.load()
+    n_real = len(real[FIELD_NAMES[0]])
+    fake, fake_difficulty = sample_rollouts(synthetic, seed)
+    metrics = {name: np.concatenate([real[name], fake[name]]) for name in FIELD_NAMES}
+    levels = np.array(difficulty_levels())
+    steps = (index[:, 0] * reward_rows.SECONDS + index[:, 1]).astype(int)  # one difficulty per step, as in training
+    difficulty = np.concatenate([levels[steps % len(levels)], fake_difficulty])
+    return metrics, difficulty, n_real
+
+
+def episode_ticks(cost: Mapping[str, float], rows: int, limits: SandboxLimits = SandboxLimits()) -> int:
+    """Tick budget of one training episode of ``rows`` calls, from the validation measurement ``cost``.
+
+    ``episode_margin`` x the validated mean per call (at least 10 ticks per call, never above
+    ``mean_ticks``), times the rows. Deterministic: a reward that costs far more in training than
+    on the validation rows (the same real traffic) is retired, however fast the machine.
+    """
+    per_call = min(max(limits.episode_margin * float(cost["mean"]), 10.0), limits.mean_ticks)
+    return int(math.ceil(per_call * rows))
+
+
 def validate(
     source: str,
     samples: tuple[Mapping[str, Any], np.ndarray] | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    n_real: int = 0,
 ) -> Verdict:
     """Run the three stages on ``source``; the first failure ends validation.
 
+    ``samples`` None: :func:`validation_rows` (real episode + synthetic edge cases). Given samples,
+    the first ``n_real`` rows count as real traffic for the queue-correlation check (0: none).
+    Rows go to the worker in order, :data:`BATCH_ROWS` per batch, as training sends them.
+
     Deterministic: the same source, samples and limits give the same verdict (the paper requires
-    identical code-acceptance decisions for identical seeds, Section 5.3), short of a machine so
-    loaded that a program near the CPU or wall limit lands on the other side of it.
+    identical code-acceptance decisions for identical seeds, Section 5.3). Cost is counted in
+    ticks, not seconds; only the CPU and wall-clock backstops are time, and they sit far above
+    what the tick budgets let through.
     """
-    metrics, difficulty = samples if samples is not None else sample_rollouts()
+    if samples is None:
+        metrics, difficulty, n_real = validation_rows()
+    else:
+        metrics, difficulty = samples
+    difficulty = np.broadcast_to(np.asarray(difficulty, dtype=float), np.shape(metrics[FIELD_NAMES[0]]))
+    n = len(difficulty)
     timings: dict[str, float] = {}
     start = time.perf_counter()
+    values, ticks, isolation = [], [], {}
     try:
         check_syntax(source, limits)
         timings["syntax"] = time.perf_counter() - start
         start = time.perf_counter()
-        with RewardWorker(source, limits) as worker:
-            values = worker.evaluate_raw(metrics, difficulty)
+        with RewardWorker(source, limits, total_ticks=int(limits.mean_ticks * n)) as worker:
+            isolation = worker.isolation
+            for first in range(0, n, BATCH_ROWS):
+                batch = {name: np.asarray(metrics[name], dtype=float)[first:first + BATCH_ROWS] for name in FIELD_NAMES}
+                values.append(worker.evaluate_raw(batch, difficulty[first:first + BATCH_ROWS]))
+                ticks.append(worker.last_ticks)
         timings["execution"] = time.perf_counter() - start
     except SandboxError as error:
         timings[error.stage] = time.perf_counter() - start
-        return Verdict(False, error.stage, error.reason, timings=timings)
+        return Verdict(False, error.stage, error.reason, timings=timings, isolation=isolation)
+    values, ticks = np.concatenate(values), np.concatenate(ticks)
+    cost = {"calls": int(n), "total": float(ticks.sum()), "max": float(ticks.max()), "mean": float(ticks.mean())}
     start = time.perf_counter()
     try:
         check_outputs(values, limits.bound)
+        if n_real:
+            check_queue_alignment(values[:n_real], np.asarray(metrics["queue_length"], dtype=float)[:n_real], limits)
     except SandboxError as error:
-        return Verdict(False, "safety", error.reason, values.tolist(), {**timings, "safety": time.perf_counter() - start})
+        return Verdict(False, "safety", error.reason, values.tolist(), {**timings, "safety": time.perf_counter() - start},
+                       cost, isolation)
     timings["safety"] = time.perf_counter() - start
-    return Verdict(True, None, "accepted", values.tolist(), timings)
+    return Verdict(True, None, "accepted", values.tolist(), timings, cost, isolation)
+
+
+def check_queue_alignment(values: np.ndarray, queue: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> float:
+    """Safety on real traffic: the reward must not rise with the queue length; returns Spearman's rho.
+
+    The learning goal asks for short queues. A reward that pays for them on real traffic (while
+    behaving on synthetic rows, issue 16) is refused; so is one constant on real traffic.
+    """
+    if np.ptp(values) == 0 or np.ptp(queue) == 0:
+        raise SandboxError("safety", "the reward is constant on the real traffic rows (it ignores its inputs)")
+    rho = float(np.corrcoef(_average_ranks(values), _average_ranks(queue))[0, 1])
+    if not rho < limits.max_queue_correlation:
+        raise SandboxError("safety", f"on real traffic the reward rises with the queue length (Spearman {rho:+.2f}, "
+                                     f"must be below {limits.max_queue_correlation:+.2f})")
+    return rho
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank (scipy's ``rankdata`` default, without importing scipy)."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse]

@@ -1,60 +1,190 @@
 """Child side of the reward sandbox: runs one LLM-written reward function, nothing else.
 
-Started by ``marlinkit.llm.sandbox`` as ``python -I -S -c <this file's text> CPU MEM RECURSION``
+Started by ``marlinkit.llm.sandbox`` as ``python -I -S -c <this file's text> CPU MEM RECURSION PARENT``
 (isolated mode, no site-packages, no file read of its own). Standard library only. Before it reads
-any untrusted byte it sets its resource limits, imports everything it will ever need, and (when
-started as root) drops to the ``nobody`` user. The reward code then runs with a handful of
-whitelisted builtins and a ``math`` namespace of pure functions; ``open``, ``__import__``, ``exec``,
-``getattr`` and friends simply do not exist in its namespace.
+any untrusted byte it imports everything it will ever need and locks itself in, in this order:
+
+1. resource limits, hard = soft so they cannot be raised again: RLIMIT_CPU (the process's whole
+   life: one validation or one training episode), RLIMIT_AS, no file size, no core, no new process;
+2. Landlock, when the kernel has it (ABI >= 1): no file may be opened, read, written or created,
+   anywhere; ABI >= 4 also refuses TCP bind/connect; ABI >= 6 scopes signals and abstract UNIX
+   sockets to the process itself, so it cannot signal its siblings or its parent;
+3. when started as root: its own uid and gid, ``UID_BASE + pid`` (unique among live processes, so
+   no two workers share one and neither can signal the other), no supplementary groups;
+4. ``PR_SET_PDEATHSIG``: SIGKILL when the parent dies (set after the uid change, which clears it),
+   and an exit if the parent is already gone;
+5. RLIMIT_NOFILE = 3 (hard = soft): stdin, stdout, stderr and nothing else.
+
+The reward code then runs with a handful of whitelisted builtins (the sequence-walking ones wrapped
+to charge the meter) and a read-only ``math`` namespace; ``open``, ``__import__``, ``exec``,
+``getattr`` and friends do not exist in its namespace. The meter counts deterministic *ticks*
+(see ``marlinkit.llm.sandbox_ast``): a call above ``call_ticks`` or a process above
+``total_ticks`` ends in ``TickBudgetExceeded``, which the code cannot catch (no ``try``).
 
 Protocol on stdin/stdout: frames of a 4-byte big-endian length and a payload. First a JSON frame
-``{"code", "function", "fields", "builtins", "math"}`` (the last two: allowed names, defined once
-in ``sandbox.py``) -> ``{"ok": true}`` or ``{"ok": false, "error"}``. Then per batch
-one binary frame of float64: n rows of the fields, then n difficulties -> ``{"ok": true}`` and a
-binary frame of n float64 values, or an error frame. (Binary because JSON float formatting cost
-more than the reward code itself.) The CPU budget is re-armed before every batch, so a long-lived
-worker never accumulates a CPU debt.
+``{"code", "function", "fields", "builtins", "math", "call_ticks", "total_ticks"}`` -> ``{"ok":
+true, "isolation": {...}}`` or ``{"ok": false, "error"}``. Then per batch one binary frame of
+float64: n rows of the fields, then n difficulties -> ``{"ok": true}`` and a binary frame of 2n
+float64 (n values, then the ticks each call used), or an error frame.
 """
 
 import array
 import builtins
+import ctypes
 import json
 import math
+import operator
 import os
 import resource
+import signal
 import struct
 import sys
 import types
 
 MAX_ERROR_CHARS = 300
-NOBODY = 65534
+UID_BASE = 0x60000000  # + pid: a uid no account uses, one per live worker
+MAX_INT_BITS = 4096  # as marlinkit.llm.sandbox_ast.MAX_INT_BITS
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446  # the same on x86-64 and arm64
+SEQUENCES = (list, tuple, str)
+SIZED = (list, tuple, dict, str, range, type({}.keys()), type({}.values()), type({}.items()))
+COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+               ">=": operator.ge, "is": operator.is_, "is not": operator.is_not}
+WALKERS = ("all", "any", "dict", "enumerate", "list", "max", "min", "sorted", "sum", "tuple", "zip")
+
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _cap(limit, value):
-    hard = resource.getrlimit(limit)[1]
-    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+class TickBudgetExceeded(BaseException):
+    """The deterministic cost budget ran out (a BaseException: nothing the reward writes catches it)."""
 
 
-def _limit(cpu_seconds, memory_bytes):
-    memory_bytes = _cap(resource.RLIMIT_AS, memory_bytes)
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    _rearm_cpu(cpu_seconds)
-    for limit in (resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_NPROC):
-        resource.setrlimit(limit, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # stdin/stdout/stderr only
+def _landlock():
+    """Deny every file-system access (and TCP, signals outside, where the ABI has them); the ABI or 0."""
+    abi = _libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    if abi < 1:
+        return 0
+    fs = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
+    fields = [fs] + ([3] if abi >= 4 else []) + ([3] if abi >= 6 else [])  # net: bind+connect; scope: unix+signal
+    attr = (ctypes.c_uint64 * len(fields))(*fields)
+    fd = _libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if fd < 0:
+        return 0
+    try:
+        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or _libc.syscall(LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
+            return 0
+    finally:
+        os.close(fd)
+    return abi
+
+
+def _lock_in(cpu_seconds, memory_bytes, parent):
+    for limit, value in ((resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_AS, memory_bytes),
+                         (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
+        hard = resource.getrlimit(limit)[1]
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(limit, (value, value))
     os.chdir("/")
-    if os.geteuid() == 0:  # no root powers left for the untrusted code, even if it escaped
+    landlock = _landlock()
+    own_uid = os.geteuid() == 0
+    if own_uid:  # no root powers left for the untrusted code, and no uid shared with a sibling
+        uid = UID_BASE + os.getpid()
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above: nobody to serve
+        os._exit(1)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # stdin/stdout/stderr only
+    # what the machine gave, not the uid itself (it follows the pid: logs must repeat byte for byte)
+    return {"own_uid": own_uid, "landlock_abi": landlock, "signal_scope": landlock >= 6, "pdeathsig": True}
 
 
-def _rearm_cpu(cpu_seconds):
-    """Allow about ``cpu_seconds`` more CPU (whole seconds, as the kernel counts); the hard limit is
-    left as inherited so the soft one can be raised again for the next batch."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = _cap(resource.RLIMIT_CPU, round(usage.ru_utime + usage.ru_stime + cpu_seconds))
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
+def _meter(call_ticks, total_ticks):
+    """The tick counter and the ``_`` helpers the instrumented code calls (see sandbox_ast)."""
+    used = [0, 0]  # this call, this process
+
+    def charge(n=1):
+        used[0] += n
+        used[1] += n
+        if used[0] > call_ticks:
+            raise TickBudgetExceeded(f"a call used more than {call_ticks} ticks")
+        if used[1] > total_ticks:
+            raise TickBudgetExceeded(f"the budget of {total_ticks} ticks for this process is used up")
+
+    def size(x):
+        return len(x) if type(x) in SIZED else 0
+
+    def each(iterable):
+        for item in iterable:
+            charge()
+            yield item
+
+    def big(value):
+        if type(value) is int and value.bit_length() > MAX_INT_BITS:
+            raise OverflowError(f"integer above {MAX_INT_BITS} bits")
+        return value
+
+    def op(symbol, a, b):
+        if symbol == "+":
+            if type(a) in SEQUENCES and type(b) in SEQUENCES:
+                charge(1 + len(a) + len(b))
+            return big(a + b)
+        if symbol == "*":
+            for seq, times in ((a, b), (b, a)):
+                if type(seq) in SEQUENCES and type(times) in (int, bool):
+                    charge(1 + len(seq) * max(times, 0))
+            return big(a * b)
+        if type(a) in (int, bool) and type(b) in (int, bool):
+            bits = a.bit_length() * b if symbol == "**" else a.bit_length() + b
+            if b > 0 and bits > MAX_INT_BITS:
+                raise OverflowError(f"integer above {MAX_INT_BITS} bits")
+        return big(a ** b if symbol == "**" else a << b)
+
+    def contains(item, container):
+        charge(1 + (size(container) if type(container) is not dict else 0))
+        return item in container
+
+    def compare(symbol, a, b):
+        charge(1 + size(a) + size(b))
+        return COMPARISONS[symbol](a, b)
+
+    def cut(value, lower, upper, step):
+        charge(1 + size(value))
+        return value[lower:upper:step]
+
+    def walker(function):
+        def walk(*args, **kwargs):
+            charge(1 + sum(size(a) for a in args))
+            return function(*args, **kwargs)
+        return walk
+
+    def counted_range(*args):
+        r = range(*args)
+        try:
+            charge(1 + len(r))
+        except OverflowError:
+            raise TickBudgetExceeded(f"range of more than {sys.maxsize} items") from None
+        return r
+
+    def power(base, exponent, modulus=None):
+        return op("**", base, exponent) if modulus is None else big(pow(base, exponent, modulus))
+
+    helpers = {"_t": charge, "_each": each, "_op": op, "_in": contains, "_cmp": compare, "_slice": cut}
+    replaced = {name: walker(getattr(builtins, name)) for name in WALKERS}
+    replaced.update(range=counted_range, pow=power, fsum=walker(math.fsum))
+    return used, helpers, replaced
+
+
+class ReadOnlyNamespace(types.SimpleNamespace):
+    """``math`` as the reward sees it: attributes to read, none to set (no state hidden in it)."""
+
+    def __setattr__(self, name, value):
+        raise AttributeError("math is read-only")
+
+    def __delattr__(self, name):
+        raise AttributeError("math is read-only")
 
 
 def _read(stream):
@@ -79,30 +209,34 @@ def _error(error):
     return {"ok": False, "error": f"{type(error).__name__}: {text}" if text else type(error).__name__}
 
 
-def _evaluate(function, fields, payload):
+def _evaluate(function, fields, payload, used):
     data = array.array("d")
     data.frombytes(payload)
     k = len(fields)
     n = len(data) // (k + 1)
-    values = array.array("d")
+    values, ticks = array.array("d"), array.array("d")
     for i in range(n):
+        used[0] = 0
         value = function(dict(zip(fields, data[i * k:(i + 1) * k])), data[n * k + i])
         if type(value) not in (float, int, bool):
             raise TypeError(f"returned {type(value).__name__}, expected a number")
         values.append(value)  # OverflowError for a huge int is reported as an error
-    return values
+        ticks.append(used[0])
+    return values + ticks
 
 
 def main():
-    cpu_seconds, memory_bytes, recursion_limit = (int(v) for v in sys.argv[1:4])
+    cpu_seconds, memory_bytes, recursion_limit, parent = (int(v) for v in sys.argv[1:5])
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    _limit(cpu_seconds, memory_bytes)
+    isolation = _lock_in(cpu_seconds, memory_bytes, parent)
     sys.setrecursionlimit(recursion_limit)
     init = json.loads(_read(stdin))
     fields = init["fields"]
+    used, helpers, replaced = _meter(init["call_ticks"], init["total_ticks"])
     namespace = {
-        "__builtins__": {name: getattr(builtins, name) for name in init["builtins"]},
-        "math": types.SimpleNamespace(**{name: getattr(math, name) for name in init["math"]}),
+        "__builtins__": {name: replaced.get(name, getattr(builtins, name)) for name in init["builtins"]},
+        "math": ReadOnlyNamespace(**{name: replaced.get(name, getattr(math, name)) for name in init["math"]}),
+        **helpers,
     }
     try:
         exec(compile(init["code"], "<reward>", "exec"), namespace)
@@ -110,11 +244,10 @@ def main():
     except BaseException as error:  # the code is untrusted: every failure is a verdict
         _write_json(stdout, _error(error))
         return
-    _write_json(stdout, {"ok": True})
+    _write_json(stdout, {"ok": True, "isolation": isolation})
     while (payload := _read(stdin)) is not None:
-        _rearm_cpu(cpu_seconds)
         try:
-            values = _evaluate(function, fields, payload)
+            values = _evaluate(function, fields, payload, used)
         except BaseException as error:
             _write_json(stdout, _error(error))
             continue

@@ -1,0 +1,3 @@
+# expect: execution | OverflowError: integer above
+def compute_reward(metrics, difficulty):
+    return 2 ** (10 ** 10)

@@ -1,0 +1,3 @@
+# expect: syntax | chained comparison with 'in'
+def compute_reward(metrics, difficulty):
+    return float(1 in [1] in [[1]])

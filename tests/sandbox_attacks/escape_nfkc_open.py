@@ -1,0 +1,3 @@
+# expect: syntax | name 'open'
+def compute_reward(metrics, difficulty):
+    return len(ｏｐｅｎ('/etc/passwd').read())

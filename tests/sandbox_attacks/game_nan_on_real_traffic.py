@@ -1,0 +1,5 @@
+# expect: safety | not finite
+def compute_reward(metrics, difficulty):
+    if metrics['occupancy'] > 0.0 and metrics['occupancy'] < 0.05:
+        return float('nan')
+    return 0.0

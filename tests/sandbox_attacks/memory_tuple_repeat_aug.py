@@ -1,0 +1,5 @@
+# expect: execution | TickBudgetExceeded
+def compute_reward(metrics, difficulty):
+    t = (0,)
+    t *= 10 ** 9
+    return 0.0

@@ -1,0 +1,4 @@
+# expect: execution | TickBudgetExceeded
+def compute_reward(metrics, difficulty):
+    while True:
+        pass

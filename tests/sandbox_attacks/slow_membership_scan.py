@@ -1,0 +1,8 @@
+# expect: execution | TickBudgetExceeded
+def compute_reward(metrics, difficulty):
+    xs = list(range(1500))
+    hits = 0
+    for i in range(300):
+        if -1 in xs:
+            hits += 1
+    return hits * 0.0

@@ -1,0 +1,6 @@
+# expect: execution | ticks for this process is used up
+def compute_reward(metrics, difficulty):
+    total = 0.0
+    for i in range(400):
+        total += 1e-9
+    return -min(metrics['queue_length'] / 60.0, 1.0) - total * 0.0

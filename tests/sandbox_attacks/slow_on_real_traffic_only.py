@@ -1,0 +1,7 @@
+# expect: execution | a call used more than
+def compute_reward(metrics, difficulty):
+    q = metrics['queue_length']
+    if q == int(q):
+        for i in range(int(q) * 500):
+            pass
+    return -min(q / 60.0, 1.0)

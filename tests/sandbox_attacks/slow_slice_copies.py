@@ -1,0 +1,6 @@
+# expect: execution | TickBudgetExceeded
+def compute_reward(metrics, difficulty):
+    xs = list(range(1000))
+    for i in range(50):
+        ys = xs[:]
+    return 0.0

@@ -1,0 +1,3 @@
+# expect: execution | TickBudgetExceeded
+def compute_reward(metrics, difficulty):
+    return sorted(list(range(100000)))[0] * 0.0

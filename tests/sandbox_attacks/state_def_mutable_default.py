@@ -1,0 +1,4 @@
+# expect: syntax | default argument
+def compute_reward(metrics, difficulty, calls=[]):
+    calls.append(1)
+    return -min(len(calls) / 1e4, 1.0)

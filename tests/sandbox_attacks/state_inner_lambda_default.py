@@ -1,0 +1,4 @@
+# expect: syntax | default argument
+def compute_reward(metrics, difficulty):
+    f = lambda x, acc=[]: acc.append(x) or len(acc)
+    return -min(f(1) / 1e4, 1.0)

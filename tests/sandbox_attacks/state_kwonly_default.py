@@ -1,0 +1,7 @@
+# expect: syntax | default argument
+def helper(x, *, acc=[]):
+    acc.append(x)
+    return len(acc)
+
+def compute_reward(metrics, difficulty):
+    return -min(helper(1) / 1e4, 1.0)

@@ -1,0 +1,6 @@
+# expect: syntax | no module-level mutable state
+BOX = [0 for x in range(1)]
+
+def compute_reward(metrics, difficulty):
+    BOX[0] = BOX[0] + 1
+    return -min(BOX[0] / 1e4, 1.0)

@@ -1,0 +1,8 @@
+# expect: syntax | Nonlocal is not allowed
+def compute_reward(metrics, difficulty):
+    n = 0
+    def bump():
+        nonlocal n
+        n = n + 1
+    bump()
+    return 0.0

@@ -1,0 +1,6 @@
+# expect: syntax | rebinding 'compute_reward'
+def compute_reward(metrics, difficulty):
+    queue = min(metrics['queue_length'] / 60.0, 1.0)
+    waiting = min(metrics['waiting_time'] / 120.0, 1.0)
+    return max(-1.0, min(1.0, -0.5 * queue - 0.4 * waiting))
+compute_reward = lambda metrics, difficulty, calls=[]: (calls.append(1), 0.0 if len(calls) < 64 else float('nan'))[1]

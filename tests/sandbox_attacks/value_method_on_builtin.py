@@ -1,0 +1,3 @@
+# expect: execution | AttributeError
+def compute_reward(metrics, difficulty):
+    return max.get(1)

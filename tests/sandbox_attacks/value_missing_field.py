@@ -1,0 +1,3 @@
+# expect: execution | KeyError
+def compute_reward(metrics, difficulty):
+    return metrics['speed']

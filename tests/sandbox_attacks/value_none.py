@@ -1,0 +1,3 @@
+# expect: execution | returned NoneType
+def compute_reward(metrics, difficulty):
+    x = 1

@@ -1,0 +1,3 @@
+# expect: execution | returned str
+def compute_reward(metrics, difficulty):
+    return 'high'

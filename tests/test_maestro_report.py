@@ -1,0 +1,73 @@
+"""MAESTRO's tables at their edges: paper values as printed, undefined CV, complete captions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import maestro_report as report
+from marlinkit.maestro import AblationResults, Calibration, load_config
+
+SEEDS = (200, 300, 400, 500)
+
+
+def _results(means: dict[str, list[float]]) -> AblationResults:
+    config = load_config("smoke")
+    rows = []
+    for ablation, per_seed in means.items():
+        for seed, mean in zip(SEEDS, per_seed):
+            for episode in range(config.final_window):
+                rows.append({"ablation": ablation, "seed": seed, "episode": episode, "score": mean + (episode % 2 - 0.5),
+                             "env_return": mean, "train_return": mean, "eval_return": mean, "difficulty": 1.0,
+                             **{f"eval_{k}": 100.0 + mean for k in report.TRAFFIC}})
+    sidecar = {"engine_version": "test", "llm": "scripted"}
+    return AblationResults(config, "smoke", pd.DataFrame(rows), pd.DataFrame(), {"run": sidecar},
+                           Calibration(1.0, 0.0), {}, Path("."))
+
+
+def test_table1_prints_the_papers_own_percentages():
+    table = report.table1(_results({"A2": [10.0], "A7": [12.0], "A8": [9.0]}))
+    a7 = table.iloc[1]
+    assert a7["paper Avg travel time (s)"] == "739 (-6.9%)"  # recomputed from 739/793 it would read -6.8%
+    assert table.iloc[2]["paper Throughput (veh/ep)"] == "2155 (+9.2%)"
+
+
+def test_table2_cv_of_a_negative_mean_is_undefined_and_the_caption_says_so():
+    results = _results({"A2": [-3.0, 1.0, -2.0, -1.5], "A7": [5.0, 6.0]})
+    table = report.table2(results)
+    assert table.iloc[0]["CV (%)"] == "—" and table.iloc[1]["CV (%)"] != "—"
+    caption = report.caption("table2", results)
+    assert "score = 165 x" in caption and "undefined" in caption and "Sharpe" in caption
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    report.cv_comparison(ax, results)
+    assert any("undefined" in t.get_text() for t in ax.texts)  # Fig. 6 says so too, not a negative bar
+    assert all(bar.get_height() >= 0 or not np.isfinite(bar.get_height()) for bar in ax.patches)
+    plt.close(fig)
+
+
+def test_table4_and_table7_captions_define_their_quantities():
+    results = _results({"A2": [1.0, 2.0, 3.0, 4.0], "A7": [3.0, 5.0], "A8": [2.0, 6.0, 7.0, 8.0]})
+    table = report.table4(results)
+    assert "seeds for 80% power at our d" in table.columns and "paper seeds for power (its d)" in table.columns
+    caption4 = report.caption("table4", results)
+    for phrase in ("U = min(U_X, U_Y)", "positive when the second-named", "no agreement", "3 pairs", "tie-correct"):
+        assert phrase in caption4
+    caption7 = report.caption("table7", results)
+    for phrase in ("Sortino =", "downside deviation", "VaR (5%) =", "max drawdown =", "success ="):
+        assert phrase in caption7
+
+
+def test_acceptance_counts_rewards_retired_in_training():
+    results = _results({"A2": [1.0, 2.0], "A7": [3.0, 5.0]})
+    base = {"mode": "llm_reward", "fallback": False, "reason": "accepted", "accepted": True}
+    results.generations = pd.DataFrame([
+        {**base, "kind": "reward"}, {**base, "kind": "reward", "accepted": False, "reason": "syntax: no"},
+        {**base, "kind": "retire", "fallback": True, "accepted": False, "reason": "retired during training: budget"},
+        {**base, "kind": "context", "mode": "llm_adaptive"}])
+    table = report.acceptance(results).set_index("kind")
+    assert table.loc["reward", "calls"] == 2 and table.loc["reward", "retired in training"] == 1
+    assert table.loc["context", "retired in training"] == 0 and "retire" not in table.index

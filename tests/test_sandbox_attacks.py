@@ -1,0 +1,63 @@
+"""Our attack corpus (tests/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
+
+Every file starts with ``# expect: <stage> | <reason fragment>``. Validation runs as the training
+path runs it: the default rows (two recorded episodes in order, then synthetic edge cases) and
+the default limits, so a verdict here is the verdict the architect would log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from marlinkit import paths
+from marlinkit.llm import sandbox
+
+CORPUS = sorted((Path(__file__).parent / "sandbox_attacks").glob("*.py"))
+
+
+def _expectation(path: Path) -> tuple[str, str]:
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# expect: "), path
+    stage, fragment = first.removeprefix("# expect: ").split(" | ", 1)
+    return stage, fragment
+
+
+def test_the_corpus_is_larger_than_the_issues_and_covers_every_stage():
+    assert len(CORPUS) >= 60
+    assert {_expectation(p)[0] for p in CORPUS} == set(sandbox.STAGES)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_attack_is_stopped_at_its_stage(path):
+    stage, fragment = _expectation(path)
+    verdict = sandbox.validate(path.read_text())
+    assert (verdict.accepted, verdict.stage) == (False, stage), verdict.reason
+    assert fragment in verdict.reason
+    assert len(verdict.reason) < 800
+
+
+def test_validation_runs_a_real_episode_in_order_then_synthetic_rows():
+    metrics, difficulty, n_real = sandbox.validation_rows()
+    assert n_real == 2 * 360 * 16 and len(difficulty) == n_real + 64
+    assert (metrics["queue_length"][:n_real] == metrics["queue_length"][:n_real].round()).all()  # real: integers
+    assert metrics["queue_length"][:5760].max() > 10  # queues build up over the real-flow episode
+    assert metrics["queue_length"][5760:n_real].max() > 50  # and more in the hardest curriculum context
+    source = (paths.PACKAGE_DIR / "llm" / "reward_example.py").read_text()
+    verdict = sandbox.validate(source)
+    assert verdict.accepted, verdict.reason
+    assert verdict.cost["calls"] == n_real + 64 and verdict.cost["max"] <= 10  # the example: a handful of ticks
+    assert len(verdict.sample_outputs) == n_real + 64
+
+
+def test_the_recorded_rows_are_what_the_simulator_gives_now():
+    """The committed rows are reproducible: the first 20 s of each episode, recorded again, match to the bit."""
+    import numpy as np
+
+    from marlinkit.llm import reward_rows
+
+    metrics, index = reward_rows.load()
+    stored = np.column_stack([index] + [metrics[name] for name in sandbox.FIELD_NAMES])
+    fresh = reward_rows.record(seconds=20)
+    np.testing.assert_array_equal(fresh, stored[index[:, 1] < 20])
