@@ -176,7 +176,7 @@ def run_preset(preset: str, scratch: Path) -> int:
     env = {**os.environ, paths.RESULTS_ENV: str(scratch / "results")}
     env.pop("MARLINKIT_RECORD", None)
     env.pop("RECORD", None)
-    command = ["make", "--no-print-directory", "figures", f"PRESET={preset}", f"FIGURES_ROOT={scratch / 'figures'}",
+    command = ["make", "--no-print-directory", "--keep-going", "figures", f"PRESET={preset}", f"FIGURES_ROOT={scratch / 'figures'}",
                f"BUILD_ROOT={scratch / 'notebooks'}"]
     print("verify: " + " ".join(command) + f"  ({paths.RESULTS_ENV}={scratch / 'results'})", flush=True)
     return subprocess.run(command, cwd=paths.REPO_ROOT, env=env, check=False).returncode
