@@ -12,8 +12,9 @@ make figures``) or ``record=True`` (:func:`marlinkit.llm.config.cached_backend`)
 
 Transcript errors are not :class:`~marlinkit.llm.base.LLMError`: code that falls back on a
 failed LLM call (the MAESTRO architect) must never fall back on a replay that cannot answer.
-A half-written last line (an interrupted recording) is skipped with a warning and the next
-record starts on a fresh line; a damaged line anywhere else is a :class:`TranscriptFileError`
+A half-written last line (one without its newline: an interrupted recording) is skipped with a
+warning, and removed before the next record is appended, which then starts a line of its own; a
+damaged line anywhere else (complete lines are written whole) is a :class:`TranscriptFileError`
 naming ``file:line``.
 """
 
