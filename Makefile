@@ -42,19 +42,28 @@ endif
 ifdef RAY_ADDRESS
 export MARLINKIT_RAY_ADDRESS := $(RAY_ADDRESS)
 endif
+# Every LLM call replays strictly from data/transcripts/ (a miss is an error naming the call);
+# `make figures RECORD=1` (or MARLINKIT_RECORD=1) calls the model on misses and records the replies.
+ifdef RECORD
+export MARLINKIT_RECORD := $(RECORD)
+endif
 
 # Notebooks that `make figures` runs, and the paper folder each writes to.
 NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipynb))
-EXECUTED  := $(patsubst notebooks/%,build/$(PRESET)/%,$(NOTEBOOKS))
+# Executed notebooks and figures go to BUILD_ROOT and FIGURES_ROOT (`make verify` points both at a scratch folder).
+BUILD_ROOT ?= build/$(PRESET)
+EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
-# Smoke runs never overwrite the committed figures.
-FIGURES_ROOT := $(if $(filter smoke,$(PRESET)),build/figures-smoke,figures)
+# Smoke runs never overwrite the committed figures (marlinkit.verify.reference_root says the same).
+FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,figures)
 
-.PHONY: help setup data cityflow test test-fast figures lab bench clean distclean
+.PHONY: help setup data cityflow test test-fast figures verify lab bench clean distclean
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
 	@echo "             [EXECUTOR=ray RAY_ADDRESS=auto] run the experiment grids on Ray (optional)"
+	@echo "             [RECORD=1]                  call the LLM on transcript misses and record them (else: strict replay)"
+	@echo "make verify [PRESET=quick]               recompute the preset in build/verify-PRESET/, compare with $(FIGURES_ROOT)/"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
@@ -99,11 +108,16 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))"
 
+# Recompute every run of PRESET in a scratch folder (strict replay) and compare each table and figure
+# with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/verify.py).
+verify: $(STAMP)
+	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)
+
 # A notebook re-runs only when it, the package or its data changed.
-build/$(PRESET)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+$(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	@mkdir -p $(@D)
 	$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb \
-	    -p PRESET $(PRESET) -p FIGURES_DIR $(CURDIR)/$(FIGURES_ROOT)/$(word 2,$(subst /, ,$<))
+	    -p PRESET $(PRESET) -p FIGURES_DIR $(abspath $(FIGURES_ROOT))/$(word 2,$(subst /, ,$<))
 	@mv $(basename $@).partial.ipynb $@
 
 lab: $(STAMP) data

@@ -18,6 +18,7 @@ COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
     "check-reward": "marlinkit.llm.sandbox_cli",
     "data": "marlinkit.envs.traffic.fetch",
+    "verify": "marlinkit.verify",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

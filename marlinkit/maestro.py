@@ -51,10 +51,12 @@ import pandas as pd
 from marlinkit import curriculum, executors, paths, presets
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.runs import (
+    ResultFileError,
     ResultStore,
     atomic_write_bytes,
     atomic_write_text,
     config_hash,
+    read_jsonl,
     run_name,
 )
 
@@ -92,7 +94,7 @@ class MaestroConfig:
     executor: str = "local"  # "local" processes or "ray" (marlinkit.executors)
     ray_address: str | None = None  # Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs
     llm: str = "smollm2"  # LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model
-    replay_only: bool = False  # fail on a transcript miss instead of calling the model
+    record: bool = False  # call the model on a transcript miss and record it (False: strict replay, a miss is an error)
     engine: str = "sumo"  # traffic engine
     target_paper: float = 165.0  # the paper's curriculum target, on its reward scale (Section 4.2)
     calibration_difficulty: float = 0.3  # difficulty of the context the target is calibrated on
@@ -307,14 +309,18 @@ def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict
         table = pd.DataFrame([{"controller": k, **v} for k, v in result.items() if isinstance(v, dict)])
         store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"])
     table = store.load("ablation_calibration").set_index("controller")
-    calibration = Calibration(float(table.loc["max-pressure", "return"]), float(table.loc["fixed-time", "return"]),
-                              cfg.target_paper)
-    return calibration, store.load_sidecar("ablation_calibration")
+    try:
+        target, zero = float(table.loc["max-pressure", "return"]), float(table.loc["fixed-time", "return"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ResultFileError(f"calibration table {store.table_path('ablation_calibration')} does not hold the "
+                              f"max-pressure and fixed-time returns ({type(error).__name__}: {error}); delete it and "
+                              "its .json to recompute") from error
+    return Calibration(target, zero, cfg.target_paper), store.load_sidecar("ablation_calibration")
 
 
 # ----- one run -----------------------------------------------------------------------------------
 
-def make_llm(setting: str, purpose: str, replay_only: bool):
+def make_llm(setting: str, purpose: str, record: bool):
     """The architect's backend: ``scripted`` plays both generators; others go through the transcript cache."""
     from marlinkit.llm import config as llm_config
 
@@ -323,7 +329,7 @@ def make_llm(setting: str, purpose: str, replay_only: bool):
         from marlinkit.llm.scripted import ScriptedBackend
 
         return ScriptedBackend(scripted_architect_replies(), model="maestro-architect")
-    return llm_config.cached_backend(setting, purpose, replay_only=replay_only)
+    return llm_config.cached_backend(setting, purpose, record=record)
 
 
 def _maddpg_config(cfg: MaestroConfig, seed: int):
@@ -365,6 +371,14 @@ def _stats(scores: list[float], metrics: dict | None, episode: int) -> dict[str,
 
 
 def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
+    """One run (see :func:`_train_run`); a transcript miss or damaged transcript names the run."""
+    from marlinkit.llm.cache import transcript_context
+
+    with transcript_context(run=f"MAESTRO {run_name(ablation, f'seed{seed}')}"):
+        return _train_run(cfg, ablation, seed, calibration, root)
+
+
+def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
     """Train one (config, seed) in a fresh process; return what :func:`_save_run` writes.
 
     Only checkpoints are written here (under ``root`` on the worker's filesystem), so a Ray
@@ -390,7 +404,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
     ccfg = curriculum.CurriculumConfig(target=cfg.target_paper)
     mcfg = _maddpg_config(cfg, seed)
     seed_everything(seed)
-    backend = make_llm(cfg.llm, f"maestro_{ablation}_{seed}", cfg.replay_only)
+    backend = make_llm(cfg.llm, f"maestro_{ablation}_{seed}", cfg.record)
     log = arch.GenerationLog()
     acfg = _architect_config(cfg, ablation)
     base = TrafficSignalEnv(_env_config(cfg))
@@ -570,14 +584,19 @@ class AblationResults:
         return provenance_text(self.preset, self.engine, self.llm, note)
 
 
-def load_config(preset: str, **overrides: Any) -> MaestroConfig:
-    return MaestroConfig(**presets.get(preset, "maestro", **overrides))
+def load_config(preset: str, record: bool | None = None, **overrides: Any) -> MaestroConfig:
+    """A preset's ``maestro`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
+    from marlinkit.llm import config as llm_config
+
+    return MaestroConfig(**presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
 
 
 def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None, progress: bool = True,
                  **overrides: Any) -> AblationResults:
     """Run (or load) every (ablation, seed) of a preset; missing runs go to ``executor``, ``workers`` at a time,
     and each run's files are written here as soon as it finishes."""
+    from marlinkit.llm.cache import transcript_context
+
     cfg = load_config(preset, **overrides)
     store = ResultStore(Path(root) if root else paths.results_dir(PAPER, preset))
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
@@ -587,8 +606,9 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
         calibration, calibration_info = calibrate(cfg, store)
         todo = [(cfg, a, s, calibration, str(store.root)) for a, s in runs
                 if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
-        executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address,
-                           progress, "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
+        with transcript_context(preset=preset):
+            executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address,
+                               progress, "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
@@ -598,7 +618,6 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
 
 def _load_generations(path: Path, name: str) -> pd.DataFrame:
     ablation, seed = name.split("__")
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line]
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(read_jsonl(path))
     return frame.assign(ablation=ablation, seed=int(seed.removeprefix("seed")))
 

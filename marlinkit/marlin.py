@@ -35,6 +35,7 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
 from marlinkit.envs.corridor.plans import Plan, PlanSource, plan_key
 from marlinkit.llm import config as llm_config
+from marlinkit.llm.cache import transcript_context
 
 SYSTEMS = ("MARL", "MARLIN", "LLM-only")
 SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
@@ -365,17 +366,24 @@ def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        started, cpu_started = time.perf_counter(), time.process_time()
-        tables = []
-        if config["system"] == "LLM-only":
-            episodes = llm_only(config["scenario"], config["seed"], config["trials"], source, settings.get("actuation_noise"))
-        else:
-            episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
-            tables.append((name + "__eval", evaluations, {}))
-        tables.append((name, episodes, {"wall_time_s": time.perf_counter() - started, "cpu_time_s": time.process_time() - cpu_started,
-                                        "engine": "corridor core (numpy)", "plan_source": config.get("plan_source")}))
+        with transcript_context(run=f"MARLIN {name}"):  # a transcript miss or damaged transcript names the run
+            return _run_tables(name, config, settings, source)
     finally:
         torch.set_num_threads(threads)
+
+
+def _run_tables(name: str, config: dict[str, Any], settings: dict[str, Any],
+                source: PlanSource | None) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]:
+    """Train or plan one run: its tables (the episode table last) and provenance."""
+    started, cpu_started = time.perf_counter(), time.process_time()
+    tables = []
+    if config["system"] == "LLM-only":
+        episodes = llm_only(config["scenario"], config["seed"], config["trials"], source, settings.get("actuation_noise"))
+    else:
+        episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
+        tables.append((name + "__eval", evaluations, {}))
+    tables.append((name, episodes, {"wall_time_s": time.perf_counter() - started, "cpu_time_s": time.process_time() - cpu_started,
+                                    "engine": "corridor core (numpy)", "plan_source": config.get("plan_source")}))
     return tables
 
 
@@ -400,8 +408,10 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
         for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
             store.save(table_name, table, todo[index][1], **provenance)
 
-    executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in todo], settings.get("executor", "local"),
-                       settings["workers"], settings.get("ray_address"), progress, "MARLIN runs", on_result=save)
+    with transcript_context(preset=preset):  # a transcript miss's recording hint names the preset
+        executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in todo],
+                           settings.get("executor", "local"), settings["workers"], settings.get("ray_address"), progress,
+                           "MARLIN runs", on_result=save)
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())

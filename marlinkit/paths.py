@@ -10,7 +10,10 @@ REPO_ROOT = PACKAGE_DIR.parent
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 FIGURES_DIR = REPO_ROOT / "figures"
 DATA_DIR = REPO_ROOT / "data"
-RESULTS_DIR = DATA_DIR / "results"
+#: Run results (tidy CSV + sidecar per run); ``$MARLINKIT_RESULTS`` moves them, e.g. to a scratch folder that
+#: makes every run recompute (``make verify``).
+RESULTS_ENV = "MARLINKIT_RESULTS"
+RESULTS_DIR = Path(os.environ.get(RESULTS_ENV) or DATA_DIR / "results").resolve()
 TRANSCRIPTS_DIR = DATA_DIR / "transcripts"
 BUILD_DIR = REPO_ROOT / "build"
 # Where outputs go when a notebook is run without an explicit output folder (nbval, JupyterLab):

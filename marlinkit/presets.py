@@ -4,6 +4,11 @@
 * ``quick``: the default of ``make figures``; the whole collection fits in ~30 min on 2 CPU cores.
 * ``paper``: the papers' full protocol (hours; GPU and a Llama 3.1 endpoint where the paper had them).
 
+Every LLM call replays strictly from ``data/transcripts/`` (a miss is an error); recording is the
+explicit ``MARLINKIT_RECORD=1`` (``RECORD=1 make figures``), never a preset default. Only the
+workshop's teaching session (``workshop.negotiation.record``) records, because talking to the model
+live is its point.
+
 Each preset has one section per experiment. A notebook asks for its section and may override
 single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])``.
 """
@@ -23,21 +28,19 @@ DEFAULT_PRESET = "quick"
 _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
 
 #: Negotiation limits per preset, shared by the LLM-only runs and Fig. 6 (one protocol for both).
-_SMOKE_NEGOTIATION = {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": "smollm2",
-                      "replay_only": True}
-_QUICK_NEGOTIATION = {"max_moves": 8, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": None,
-                      "replay_only": False}
+_SMOKE_NEGOTIATION = {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": "smollm2"}
+_QUICK_NEGOTIATION = {"max_moves": 8, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": None}
 #: The authors' protocol: 50 moves, 5 rounds, 300 tokens, no stall limit.
-_PAPER_NEGOTIATION = {"max_moves": 50, "max_rounds": 5, "max_new_tokens": 300, "stall_limit": 0, "llm": None,
-                      "replay_only": False}
+_PAPER_NEGOTIATION = {"max_moves": 50, "max_rounds": 5, "max_new_tokens": 300, "stall_limit": 0, "llm": None}
 
 #: The workshop notebooks at the session's sizes: minutes each, smollm2 called live (``get`` hands out copies).
 _WORKSHOP_SESSION = {
     "scenario": "single_slot",
     "seed": 0,
     "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
+    # record: True: the session talks to smollm2 live and records the calls (the one section that records by itself)
     "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
-                    "replay_only": False},
+                    "record": True},
     "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
                "plan_budget": 8, "mappo": {}},
 }
@@ -131,7 +134,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "scripted",
-            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
         },
         "workshop": {  # notebooks/workshop at nbval size: seconds each, smollm2 replayed from data/transcripts/workshop_smoke__*
@@ -140,7 +142,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "training": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10,
                          "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
             "negotiation": {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": "smollm2",
-                            "replay_only": True},
+                            "record": None},  # None: replay strictly unless $MARLINKIT_RECORD
             "marlin": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10, "llm_only_trials": 1,
                        "plan_budget": 3, "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
         },
@@ -233,7 +235,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "checkpoint_every": 0,  # resume per finished run only
             "llm": "smollm2",
-            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
         },
         "workshop": _WORKSHOP_SESSION,  # the teaching session's sizes (notebooks/workshop/README.md)
@@ -325,7 +326,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
             "llm": "smollm2",
-            "replay_only": False,  # True: fail on a transcript miss instead of calling the model
             "maddpg": {},
             "checkpoint_every": 10,
         },

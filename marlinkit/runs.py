@@ -70,6 +70,31 @@ class ResultFileError(RuntimeError):
     """A result table or sidecar is damaged or unreadable; the message names the file."""
 
 
+def read_json(path: Path) -> Any:
+    """A JSON result file (transcripts of a run, a sidecar); a damaged one raises ``ResultFileError`` naming it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ResultFileError(f"result file {path} is damaged or unreadable: {error}") from error
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """The records of a JSONL result file (a generation log); a damaged line raises ``ResultFileError`` naming file:line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultFileError(f"result file {path} cannot be read: {error}") from error
+    records = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ResultFileError(f"result file {path}:{number} is damaged: {error}; delete the run's files "
+                                      "to recompute it") from error
+    return records
+
+
 def run_name(*parts: Any) -> str:
     """Deterministic run name such as ``single_slot__marlin__seed0``."""
     return "__".join(str(p) for p in parts)
@@ -149,7 +174,7 @@ class ResultStore:
     def load_sidecar(self, name: str) -> dict[str, Any]:
         path = self.sidecar_path(name)
         try:
-            sidecar = json.loads(path.read_text())
+            sidecar = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ResultFileError(f"result sidecar {path} is damaged or unreadable: {error}") from error
         if not isinstance(sidecar, dict) or "config_hash" not in sidecar:

@@ -19,6 +19,7 @@ from marlinkit import paths, presets
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
+from marlinkit.llm.cache import transcript_context
 from marlinkit.llm.experiments import negotiator, trial_seed
 from marlinkit.runs import ResultStore, run_name
 
@@ -70,7 +71,8 @@ def run_scalability(preset: str, llm: str | None = None, progress: bool = True, 
         for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every agent count
             for n_agents in settings["agents"]:
                 seed = trial_seed(settings["seed"], f"agents{n_agents}", trial)
-                counts = crowd.run_episode(world, n_agents, source, seed, config)
+                with transcript_context(run=f"{name} {n_agents} agents trial {trial}", preset=preset):
+                    counts = crowd.run_episode(world, n_agents, source, seed, config)
                 rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
                 if progress:
                     print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "

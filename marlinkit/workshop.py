@@ -94,9 +94,9 @@ def run_training(preset: str, root: Path | None = None, progress: bool = False) 
 
 
 def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
-    """The workshop's LLM behind its transcript cache (replay-only where the preset says so)."""
+    """The workshop's LLM behind its transcript cache (strict replay unless the preset or ``$MARLINKIT_RECORD`` records)."""
     section = settings(preset)["negotiation"]
-    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", replay_only=section["replay_only"])
+    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", record=section["record"])
 
 
 def negotiator(preset: str, backend: ChatBackend) -> Negotiation:

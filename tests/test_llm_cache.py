@@ -42,7 +42,7 @@ def negotiate(backend, seed=3):
 def test_record_then_replay_returns_identical_plans_without_the_model(tmp_path):
     path = tmp_path / "t.jsonl"
     robots = CountingRandomRobots()
-    recorded = negotiate(TranscriptCache(robots, path))
+    recorded = negotiate(TranscriptCache(robots, path, replay_only=False))
     assert robots.calls == recorded.stats["llm_calls"] > 6 and recorded.stats["cached_calls"] == 0
     replay = TranscriptCache(None, path, replay_only=True, name="scripted", model="random-robots")
     replayed = negotiate(replay)
@@ -52,16 +52,16 @@ def test_record_then_replay_returns_identical_plans_without_the_model(tmp_path):
     assert replayed.stats["llm_seconds"] == pytest.approx(recorded.stats["llm_seconds"], abs=1e-3)
     assert replay.hits == robots.calls and replay.misses == 0
     # Another seed is another set of calls: a clear miss, never a wrong reply.
-    with pytest.raises(TranscriptMiss, match="replay-only transcript .*t.jsonl"):
+    with pytest.raises(TranscriptMiss, match="strict replay: .*t.jsonl"):
         negotiate(replay, seed=4)
 
 
 def test_a_recording_cache_fills_only_its_misses(tmp_path):
     path = tmp_path / "t.jsonl"
-    negotiate(TranscriptCache(CountingRandomRobots(), path), seed=1)
+    negotiate(TranscriptCache(CountingRandomRobots(), path, replay_only=False), seed=1)
     lines = path.read_text().splitlines()
     robots = CountingRandomRobots()
-    cache = TranscriptCache(robots, path)
+    cache = TranscriptCache(robots, path, replay_only=False)
     negotiate(cache, seed=1)
     negotiate(cache, seed=2)
     assert robots.calls == cache.misses == len(path.read_text().splitlines()) - len(lines)
@@ -85,15 +85,15 @@ def test_key_covers_backend_model_messages_and_every_setting():
 
 def test_an_interrupted_last_line_is_skipped_with_a_warning(tmp_path):
     path = tmp_path / "t.jsonl"
-    negotiate(TranscriptCache(CountingRandomRobots(), path))
+    negotiate(TranscriptCache(CountingRandomRobots(), path, replay_only=False))
     complete = len(path.read_text().splitlines())
     with path.open("a") as handle:
         handle.write('{"key": "abc", "reply": "half')
-    with pytest.warns(UserWarning, match="unreadable transcript line"):
+    with pytest.warns(UserWarning, match="unreadable last transcript line"):
         cache = TranscriptCache(None, path, replay_only=True, name="scripted", model="random-robots")
     assert len(cache) == complete
 
 
 def test_recording_needs_a_backend(tmp_path):
     with pytest.raises(ValueError, match="recording needs a backend"):
-        TranscriptCache(None, tmp_path / "t.jsonl")
+        TranscriptCache(None, tmp_path / "t.jsonl", replay_only=False)

@@ -149,8 +149,9 @@ def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
 def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
+    monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
-    training = marlin.run_training("quick", "llm", llm="scripted", progress=False, **overrides)  # quick: records misses
+    training = marlin.run_training("quick", "llm", llm="scripted", progress=False, **overrides)
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(marlin.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only")["trials"]

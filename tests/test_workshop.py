@@ -70,7 +70,7 @@ def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path
     backend = type("B", (), {"name": "smollm2", "model": MODEL_NAME})
     path = llm_config.transcript_path("workshop_smoke", backend)
     if not path.exists():
-        pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with replay_only off")
+        pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with MARLINKIT_RECORD=1")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
     comparison = workshop.run_comparison("smoke", cache, root=tmp_path)  # a changed prompt or schedule misses here
     assert cache.hits > 0 and cache.misses == 0

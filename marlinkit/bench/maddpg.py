@@ -74,7 +74,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     from marlinkit import maestro, maestro_report
 
     settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
-                "replay_only": llm != "scripted", "workers": 1, "checkpoint_every": 0}
+                "record": False, "workers": 1, "checkpoint_every": 0}
     cfg = maestro.load_config(preset, **settings, final_window=maestro.load_config(preset).eval_every)
     with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
         results = maestro.run_ablation(preset, root=root, progress=False, final_window=cfg.final_window, **settings)
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--episodes must be >= 0, got {args.episodes}")
     if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
         eval_every = maestro.load_config(args.preset).eval_every
-        maestro.load_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, replay_only=True)
+        maestro.load_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, record=False)
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")

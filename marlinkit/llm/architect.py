@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -53,6 +54,7 @@ from marlinkit.envs.traffic.data import Network
 from marlinkit.llm import sandbox
 from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
 
+_log = logging.getLogger(__name__)
 MODES = ("llm_adaptive", "llm")
 #: Fields of a context the runner owns (episode length, sampling seed): not asked of the LLM.
 RUNNER_FIELDS = ("duration_s", "seed")
@@ -185,11 +187,18 @@ def _settings(temperature: float, tokens: int, seed: int, stop: tuple[str, ...] 
 
 
 def _call(backend: ChatBackend, messages: list[dict[str, str]], settings: GenerationSettings):
-    """One chat call: (reply or None, error text, wall seconds). A backend failure is a failed attempt."""
+    """One chat call: (reply or None, error text, wall seconds).
+
+    A backend failure (``LLMError``: the model or endpoint could not answer while recording) is a
+    failed attempt, as in the paper's fallback, and is logged. A transcript that cannot answer (a
+    strict-replay miss, a damaged transcript) is not an ``LLMError`` and propagates: a replayed run
+    never silently falls back to the deterministic context or the environment reward.
+    """
     start = time.perf_counter()
     try:
         reply = backend.chat(messages, settings)
     except LLMError as error:
+        _log.warning("LLM call failed; a failed attempt (the paper's fallback follows repeated failures): %s", error)
         return None, f"LLM call failed: {error}", time.perf_counter() - start
     return reply, "", time.perf_counter() - start
 

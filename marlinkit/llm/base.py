@@ -9,7 +9,11 @@ ROLES = ("system", "user", "assistant")
 
 
 class LLMError(RuntimeError):
-    """A backend could not produce a reply (missing weights, endpoint down, cache miss in replay)."""
+    """A backend could not produce a reply (missing weights, endpoint down, bad answer).
+
+    A transcript that cannot answer is a ``marlinkit.llm.cache.TranscriptError`` instead: callers
+    that fall back on an ``LLMError`` must never fall back on a strict replay.
+    """
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,10 @@ setting                                                backend
 =====================================================  =========================================
 
 The setting comes from a parameter or the ``MARLINKIT_LLM`` environment variable.
+
+Every call goes through a transcript cache that replays strictly: a call not in the transcript is
+an error (``TranscriptMiss``), never a silent model load. Recording is chosen explicitly, with
+``MARLINKIT_RECORD=1`` (``RECORD=1 make figures``) or ``record=True``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 
 ENV_VAR = "MARLINKIT_LLM"
+RECORD_VAR = "MARLINKIT_RECORD"
 DEFAULT = "smollm2"
 KINDS = ("smollm2", "transformers", "openai", "scripted")
 
@@ -30,6 +35,21 @@ KINDS = ("smollm2", "transformers", "openai", "scripted")
 def setting(value: str | None = None) -> str:
     """The setting in force: ``value``, else ``$MARLINKIT_LLM``, else ``smollm2``."""
     return value or os.environ.get(ENV_VAR) or DEFAULT
+
+
+def recording(record: bool | None = None) -> bool:
+    """Whether transcript misses call the model and are recorded: ``record`` if given, else ``$MARLINKIT_RECORD``.
+
+    Off by default (strict replay). ``MARLINKIT_RECORD`` accepts 1/true/yes/on and 0/false/no/off/empty.
+    """
+    if record is not None:
+        return bool(record)
+    value = os.environ.get(RECORD_VAR, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{RECORD_VAR}={value!r}: use 1 to record transcript misses with the model, 0 to replay strictly")
 
 
 def make_backend(value: str | None = None) -> ChatBackend:
@@ -66,10 +86,11 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
     return Path(root or paths.TRANSCRIPTS_DIR) / f"{purpose}__{slug(backend.name)}__{slug(backend.model)}.jsonl"
 
 
-def cached_backend(value: str | None, purpose: str, replay_only: bool = False, root: Path | None = None) -> TranscriptCache:
-    """The configured backend behind its transcript cache: recorded calls replay, new ones are recorded."""
+def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None) -> TranscriptCache:
+    """The configured backend behind its transcript cache: recorded calls replay; a new call is an error
+    unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded."""
     backend = make_backend(value)
-    return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=replay_only)
+    return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=not recording(record))
 
 
 def label(backend: ChatBackend) -> str:

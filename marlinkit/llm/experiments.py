@@ -1,8 +1,8 @@
 """Runners for the negotiation notebooks: LLM-only trials per scenario (Fig. 3 boxplots) and Fig. 2.
 
 Every LLM call goes through a transcript cache under ``data/transcripts/``: committed
-transcripts replay without the model, misses call it and are recorded (``replay_only`` makes
-a miss an error instead). Results are tidy rows saved with the run store, one run per preset
+transcripts replay without the model; a miss is an error unless recording (``MARLINKIT_RECORD=1``),
+when it calls the model and is recorded. Results are tidy rows saved with the run store, one run per preset
 and backend; the plans' full transcripts are saved next to them as JSON.
 """
 
@@ -19,8 +19,9 @@ from marlinkit import paths, presets
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
+from marlinkit.llm.cache import transcript_context
 from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
-from marlinkit.runs import ResultStore, atomic_write_text, run_name
+from marlinkit.runs import ResultStore, atomic_write_text, read_json, run_name
 
 #: LLM-only performance of Llama 3.1 8B Instruct in the authors' code (FACTS §4): a reference column.
 PAPER_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
@@ -39,7 +40,7 @@ def negotiator(settings: dict[str, Any], llm: str | None = None, purpose: str = 
 
     MARLIN training plugs it in as ``marlin.run_grid(..., source=negotiator(settings, purpose="marlin"))``.
     """
-    backend = llm_config.cached_backend(llm or settings["llm"], purpose, replay_only=settings["replay_only"])
+    backend = llm_config.cached_backend(llm or settings["llm"], purpose, record=settings.get("record"))
     return Negotiation(backend, negotiation_config(settings))
 
 
@@ -66,7 +67,8 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
         for scenario in settings["scenarios"]:
             layout = get_layout(scenario)
             seed = trial_seed(settings["seed"], scenario, trial)
-            plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
+            with transcript_context(run=f"{name} {scenario} trial {trial}", preset=preset):
+                plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
             stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
             rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
                          "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})
@@ -88,7 +90,7 @@ def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]
 
 
 def load_transcripts(preset: str, table_name: str) -> dict[str, list[dict]]:
-    return json.loads((paths.results_dir("marlin", preset) / f"{table_name}.transcripts.json").read_text())
+    return read_json(paths.results_dir("marlin", preset) / f"{table_name}.transcripts.json")
 
 
 def plan_statistics(row: pd.Series) -> pd.DataFrame:

@@ -1,0 +1,239 @@
+"""Recompute a preset in a scratch folder and compare every table and figure with the reference ones.
+
+``make verify [PRESET=quick]`` (``python -m marlinkit verify --preset quick``) runs ``make figures``
+with the figures, the executed notebooks and the run results all in ``build/verify-<preset>/`` (a
+fresh results root, ``$MARLINKIT_RESULTS``, so every run really recomputes) in strict replay (a
+transcript miss is an error; ``MARLINKIT_RECORD`` is removed), then compares each file under the
+reference folder (``figures/``; ``build/figures-smoke/`` for ``smoke``) with its scratch twin:
+
+* tables (``.csv``): byte equality; when the bytes differ, the differing cells are listed. Only
+  the measured wall-time columns of :data:`WALL_TIME_COLUMNS` are exempt: there both cells must be
+  numbers, of any value (wall time measures the machine and its load, and replayed LLM calls take
+  milliseconds where the recording took seconds). Every other cell, the header and the row count
+  must be identical.
+* renderings of a table (``.md``, ``.tex`` next to a ``.csv``): byte equality; for a table with
+  wall-time columns, tokens may differ only where both are numbers.
+* images (``.png``, ``.pdf``): byte equality (matplotlib is pinned and the writers drop dates);
+  reported in their own section, and with ``--images-informational`` they do not fail the check.
+* anything else: byte equality.
+
+A file in the reference folder but not in scratch is *missing*; one only in scratch is *new*.
+Live LLM calls are counted as records added to ``data/transcripts/`` during the run (must be 0).
+The exit code is 1 on any difference, missing or new file, or live call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from marlinkit import paths, presets
+
+#: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
+WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "maestro/table5_cost.csv": ("Total (s, all runs)", "Per run (s)", "Percentage"),
+    "maestro/traffic_baselines.csv": ("wall_s",),
+}
+TABLE_SUFFIXES = (".csv",)
+RENDERING_SUFFIXES = (".md", ".tex")
+IMAGE_SUFFIXES = (".png", ".pdf")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:\\?%)?")
+_TOKEN = re.compile(r"[^\s|&]+")
+_RULE = re.compile(r"[-:=]+")
+_SHOWN = 8  # differing cells listed per file
+
+
+@dataclass
+class FileCheck:
+    """The comparison of one file."""
+
+    path: str  # relative to both roots, e.g. "maestro/table5_cost.csv"
+    kind: str  # "table", "rendering", "image" or "other"
+    status: str  # "same", "tolerated" (only wall-time cells differ), "differs", "missing" or "new"
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("same", "tolerated")
+
+
+def _kind(path: Path) -> str:
+    if path.suffix in TABLE_SUFFIXES:
+        return "table"
+    if path.suffix in RENDERING_SUFFIXES and path.with_suffix(".csv").exists():
+        return "rendering"
+    return "image" if path.suffix in IMAGE_SUFFIXES else "other"
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMBER.fullmatch(text.strip().replace(",", "")))
+
+
+def _read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def compare_table(reference: Path, scratch: Path, wall_time: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """Status and details of two CSV tables; cells of the ``wall_time`` columns need only both be numbers."""
+    if reference.read_bytes() == scratch.read_bytes():
+        return "same", []
+    old, new = _read_csv(reference), _read_csv(scratch)
+    if not old or not new or old[0] != new[0]:
+        return "differs", [f"header {old[0] if old else []} -> {new[0] if new else []}"]
+    header, details, tolerated, cells = old[0], [], 0, 0
+    if len(old) != len(new):
+        details.append(f"rows {len(old) - 1} -> {len(new) - 1}")
+    for row, (a, b) in enumerate(zip(old[1:], new[1:]), 1):
+        for column, name in enumerate(header):
+            x = a[column] if column < len(a) else "<absent>"
+            y = b[column] if column < len(b) else "<absent>"
+            if x == y:
+                continue
+            if name in wall_time and _is_number(x) and _is_number(y):
+                tolerated += 1
+                continue
+            cells += 1
+            if cells <= _SHOWN:
+                details.append(f"row {row} ({a[0] if a else ''}), column {name!r}: {x!r} -> {y!r}")
+    if cells > _SHOWN:
+        details.append(f"... {cells - _SHOWN} more differing cells")
+    if details:
+        return "differs", details
+    return "tolerated", [f"{tolerated} wall-time cell(s) differ ({', '.join(wall_time)}): tolerated"]
+
+
+def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) -> tuple[str, list[str]]:
+    """Status of a Markdown/LaTeX rendering; with ``numbers_may_differ`` only numeric tokens may change
+    (the caller allows it only when the table rendered matched up to its wall-time cells)."""
+    if reference.read_bytes() == scratch.read_bytes():
+        return "same", []
+    if numbers_may_differ:
+        old, new = (
+            [t for t in _TOKEN.findall(p.read_text(encoding="utf-8")) if not _RULE.fullmatch(t)] for p in (reference, scratch))
+        changed = [(x, y) for x, y in zip(old, new) if x != y]
+        if len(old) == len(new) and all(_is_number(x) and _is_number(y) for x, y in changed):
+            return "tolerated", [f"{len(changed)} number(s) differ, in a table with wall-time columns: tolerated"]
+    return "differs", ["bytes differ" + ("" if numbers_may_differ else " (the table it renders is compared above)")]
+
+
+def compare_trees(reference: Path, scratch: Path,
+                  wall_time_columns: dict[str, tuple[str, ...]] = WALL_TIME_COLUMNS) -> list[FileCheck]:
+    """Every file of ``reference`` against ``scratch`` (and the files only ``scratch`` has), sorted by path."""
+    def files(root: Path) -> set[str]:
+        return {p.relative_to(root).as_posix() for p in root.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)}
+
+    ours, theirs = files(reference), files(scratch) if scratch.exists() else set()
+    checks, table_ok = [], {}
+    for name in sorted(ours | theirs, key=lambda n: (Path(n).suffix not in TABLE_SUFFIXES, n)):  # tables first
+        ref, new = reference / name, scratch / name
+        kind = _kind(ref if name in ours else new)
+        if name not in theirs:
+            checks.append(FileCheck(name, kind, "missing", ["not written by the rerun"]))
+            continue
+        if name not in ours:
+            checks.append(FileCheck(name, kind, "new", ["written by the rerun, absent from the reference"]))
+            continue
+        if kind == "table":
+            status, details = compare_table(ref, new, wall_time_columns.get(name, ()))
+            table_ok[name] = status in ("same", "tolerated")
+        elif kind == "rendering":
+            table = Path(name).with_suffix(".csv").as_posix()
+            status, details = compare_rendering(ref, new, table in wall_time_columns and table_ok.get(table, False))
+        else:
+            same = ref.read_bytes() == new.read_bytes()
+            status, details = ("same", []) if same else ("differs", ["bytes differ"])
+        checks.append(FileCheck(name, kind, status, details))
+    return sorted(checks, key=lambda c: c.path)
+
+
+def transcript_records(root: Path | None = None) -> dict[str, int]:
+    """Lines per transcript file: records added between two counts are live LLM calls."""
+    root = Path(root or paths.TRANSCRIPTS_DIR)
+    return {p.name: p.read_bytes().count(b"\n") for p in sorted(root.glob("*.jsonl"))}
+
+
+def live_calls(before: dict[str, int], after: dict[str, int]) -> int:
+    return sum(max(after.get(name, 0) - before.get(name, 0), 0) for name in after)
+
+
+def reference_root(preset: str) -> Path:
+    """Where ``make figures PRESET=preset`` writes (the Makefile's FIGURES_ROOT): smoke never touches figures/."""
+    return paths.BUILD_DIR / "figures-smoke" if preset == "smoke" else paths.FIGURES_DIR
+
+
+def run_preset(preset: str, scratch: Path) -> int:
+    """``make figures`` for ``preset`` with figures, executed notebooks and results in ``scratch``, strict replay."""
+    env = {**os.environ, paths.RESULTS_ENV: str(scratch / "results")}
+    env.pop("MARLINKIT_RECORD", None)
+    env.pop("RECORD", None)
+    command = ["make", "--no-print-directory", "--keep-going", "figures", f"PRESET={preset}", f"FIGURES_ROOT={scratch / 'figures'}",
+               f"BUILD_ROOT={scratch / 'notebooks'}"]
+    print("verify: " + " ".join(command) + f"  ({paths.RESULTS_ENV}={scratch / 'results'})", flush=True)
+    return subprocess.run(command, cwd=paths.REPO_ROOT, env=env, check=False).returncode
+
+
+def summary(checks: list[FileCheck], calls: int | None, images_informational: bool) -> tuple[str, bool]:
+    """The printed per-file summary and whether everything matched."""
+    lines, failed = [], False
+    for title, kinds in (("tables and data files", ("table", "rendering", "other")), ("images", ("image",))):
+        group = [c for c in checks if c.kind in kinds]
+        if not group:
+            continue
+        counts = {s: sum(c.status == s for c in group) for s in ("same", "tolerated", "differs", "missing", "new")}
+        note = " (informational)" if title == "images" and images_informational else ""
+        lines.append(f"{title}{note}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+        for check in group:
+            lines.append(f"  {check.status:<9} {check.path}")
+            lines.extend(f"            {d}" for d in check.details)
+            if not check.ok and not note:
+                failed = True
+    if calls is not None:
+        lines.append(f"live LLM calls: {calls} (records added to {paths.TRANSCRIPTS_DIR.relative_to(paths.REPO_ROOT)}/)")
+        failed |= calls > 0
+    return "\n".join(lines), not failed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default=presets.DEFAULT_PRESET, help="preset to recompute (default: quick)")
+    parser.add_argument("--reference", type=Path, help="folder to compare with (default: figures/; "
+                        "build/figures-smoke/ for smoke)")
+    parser.add_argument("--scratch", type=Path, help="scratch folder (default: build/verify-<preset>/; emptied first)")
+    parser.add_argument("--compare-only", action="store_true", help="compare an existing scratch folder, run nothing")
+    parser.add_argument("--images-informational", action="store_true",
+                        help="report differing PNG/PDF files without failing (e.g. another matplotlib build)")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Recompute (unless ``--compare-only``), compare, print the summary; ``exit_code`` 1 on any difference."""
+    preset = presets.check_preset(args.preset)
+    reference = (args.reference or reference_root(preset)).resolve()
+    scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}").resolve()
+    if not reference.is_dir():
+        raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
+    calls, returncode = None, 0
+    if not args.compare_only:
+        shutil.rmtree(scratch, ignore_errors=True)
+        before = transcript_records()
+        returncode = run_preset(preset, scratch)
+        calls = live_calls(before, transcript_records())
+    checks = compare_trees(reference, scratch / "figures")
+    text, ok = summary(checks, calls, args.images_informational)
+    print(text)
+    if returncode:
+        print(f"verify: `make figures` failed (exit {returncode}); the comparison above is of what it wrote", file=sys.stderr)
+    ok = ok and returncode == 0
+    print(f"verify {preset}: " + ("every file matches" if ok else "DIFFERENCES FOUND") + f" (reference {reference})")
+    return {"preset": preset, "reference": str(reference), "scratch": str(scratch), "make_exit_code": returncode,
+            "live_llm_calls": calls, "files": len(checks),
+            "differing": [c.path for c in checks if not c.ok and not (c.kind == "image" and args.images_informational)],
+            "exit_code": 0 if ok else 1}

@@ -1,0 +1,123 @@
+"""`make verify`'s comparison on real small output folders: tables, renderings, images, missing and new files."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from marlinkit import plots, verify
+
+COST = pd.DataFrame({"Component": ["simulation", "LLM calls", "Total"], "Calls": ["—", "58", "—"],
+                     "Total (s, all runs)": [49.1, 925.2, 974.3], "Percentage": ["5.0%", "95.0%", "100%"]})
+SCORES = pd.DataFrame({"scenario": ["single_slot", "maze_like"], "MARL": [0.436, 0.512], "p_value": [0.0022, 0.3]})
+
+
+def write_outputs(root: Path, cost: pd.DataFrame = COST, scores: pd.DataFrame = SCORES) -> Path:
+    """A reference-like folder written by the project's own writers (CSV + Markdown + LaTeX, PNG + PDF)."""
+    plots.save_table(cost, root / "maestro", "table5_cost", "Table 5. preset: quick")
+    plots.save_table(scores, root / "marlin", "table1_ttests", "Table I. preset: quick")
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot(scores["MARL"])
+    plots.save_figure(fig, root / "marlin", "fig3_training", "preset: quick")
+    plt.close(fig)
+    return root
+
+
+@pytest.fixture
+def folders(tmp_path):
+    for name in ("reference", "scratch"):
+        (tmp_path / name / "maestro").mkdir(parents=True)
+        (tmp_path / name / "marlin").mkdir(parents=True)
+    return write_outputs(tmp_path / "reference"), tmp_path / "scratch"
+
+
+def by_path(checks):
+    return {c.path: c for c in checks}
+
+
+def test_identical_reruns_are_the_same_file_by_file(folders):
+    reference, scratch = folders
+    write_outputs(scratch)
+    checks = verify.compare_trees(reference, scratch)
+    assert len(checks) == 8 and all(c.status == "same" for c in checks)
+    text, ok = verify.summary(checks, 0, images_informational=False)
+    assert ok and "tables and data files: 6 same" in text and "images: 2 same" in text and "live LLM calls: 0" in text
+
+
+def test_a_changed_cell_is_reported_with_row_column_and_values(folders):
+    reference, scratch = folders
+    write_outputs(scratch, scores=SCORES.assign(MARL=[0.376, 0.512]))
+    checks = by_path(verify.compare_trees(reference, scratch))
+    table = checks["marlin/table1_ttests.csv"]
+    assert table.status == "differs" and table.details == ["row 1 (single_slot), column 'MARL': '0.436' -> '0.376'"]
+    assert checks["marlin/table1_ttests.md"].status == checks["marlin/table1_ttests.tex"].status == "differs"
+    assert checks["marlin/fig3_training.png"].status == "differs"  # the figure drawn from it changed too
+    text, ok = verify.summary(list(checks.values()), 0, images_informational=False)
+    assert not ok and "differs   marlin/table1_ttests.csv" in text
+
+
+def test_wall_time_columns_are_tolerated_and_nothing_else(folders):
+    reference, scratch = folders
+    replayed = COST.assign(**{"Total (s, all runs)": [51.0, 0.4, 51.4], "Percentage": ["99.2%", "0.8%", "100%"]})
+    write_outputs(scratch, cost=replayed)
+    checks = by_path(verify.compare_trees(reference, scratch))
+    assert checks["maestro/table5_cost.csv"].status == "tolerated"
+    assert "5 wall-time cell(s) differ" in checks["maestro/table5_cost.csv"].details[0]
+    assert checks["maestro/table5_cost.md"].status == checks["maestro/table5_cost.tex"].status == "tolerated"
+    assert verify.summary(list(checks.values()), 0, images_informational=False)[1]
+    # A non-time cell of the same table, or a wall-time cell that is no longer a number, is a difference.
+    write_outputs(scratch, cost=replayed.assign(Calls=["—", "57", "—"]))
+    checks = by_path(verify.compare_trees(reference, scratch))
+    assert checks["maestro/table5_cost.csv"].details == ["row 2 (LLM calls), column 'Calls': '58' -> '57'"]
+    assert checks["maestro/table5_cost.md"].status == "differs"
+    write_outputs(scratch, cost=replayed.assign(Percentage=["99.2%", "n/a", "100%"]))
+    assert by_path(verify.compare_trees(reference, scratch))["maestro/table5_cost.csv"].status == "differs"
+
+
+def test_missing_and_new_files_are_reported(folders):
+    reference, scratch = folders
+    write_outputs(scratch)
+    (scratch / "marlin" / "table1_ttests.tex").unlink()
+    shutil.copy(scratch / "marlin" / "table1_ttests.csv", scratch / "marlin" / "extra.csv")
+    checks = by_path(verify.compare_trees(reference, scratch))
+    assert checks["marlin/table1_ttests.tex"].status == "missing" and checks["marlin/extra.csv"].status == "new"
+    text, ok = verify.summary(list(checks.values()), 0, images_informational=False)
+    assert not ok and "1 missing" in text and "1 new" in text
+
+
+def test_images_can_be_informational_and_live_calls_always_fail(folders):
+    reference, scratch = folders
+    write_outputs(scratch)
+    (scratch / "marlin" / "fig3_training.png").write_bytes(b"another matplotlib build")
+    checks = verify.compare_trees(reference, scratch)
+    assert not verify.summary(checks, 0, images_informational=False)[1]
+    text, ok = verify.summary(checks, 0, images_informational=True)
+    assert ok and "images (informational): 1 same, 1 differs" in text
+    assert not verify.summary(verify.compare_trees(reference, reference), 2, images_informational=False)[1]
+
+
+def test_live_calls_are_records_added_to_the_transcripts(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"key": 1}\n')
+    before = verify.transcript_records(tmp_path)
+    with (tmp_path / "a.jsonl").open("a") as handle:
+        handle.write('{"key": 2}\n')
+    (tmp_path / "b.jsonl").write_text('{"key": 3}\n')
+    assert verify.live_calls(before, verify.transcript_records(tmp_path)) == 2
+
+
+def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_difference(folders, capsys):
+    reference, scratch = folders
+    write_outputs(scratch / "figures", scores=SCORES.assign(p_value=[0.18, 0.3]))
+    args = argparse.Namespace(preset="quick", reference=reference, scratch=scratch, compare_only=True,
+                              images_informational=False)
+    result = verify.run(args)
+    assert result["exit_code"] == 1 and "marlin/table1_ttests.csv" in result["differing"]
+    assert "column 'p_value': '0.0022' -> '0.18'" in capsys.readouterr().out
+    shutil.rmtree(scratch / "figures")
+    write_outputs(scratch / "figures")
+    assert verify.run(args)["exit_code"] == 0
