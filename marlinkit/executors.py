@@ -62,9 +62,9 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
     jobs = [tuple(job) for job in jobs]
     if not jobs:
         return []
-    from tqdm.auto import tqdm
+    from marlinkit.progress import Progress
 
-    bar = tqdm(total=len(jobs), desc=desc, disable=not progress)
+    bar = Progress(len(jobs), desc or getattr(fn, "__name__", "jobs"), enabled=progress, min_interval=0.0)
     results: list[Any] = [None] * len(jobs)
 
     def done(index: int, result: Any) -> None:

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import curriculum, executors, paths, presets
+from marlinkit.progress import Progress
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.runs import (
     ResultStore,
@@ -407,6 +408,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             _restore_learner(learner, buffer, saved)
             if rstate.source == "llm" and active_source is not None:
                 env.set_worker(RewardWorker(active_source))
+    episodes_done = Progress.episodes(cfg.episodes - first, f"{ablation} seed {seed}")  # first > 0: resumed
     try:
         for episode in range(first, cfg.episodes):
             d = dstate.difficulty
@@ -445,6 +447,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             need_context = dstate.changed or (spec.curriculum_mode == "llm" and (episode + 1) % cfg.regen_interval == 0)
             row.update(_evaluate(env, learner, cfg, episode, evaluate))
             rows.append(row)
+            episodes_done.update()
             if cfg.checkpoint_every and (episode + 1) % cfg.checkpoint_every == 0 and episode + 1 < cfg.episodes:
                 first, now = episode + 1, time.perf_counter()
                 loop = dict(zip(_LOOP_STATE, (rows, scores, metrics, step_count, generation, need_context, trigger,
@@ -452,6 +455,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
                 _save_checkpoint(checkpoint, learner, buffer, config_hash=hashed, dstate=asdict(dstate),
                                  rstate=asdict(rstate), context=env.context.to_dict(), log=log.records, **loop)
     finally:
+        episodes_done.close()
         env.close()
     counts = {f"{kind}_{what}": n for kind in ("context", "reward")
               for what, n in zip(("calls", "accepted"), log.counts(kind))}

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import executors, hardware, paths, presets, runs
+from marlinkit.progress import Progress
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -235,6 +236,7 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
                                 switch, seed, settings.get("plan_budget"))
     records, evaluations = [], []
     clock = [time.perf_counter()]
+    episodes_done = Progress.episodes(settings["episodes"], f"{scenario} {system} seed {seed}")
 
     def on_episode_end(episode, agent, performance, team_return):
         now = time.perf_counter()
@@ -252,10 +254,12 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
                                 "run": r, "performance": float(s)} for r, s in enumerate(scores))
         if controller:
             controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
+        episodes_done.update()
         clock[0] = time.perf_counter()
 
     mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller,
                 on_episode_end=on_episode_end)
+    episodes_done.close()
     return pd.DataFrame(records), pd.DataFrame(evaluations)
 
 

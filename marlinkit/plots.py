@@ -5,13 +5,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import matplotlib
+# No backend is forced here: in Jupyter (and under papermill) the kernel's inline backend is active, and a
+# script without a display gets matplotlib's own headless fallback (Agg). ``save_figure`` shows the written PNG.
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")  # batch runs never need a display; notebooks still show the figure inline
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from marlinkit.runs import atomic_write_bytes, atomic_write_text  # noqa: E402
+from marlinkit.runs import atomic_write_bytes, atomic_write_text
 
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
 
@@ -32,8 +31,22 @@ def add_footer(fig: plt.Figure, text: str) -> None:
     fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> list[Path]:
-    """Write ``name.png`` and ``name.pdf`` with a provenance footer; identical bytes on rerun."""
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (JupyterLab, papermill, nbval), where rich outputs are shown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bool | None = None) -> list[Path]:
+    """Write ``name.png`` and ``name.pdf`` with a provenance footer; identical bytes on rerun.
+
+    In a notebook (``show=None``) the PNG just written is displayed inline, footer included, and the figure
+    is closed so that the inline backend does not draw it a second time.
+    """
     add_footer(fig, footer)
     written = []
     for ext, kwargs in (("png", {"metadata": {"Software": None}, "dpi": 150}),
@@ -43,6 +56,12 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> list[
         path = Path(out_dir) / f"{name}.{ext}"
         atomic_write_bytes(path, buffer.getvalue())
         written.append(path)
+        if ext == "png" and (in_notebook() if show is None else show):
+            from IPython.display import Image, display
+
+            display(Image(data=buffer.getvalue(), format="png"))
+    if show is None and in_notebook():
+        plt.close(fig)
     return written
 
 

@@ -72,8 +72,12 @@ class TranscriptCache:
         if self.replay_only or self.backend is None:
             raise TranscriptMiss(
                 f"replay-only transcript {self.path} has no reply for this {self.name}:{self.model} call "
-                f"({len(self._records)} recorded). Record it by running with replay off (the model is then "
-                "called), or use settings that match the recorded run.")
+                f"({len(self._records)} recorded). The smoke preset only replays (replay_only: True in its "
+                "section of marlinkit/presets.py). To record the missing replies, run the same experiment once with "
+                "replay_only=False and smollm2 installed (`make setup`), e.g. experiments.run_llm_only('smoke', "
+                "replay_only=False) (run_training and run_scalability take the same override); the quick and "
+                "paper presets record misses themselves. "
+                "Or use settings that match the recorded run.")
         self.misses += 1
         reply = self.backend.chat(messages, settings)
         record = {"key": key, "backend": self.name, "model": self.model, "settings": settings.to_dict(),

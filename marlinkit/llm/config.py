@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 from marlinkit import paths
@@ -68,6 +69,10 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
 
 def cached_backend(value: str | None, purpose: str, replay_only: bool = False, root: Path | None = None) -> TranscriptCache:
     """The configured backend behind its transcript cache: recorded calls replay, new ones are recorded."""
+    from_env = os.environ.get(ENV_VAR)
+    if replay_only and value and from_env and from_env != value:
+        warnings.warn(f"${ENV_VAR}={from_env} is not used here: this run replays the recorded {value} replies "
+                      "(the smoke preset replays only); use the quick or paper preset to run that LLM", stacklevel=2)
     backend = make_backend(value)
     return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=replay_only)
 
