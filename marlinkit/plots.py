@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from marlinkit.progress import in_notebook
 from marlinkit.runs import atomic_write_bytes, atomic_write_text
 
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
@@ -29,16 +30,6 @@ def provenance_text(preset: str, engine: str | None = None, llm: str | None = No
 
 def add_footer(fig: plt.Figure, text: str) -> None:
     fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
-
-
-def in_notebook() -> bool:
-    """True inside a Jupyter kernel (JupyterLab, papermill, nbval), where rich outputs are shown."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and hasattr(shell, "kernel")
 
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bool | None = None) -> list[Path]:

@@ -37,10 +37,11 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _in_notebook() -> bool:
-    from marlinkit.plots import in_notebook
-
-    return in_notebook()
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (JupyterLab, papermill, nbval), where rich outputs are shown."""
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; never imported here for a script
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel")
 
 
 class Progress:
@@ -50,12 +51,12 @@ class Progress:
                  live: bool = True):
         self.total, self.desc, self.unit, self.enabled = int(total), desc, unit, enabled
         self.min_interval, self.done, self._emitted = min_interval, 0, False
-        self.start = self._last = time.perf_counter()
+        self.start = self._last = time.perf_counter()  # progress imports nothing heavy: the clock starts here
         self._handle = None
         self._terminal = os.environ.get(TO_ENV) or None
         if not (enabled and live):
             return
-        if _in_notebook():
+        if in_notebook():
             from IPython.display import display
 
             os.environ[STREAM_ENV] = "stdout"
