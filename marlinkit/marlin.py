@@ -532,7 +532,8 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
     episodes = results.episodes
     columns = min(3, len(scenarios))
     rows = -(-len(scenarios) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4), sharey=True, squeeze=False)
+    legend_below = len(scenarios) == rows * columns  # no spare panel to hold the legend
+    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below), sharey=True, squeeze=False)
     handles = {}
     for ax, scenario in zip(axes.flat, scenarios):
         data = episodes[episodes.scenario == scenario]
@@ -558,7 +559,8 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
     if spare is not None:
         spare.legend(handles=list(handles.values()), loc="center", fontsize=8, frameon=False)
     else:
+        height = fig.get_figheight()  # inches: the footer takes the lowest ~0.35, the legend ~0.5 above it
         fig.legend(handles=list(handles.values()), loc="lower center", ncol=3, fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.5, 0.04))
-    fig.tight_layout(rect=(0, 0.05 if spare is not None else 0.13, 1, 1))
+                   bbox_to_anchor=(0.5, 0.35 / height))
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight() if spare is not None else 0.9 / fig.get_figheight(), 1, 1))
     return fig
