@@ -143,7 +143,7 @@ def figure(summary_table: pd.DataFrame, max_steps: int):
               ("steps", "steps until all left", f"steps (cut at {max_steps})"))
     styles = {"exact": {"lw": 3.5, "alpha": 0.45, "marker": "o", "ms": 8, "mfc": "none", "zorder": 2, "color": "#1f77b4"},
               "llm": {"lw": 1.2, "ls": "--", "marker": "s", "ms": 3.5, "zorder": 3, "color": "#d62728"}}
-    fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.1))
+    fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.5))
     for ax, (column, title, ylabel) in zip(axes, panels):
         for system in sorted(SYSTEMS, key=lambda name: name != "exact"):  # the planner first, underneath
             rows = summary_table[summary_table.system == system]
@@ -159,6 +159,8 @@ def figure(summary_table: pd.DataFrame, max_steps: int):
         ax.set_xticks(sorted(summary_table.agents.unique()))
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.04))
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    height = fig.get_figheight()  # inches: a provenance footer of up to two lines takes the lowest ~0.4
+    fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=7, frameon=False,
+               bbox_to_anchor=(0.5, 0.42 / height))
+    fig.tight_layout(rect=(0, 0.72 / height, 1, 1))
     return fig
