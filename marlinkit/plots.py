@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import io
+import os
+import sys
 from pathlib import Path
 
-# No backend is forced here: in Jupyter (and under papermill) the kernel's inline backend is active, and a
-# script without a display gets matplotlib's own headless fallback (Agg). ``save_figure`` shows the written PNG.
-import matplotlib.pyplot as plt
-import pandas as pd
+import matplotlib
 
-from marlinkit.progress import in_notebook
-from marlinkit.runs import atomic_write_bytes, atomic_write_text
+# Jupyter and papermill kernels set MPLBACKEND (the inline backend): figures show in the notebook, and
+# ``save_figure`` displays the PNG it wrote. A batch run (a script, a worker process) that chose no backend
+# gets Agg, so that a stale $DISPLAY never opens windows; an interactive session or an explicit choice is kept.
+if "MPLBACKEND" not in os.environ and "matplotlib.pyplot" not in sys.modules and not hasattr(sys, "ps1"):
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from marlinkit.progress import in_notebook  # noqa: E402
+from marlinkit.runs import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
 

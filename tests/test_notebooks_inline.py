@@ -21,3 +21,18 @@ def test_llm_only_notebook_at_smoke_shows_figures_and_tables_inline(tmp_path):
     streams = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "TqdmWarning" not in streams and "IProgress" not in streams
     assert (tmp_path / "figures" / "llm_only_boxplots.png").is_file(), "the file is still written"
+
+
+def test_plots_uses_agg_only_in_batch_and_keeps_a_kernels_inline_backend():
+    import os
+    import subprocess
+    import sys
+
+    code = "import marlinkit.plots, matplotlib; print(matplotlib.get_backend())"
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    batch = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert batch.stdout.strip().lower() == "agg"
+    inline = "module://matplotlib_inline.backend_inline"  # what ipykernel sets before any cell runs
+    kernel = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, "MPLBACKEND": inline},
+                            check=True)
+    assert kernel.stdout.strip() == inline
