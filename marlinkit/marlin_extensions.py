@@ -66,22 +66,23 @@ def fig5_table(results: marlin.Results) -> pd.DataFrame:
     return table.reset_index()
 
 
-def figure5(results: marlin.Results, noise: dict[str, float]):
-    """Median noisy performance vs episode for MARL and MARLIN (quartile band); LLM-only boxplot at the right."""
+def figure5(results: marlin.Results, noise: dict[str, float], source_label: str = "exact planner alone"):
+    """Median noisy performance vs episode for MARL and MARLIN (quartile bands); the plan source alone (here
+    the exact joint planner, not an LLM) at the right."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
 
     table = fig5_table(results)
     last = int(table.checkpoint.max())
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    fig, ax = plt.subplots(figsize=(6.0, 4.1))
     for system in ("MARL", "MARLIN"):
         rows = table[table.system == system]
-        ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=system, lw=1.4, ms=4)
-        ax.fill_between(rows.checkpoint, rows.q25, rows.q75, color=PAPER_COLORS[system], alpha=0.15, lw=0)
-    llm = results.episodes[results.episodes.system == "LLM-only"].performance
-    ax.boxplot([llm.values], positions=[last * 1.12], widths=last * 0.08, manage_ticks=False, patch_artist=True,
-               boxprops={"facecolor": PAPER_COLORS["LLM-only"], "alpha": 0.6})
+        ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=f"{system}: median", lw=1.4, ms=4)
+        ax.fill_between(rows.checkpoint, rows.q25, rows.q75, color=PAPER_COLORS[system], alpha=0.15, lw=0,
+                        label=f"{system}: quartiles over evaluation runs")
+    alone = results.episodes[results.episodes.system == "LLM-only"].performance  # this figure's plan source: the planner
+    marlin.draw_plan_source_alone(ax, alone, last * 1.12, last * 0.08, source_label)
     ax.set_xlim(0, last * 1.2)
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("training episode of the evaluated checkpoint (per environment copy)")
@@ -89,8 +90,8 @@ def figure5(results: marlin.Results, noise: dict[str, float]):
     ax.set_title(f"Maze-Like corridor, SIMULATED actuation noise (not physical robots)\n"
                  f"move fails p={noise['p_fail']}, slips sideways p={noise['p_slip']}", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, title="box: LLM-only", title_fontsize=7)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
+import sys
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # batch runs never need a display; notebooks still show the figure inline
+# Jupyter and papermill kernels set MPLBACKEND (the inline backend): figures show in the notebook, and
+# ``save_figure`` displays the PNG it wrote. A batch run (a script, a worker process) that chose no backend
+# gets Agg, so that a stale $DISPLAY never opens windows; an interactive session or an explicit choice is kept.
+if "MPLBACKEND" not in os.environ and "matplotlib.pyplot" not in sys.modules and not hasattr(sys, "ps1"):
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from marlinkit.progress import in_notebook  # noqa: E402
 from marlinkit.runs import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
@@ -32,8 +39,12 @@ def add_footer(fig: plt.Figure, text: str) -> None:
     fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> list[Path]:
-    """Write ``name.png`` and ``name.pdf`` with a provenance footer; identical bytes on rerun."""
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bool | None = None) -> list[Path]:
+    """Write ``name.png`` and ``name.pdf`` with a provenance footer; identical bytes on rerun.
+
+    In a notebook (``show=None``) the PNG just written is displayed inline, footer included, and the figure
+    is closed so that the inline backend does not draw it a second time.
+    """
     add_footer(fig, footer)
     written = []
     for ext, kwargs in (("png", {"metadata": {"Software": None}, "dpi": 150}),
@@ -43,6 +54,12 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> list[
         path = Path(out_dir) / f"{name}.{ext}"
         atomic_write_bytes(path, buffer.getvalue())
         written.append(path)
+        if ext == "png" and (in_notebook() if show is None else show):
+            from IPython.display import Image, display
+
+            display(Image(data=buffer.getvalue(), format="png"))
+    if show is None and in_notebook():
+        plt.close(fig)
     return written
 
 

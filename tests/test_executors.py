@@ -159,3 +159,26 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
 def test_maestro_rejects_an_unknown_executor_before_any_compute():
     with pytest.raises(ValueError, match="unknown executor"):
         maestro.load_config("smoke", executor="slurm")
+
+
+def _script(tmp_path, body: str):
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text("from marlinkit import executors\n" + body)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_a_script_without_a_main_guard_gets_told_what_to_do_before_any_process_starts(tmp_path):
+    result = _script(tmp_path, "print(executors.run_jobs(abs, [(-1,), (-2,)], workers=2, progress=False))\n")
+    assert result.returncode != 0
+    assert 'if __name__ == "__main__":' in result.stderr and "user_script.py, line 2" in result.stderr
+    assert "bootstrapping" not in result.stderr
+
+
+def test_a_guarded_script_spawns_workers(tmp_path):
+    result = _script(tmp_path, 'if __name__ == "__main__":\n'
+                               '    print(executors.run_jobs(abs, [(-1,), (-2,)], workers=2, progress=False))\n')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[1, 2]"

@@ -179,3 +179,29 @@ def test_system_prompt_kv_cache_gives_the_same_greedy_reply(tiny):
     plain._prefix_cache = lambda *args: None  # the uncached path, for reference
     assert cached.text == again.text == plain.chat(chat, greedy).text
     assert cached.prompt_tokens == plain.chat(chat, greedy).prompt_tokens
+
+
+def test_local_models_generate_with_the_fixed_thread_count_and_restore_the_callers(monkeypatch):
+    import torch
+
+    from marlinkit.llm import transformers_backend as tb
+    from marlinkit.llm.base import LLMError
+
+    before = torch.get_num_threads()
+    monkeypatch.setenv(tb.THREADS_ENV, "2")
+    with tb.threads_for_generation():
+        assert torch.get_num_threads() == 2
+    assert torch.get_num_threads() == before
+    monkeypatch.delenv(tb.THREADS_ENV)
+    assert tb.generation_threads() == tb.GENERATION_THREADS == 1
+    monkeypatch.setenv(tb.THREADS_ENV, "many")
+    with pytest.raises(LLMError, match=tb.THREADS_ENV):
+        tb.generation_threads()
+
+
+def test_replay_only_runs_say_that_marlinkit_llm_is_not_used(monkeypatch, tmp_path):
+    from marlinkit.llm import config as llm_config
+
+    monkeypatch.setenv(llm_config.ENV_VAR, "openai:http://127.0.0.1:9/v1#m")
+    with pytest.warns(UserWarning, match="is not used here"):
+        llm_config.cached_backend("scripted", "demo", replay_only=True, root=tmp_path)

@@ -41,3 +41,21 @@ def test_notebook_has_a_parameters_cell_defining_preset_and_figures_dir(notebook
     assert not missing, f"{_ids(notebook)}: the parameters cell does not define {sorted(missing)}"
     first_code = next(cell for cell in nb.cells if cell.cell_type == "code")
     assert first_code is tagged[0], f"{_ids(notebook)}: the parameters cell must be the first code cell"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_ids)
+def test_notebook_is_stored_as_jupyter_writes_it(notebook):
+    """Opening a notebook in JupyterLab must not change it: same kernelspec, same JSON layout."""
+    text = notebook.read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
+    assert nb.metadata.kernelspec == {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}, \
+        f"{_ids(notebook)}: kernelspec differs from what ipykernel's JupyterLab writes"
+    assert nb.metadata.language_info.get("pygments_lexer") == "ipython3", f"{_ids(notebook)}: language_info incomplete"
+    assert nbformat.writes(nb) + "\n" == text, f"{_ids(notebook)}: not in nbformat's layout; load and save it with nbformat"
+
+
+def test_gitattributes_routes_notebooks_through_nbstripout():
+    attributes = (paths.REPO_ROOT / ".gitattributes").read_text()
+    assert "*.ipynb filter=nbstripout" in attributes
+    makefile = (paths.REPO_ROOT / "Makefile").read_text()
+    assert "git config filter.nbstripout.clean" in makefile, "make setup must install the nbstripout git filter"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 from marlinkit import paths
@@ -89,6 +90,10 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
 def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None) -> TranscriptCache:
     """The configured backend behind its transcript cache: recorded calls replay; a new call is an error
     unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded."""
+    from_env = os.environ.get(ENV_VAR)
+    if not recording(record) and value and from_env and from_env != value:
+        warnings.warn(f"${ENV_VAR}={from_env} is not used here: this run replays the recorded {value} replies "
+                      "(this preset pins its LLM); record with RECORD=1 to run another", stacklevel=2)
     backend = make_backend(value)
     return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=not recording(record))
 

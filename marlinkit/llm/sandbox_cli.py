@@ -1,26 +1,42 @@
-"""Vet a reward-function file with MAESTRO's three-stage validation (exit 1 when rejected)."""
+"""Vet a reward-function file with MAESTRO's three-stage validation (exit 1 when rejected, 2 on bad arguments)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
+
+#: Accepted ranges of the limits: beyond them a run is not a reward check (RLIMITs overflow, samples fill memory).
+RANGES = {"samples": (1, 100_000), "cpu_seconds": (1, 3600), "memory_mb": (16, 65_536), "wall_seconds": (0.1, 3600.0),
+          "bound": (1e-12, 1e12)}
+
+
+def check_limits(args: argparse.Namespace) -> None:
+    """Raise ValueError naming the option whose value is out of range (or not finite)."""
+    for name, (low, high) in RANGES.items():
+        value = getattr(args, name)
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number in [{low:g}, {high:g}], got {value}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="Python file defining compute_reward(metrics, difficulty)")
     parser.add_argument("--samples", type=int, default=64,
-                        help="synthetic edge-case rows run after the recorded real episode (default 64)")
+                        help="synthetic edge-case rows run after the recorded real episodes (default 64, at most 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic samples")
-    parser.add_argument("--cpu-seconds", type=int, default=30, help="RLIMIT_CPU of the sandbox process (backstop)")
-    parser.add_argument("--memory-mb", type=int, default=256, help="RLIMIT_AS of the sandbox process")
-    parser.add_argument("--wall-seconds", type=float, default=60.0, help="wall-clock timeout per batch (backstop)")
-    parser.add_argument("--bound", type=float, default=1.0, help="accepted outputs lie in [-bound, bound]")
+    parser.add_argument("--cpu-seconds", type=int, default=30,
+                        help="RLIMIT_CPU of the sandbox process, a backstop (1-3600, default 30)")
+    parser.add_argument("--memory-mb", type=int, default=256, help="RLIMIT_AS of the sandbox process (16-65536, default 256)")
+    parser.add_argument("--wall-seconds", type=float, default=60.0,
+                        help="wall-clock timeout per batch, a backstop (0.1-3600, default 60)")
+    parser.add_argument("--bound", type=float, default=1.0, help="accepted outputs lie in [-bound, bound] (default 1)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit.llm import sandbox
 
+    check_limits(args)
     if not args.file.is_file():
         raise FileNotFoundError(f"no reward file at {args.file}")
     limits = sandbox.SandboxLimits(

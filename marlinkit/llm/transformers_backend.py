@@ -11,9 +11,43 @@ import copy
 import functools
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from marlinkit.llm.base import GenerationSettings, LLMError, Reply, check_messages, cut_at_stop
+
+
+#: Environment variable overriding ``GENERATION_THREADS``.
+THREADS_ENV = "MARLINKIT_LLM_THREADS"
+#: Torch intra-op threads while a local model generates (smollm2 included). One, deliberately: on a machine
+#: whose cores are busy (training workers, other users), more threads than free cores make generation an order
+#: of magnitude slower (issue 15: smollm2, 60 tokens on 2 busy cores: 84-86 s with 2 threads, 7.5 s with 1),
+#: while on an idle machine a 135M model gains little from more; and one fixed count gives the same reduction
+#: order, so the same recorded replies, on every machine. ``python -m marlinkit info`` reports it.
+GENERATION_THREADS = 1
+
+
+def generation_threads() -> int:
+    """The thread count ``generate`` runs with: ``$MARLINKIT_LLM_THREADS``, else ``GENERATION_THREADS``."""
+    value = os.environ.get(THREADS_ENV)
+    if not value:
+        return GENERATION_THREADS
+    if not value.isdigit() or int(value) < 1:
+        raise LLMError(f"{THREADS_ENV}={value!r}: expected a whole number of threads >= 1")
+    return int(value)
+
+
+@contextmanager
+def threads_for_generation():
+    """Run the block with ``generation_threads()`` torch threads; the caller's count is restored after."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(generation_threads())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def resolve_model_path(model: str) -> str:
@@ -96,7 +130,7 @@ class TransformersBackend:
             from transformers import DynamicCache
 
             cache = DynamicCache()
-            with torch.inference_mode():
+            with torch.inference_mode(), threads_for_generation():
                 model(input_ids=prefix.to(model.device), cache=cache, use_cache=True)
             if len(self._prefixes) >= 8:
                 self._prefixes.pop(next(iter(self._prefixes)))
@@ -129,7 +163,7 @@ class TransformersBackend:
             kwargs["cache"] = cache
         if settings.seed is not None:
             torch.manual_seed(settings.seed)
-        with torch.inference_mode():
+        with torch.inference_mode(), threads_for_generation():
             output = model.generate(**batch, **kwargs)
         seconds = time.perf_counter() - start
         prompt_tokens = int(batch["input_ids"].shape[1])

@@ -12,15 +12,18 @@ REFERENCE = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--controller", choices=("fixed-time", "max-pressure"), default="fixed-time")
+    parser.add_argument("--controller", choices=("fixed-time", "max-pressure"), default="fixed-time",
+                        help="signal controller: fixed-time cycles the 4 phases, max-pressure picks the phase with "
+                             "the largest queue difference (default fixed-time)")
     parser.add_argument("--seconds", type=int, default=360, help="simulated seconds (3600: the full hour)")
-    parser.add_argument("--engine", choices=("sumo", "cityflow"), default="sumo")
+    parser.add_argument("--engine", choices=("sumo", "cityflow"), default="sumo",
+                        help="traffic simulator (default sumo; cityflow, the paper's, needs it installed)")
     parser.add_argument("--flow", default="real", help="data-set flow: real, real_5816 or real_5734")
     parser.add_argument("--difficulty", type=float, default=None, help="use the curriculum context of this difficulty instead")
     parser.add_argument("--yellow", type=int, default=0, help="yellow seconds between phases (reference: 0)")
     parser.add_argument("--min-green", type=int, default=0, help="minimum green seconds")
     parser.add_argument("--green", type=int, default=30, help="fixed-time green per phase (reference: 30)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulation and of the --difficulty context (default 0)")
     parser.add_argument("--data-dir", default=None, help="Hangzhou data folder (default: MARLINKIT_DATA, then data/, ../shared/data/)")
 
 

@@ -1,0 +1,107 @@
+"""Progress of long runs, without widgets: one updating text line in a notebook, lines in the terminal.
+
+``Progress(total, "MARLIN runs")`` counts finished units (runs of a grid, episodes of one training) and
+says ``done/total``, the elapsed time and the expected total. Where it goes:
+
+* In a Jupyter kernel (JupyterLab, papermill): one plain-text output that is updated in place
+  (``display_id``), so no ipywidgets are needed and no TqdmWarning appears.
+* In the terminal under ``make figures``: the recipe sets ``MARLINKIT_PROGRESS_TO`` to the file of
+  papermill's standard error (its terminal) and ``MARLINKIT_PROGRESS_LABEL`` to the notebook, so a long
+  cell is not silent there. Worker processes inherit both and report their episodes the same way.
+* Elsewhere (a script, a worker process): lines on standard error, or standard output for workers of a
+  notebook (their output is shown in the cell, and stderr would be drawn red).
+
+Lines are throttled to one per ``min_interval`` seconds. ``Progress.episodes`` (one training) stays quiet
+for trainings shorter than its interval, and reports in lines only (no notebook output per training).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TO_ENV = "MARLINKIT_PROGRESS_TO"
+LABEL_ENV = "MARLINKIT_PROGRESS_LABEL"
+#: Set by a notebook's ``Progress`` so that worker processes it spawns write to stdout (shown in the cell).
+STREAM_ENV = "MARLINKIT_PROGRESS_STREAM"
+
+
+def duration(seconds: float) -> str:
+    """``75.4`` -> ``"1m15s"``; ``3725`` -> ``"1h02m"``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (JupyterLab, papermill, nbval), where rich outputs are shown."""
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; never imported here for a script
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel")
+
+
+class Progress:
+    """Counts ``total`` units of work; ``update()`` after each one, ``close()`` at the end."""
+
+    def __init__(self, total: int, desc: str, unit: str = "runs", enabled: bool = True, min_interval: float = 1.0,
+                 live: bool = True):
+        self.total, self.desc, self.unit, self.enabled = int(total), desc, unit, enabled
+        self.min_interval, self.done, self._emitted = min_interval, 0, False
+        self.start = self._last = time.perf_counter()  # progress imports nothing heavy: the clock starts here
+        self._handle = None
+        self._terminal = os.environ.get(TO_ENV) or None
+        if not (enabled and live):
+            return
+        if in_notebook():
+            from IPython.display import display
+
+            os.environ[STREAM_ENV] = "stdout"
+            self._handle = display(self._text_output(), raw=True, display_id=True)
+        self._emit(force=True, to_notebook=False)
+
+    @classmethod
+    def episodes(cls, total: int, desc: str, enabled: bool = True, min_interval: float = 30.0) -> "Progress":
+        """Episodes done within one training: a line every ``min_interval`` seconds, none for short ones."""
+        return cls(total, desc, unit="episodes", enabled=enabled, min_interval=min_interval, live=False)
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.start
+        label = os.environ.get(LABEL_ENV)
+        text = f"{label + ': ' if label else ''}{self.desc} {self.done}/{self.total} {self.unit}, elapsed {duration(elapsed)}"
+        if 0 < self.done < self.total:
+            text += f", expected ~{duration(elapsed * self.total / self.done)} in all"
+        return text
+
+    def _text_output(self):
+        return {"text/plain": self.line()}
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.enabled:
+            self._emit(force=self.done >= self.total and self._emitted)
+
+    def _emit(self, force: bool, to_notebook: bool = True) -> None:
+        now = time.perf_counter()
+        if not force and now - self._last < self.min_interval:
+            return
+        self._last, self._emitted = now, True
+        if self._handle is not None and to_notebook:
+            self._handle.update(self._text_output(), raw=True)
+        if self._terminal:
+            try:
+                with open(self._terminal, "a", encoding="utf-8") as sink:
+                    sink.write(self.line() + "\n")
+            except OSError:  # the terminal went away: keep computing
+                self._terminal = None
+        elif self._handle is None:
+            stream = sys.stdout if os.environ.get(STREAM_ENV) == "stdout" else sys.stderr
+            print(self.line(), file=stream, flush=True)
+
+    def close(self) -> None:
+        if self.enabled and self._emitted and self.done < self.total:
+            self._emit(force=True)
+        self.enabled = False

@@ -1,0 +1,105 @@
+"""The figures issue 15 looked at, drawn from small hand-made results: each defect found there stays fixed."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from marlinkit import maestro_report as report
+from marlinkit import marlin, scalability
+from marlinkit.llm.dialogue_plot import draw_dialogue
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _ablation_results(difficulty: dict[tuple[str, int], list[float]], scores: dict[tuple[str, int], float]):
+    rows = []
+    for (ablation, seed), ds in difficulty.items():
+        for episode, (d, d_next) in enumerate(zip(ds, ds[1:] + ds[-1:])):
+            event = "down" if d_next < d or (ablation == "A2" and episode == 1) else None  # a "down" at the floor too
+            rows.append({"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d, "difficulty_next": d_next,
+                         "difficulty_event": event, "score": scores[(ablation, seed)], "env_return": 0.0,
+                         "train_return": 0.0, "eval_return": 0.0, **{f"eval_{k}": 0.0 for k in report.TRAFFIC}})
+    return SimpleNamespace(episodes=pd.DataFrame(rows), config=SimpleNamespace(final_window=2))
+
+
+SEEDS = (200, 300, 400, 500)
+
+
+def test_fig4_draws_each_seed_once_and_labels_apart():
+    # A2's seed 200 is an outlier (the box drew it a second time as a flier); 300 and 400 nearly tie (labels collided)
+    scores = {("A2", 200): 78.0, ("A2", 300): 31.2, ("A2", 400): 31.1, ("A2", 500): 15.6,
+              ("A7", 200): 28.3, ("A7", 300): -37.6, ("A7", 400): 31.1, ("A7", 500): -83.4}
+    results = _ablation_results({key: [0.3, 0.3, 0.3] for key in scores}, scores)
+    fig, ax = plt.subplots()
+    report.final_boxplot(ax, results)
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    drawn_as_fliers = sum(len(line.get_xdata()) for line in ax.lines if line.get_marker() not in (None, "None", ""))
+    assert points == len(scores) and drawn_as_fliers == 0
+    for ablation in ("A2", "A7"):
+        labels = [t for t in ax.texts if t.get_color() == report.COLORS[ablation]]
+        heights = sorted(t.get_position()[1] for t in labels)
+        assert len(labels) == len(SEEDS) and np.min(np.diff(heights)) > 1.0, "seed labels overlap"
+
+
+def test_fig7_shades_only_real_reductions_inside_the_run():
+    difficulty = {("A2", s): [0.3, 0.3, 0.3, 0.3] for s in SEEDS}  # "down" at the floor: nothing falls
+    difficulty.update({("A7", s): [0.5, 0.5, 0.4, 0.4] for s in SEEDS})  # one real reduction, after episode 1
+    results = _ablation_results(difficulty, {key: 1.0 for key in difficulty})
+    fig, axes = plt.subplots(1, 2)
+    report.difficulty_trajectories(axes, results, seed=200)
+    spans = [len([p for p in ax.patches]) for ax in axes]
+    assert spans == [0, 1]
+    assert axes[1].patches[0].get_x() == pytest.approx(1.5) and axes[0].get_xlim()[1] <= 3.5
+    # every seed's line is drawn, the others above the bold one
+    lines = [line for line in axes[0].lines if line.get_label().startswith("seed")]
+    assert len(lines) == len(SEEDS) and all(line.get_zorder() > lines[0].get_zorder() for line in lines[1:])
+
+
+def _training_results(scenarios, llm_only_scores):
+    rows = [{"scenario": sc, "system": system, "episode": e, "performance": 0.1 * e}
+            for sc in scenarios for system in ("MARL", "MARLIN") for e in range(1, 9)]
+    rows += [{"scenario": sc, "system": "LLM-only", "episode": 1, "performance": p} for sc in scenarios for p in llm_only_scores]
+    return marlin.Results(pd.DataFrame(rows), pd.DataFrame())
+
+
+def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
+    scenarios = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
+    fig = marlin.figure3(_training_results(scenarios, [0.0, 0.0, 0.0]), scenarios, source_label="LLM-only")
+    assert fig.get_figwidth() <= 7.5
+    legend_texts = [t.get_text() for ax in fig.axes for legend in [ax.get_legend()] if legend for t in legend.get_texts()]
+    assert any(text.startswith("LLM-only, 3 runs") for text in legend_texts)
+    diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
+    assert len(diamonds) == len(scenarios), "a constant LLM-only score must still be visible"
+
+
+def test_fig6_legend_is_outside_the_panels_and_every_panel_has_a_y_label():
+    table = pd.DataFrame([{"system": system, "agents": n, "conflicts": 1.0, "negotiations": 1.0, "resolved": 1.0,
+                           "llm_calls": 2.0 if system == "llm" else 0.0, "steps": 40.0}
+                          for system in scalability.SYSTEMS for n in (4, 8, 12)])
+    fig = scalability.figure(table, max_steps=150)
+    assert all(ax.get_ylabel() for ax in fig.axes)
+    assert all(ax.get_legend() is None for ax in fig.axes) and fig.legends
+    llm, = [line for line in fig.axes[0].lines if line.get_label() == scalability.SYSTEM_LABELS["llm"]]
+    exact, = [line for line in fig.axes[0].lines if line.get_label() == scalability.SYSTEM_LABELS["exact"]]
+    assert llm.get_zorder() > exact.get_zorder(), "the LLM line is drawn over the planner's"
+
+
+def test_dialogue_has_a_colour_legend_and_one_column_per_move():
+    transcript = [{"move": 0, "speaker": "system", "kind": "system_prompt", "text": "rules\nmore"}]
+    for move in range(2):
+        transcript += [{"move": move, "speaker": "Alice", "kind": "task", "text": "Task: go north"},
+                       {"move": move, "speaker": "Bob", "kind": "proposal", "text": "TLP: wait\nAlice: @NORTH"},
+                       {"move": move, "speaker": "Alice", "kind": "agreement", "text": "Agreed"}]
+    fig = draw_dialogue(transcript, moves=2)
+    labels = {t.get_text() for legend in fig.legends for t in legend.get_texts()}
+    assert {"task", "proposal (TLP + moves)", "agreement", "shared system prompt"} <= labels
+    assert fig.axes[0].get_xlim() == (0, 2)

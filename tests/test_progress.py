@@ -1,0 +1,45 @@
+"""Progress without widgets: lines for the terminal under `make figures`, quiet for short trainings."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from marlinkit import executors, progress
+
+
+def test_duration_formats():
+    assert [progress.duration(s) for s in (5.4, 75, 3725)] == ["5s", "1m15s", "1h02m"]
+
+
+def test_runs_report_every_finished_job_to_the_terminal_file(tmp_path, monkeypatch):
+    sink = tmp_path / "tty"
+    monkeypatch.setenv(progress.TO_ENV, str(sink))
+    monkeypatch.setenv(progress.LABEL_ENV, "fig3_training.ipynb")
+    assert executors.run_jobs(abs, [(-1,), (-2,), (-3,)], desc="MARLIN runs") == [1, 2, 3]
+    lines = sink.read_text().splitlines()
+    assert lines[0].startswith("fig3_training.ipynb: MARLIN runs 0/3 runs")
+    assert lines[-1].startswith("fig3_training.ipynb: MARLIN runs 3/3 runs, elapsed")
+    assert "expected ~" in lines[2]
+
+
+def test_episode_progress_is_quiet_for_short_trainings_and_reports_long_ones(tmp_path, monkeypatch):
+    sink = tmp_path / "tty"
+    monkeypatch.setenv(progress.TO_ENV, str(sink))
+    quick = progress.Progress.episodes(10, "A2 seed 200")
+    for _ in range(10):
+        quick.update()
+    quick.close()
+    assert not sink.exists()
+    slow = progress.Progress.episodes(10, "A7 seed 300", min_interval=0.0)
+    for _ in range(4):
+        slow.update()
+    slow.close()
+    assert sink.read_text().splitlines()[-1].startswith("A7 seed 300 4/10 episodes")
+
+
+def test_make_figures_points_progress_at_papermills_terminal():
+    from marlinkit import paths
+
+    makefile = (paths.REPO_ROOT / "Makefile").read_text()
+    assert f"{progress.TO_ENV}=/proc/$$$$/fd/2" in makefile and "exec $(PY) -m papermill" in makefile
