@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import executors, hardware, paths, presets, runs
-from marlinkit.paper_values import MARLIN_TABLE1
+from marlinkit.paper_values import AUTHORS_LLM_ONLY, MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -38,9 +38,6 @@ from marlinkit.llm import config as llm_config
 
 SYSTEMS = ("MARL", "MARLIN", "LLM-only")
 SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
-#: LLM-only performance the authors used as Algorithm 1's threshold (Llama 3.1 8B, FACTS §4).
-AUTHORS_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
-                    "two_path": 0.357, "maze_like": 0.333}
 
 
 @dataclass(frozen=True)
@@ -218,15 +215,19 @@ def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int
     return layout_at
 
 
-def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
-                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+class SystemRun(NamedTuple):
+    """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
 
-    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
-    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
-    """
+    layout_at: Callable[[int], Layout]
+    generator: Algorithm1 | None  # MARLIN's switch for this run (None: MARL)
+    on_episode_end: mappo.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
+    tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
+
+
+def system_run(scenario: str, system: str, seed: int, settings: dict[str, Any], source: PlanSource | None = None) -> SystemRun:
+    """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
     layout_at = layout_schedule(scenario, settings.get("layout_schedule"))
-    config, switch = _settings_parts(settings)
+    _, switch = _settings_parts(settings)
     n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
     noise = settings.get("actuation_noise")
     controller = None
@@ -254,9 +255,21 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
             controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
         clock[0] = time.perf_counter()
 
-    mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller,
-                on_episode_end=on_episode_end)
-    return pd.DataFrame(records), pd.DataFrame(evaluations)
+    return SystemRun(layout_at, controller, on_episode_end, lambda: (pd.DataFrame(records), pd.DataFrame(evaluations)))
+
+
+def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
+                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+
+    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
+    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    """
+    run = system_run(scenario, system, seed, settings, source)
+    config, _ = _settings_parts(settings)
+    mappo.train(config, run.layout_at, n_envs=settings["n_envs"], episodes=settings["episodes"], seed=seed,
+                generator=run.generator, on_episode_end=run.on_episode_end)
+    return run.tables()
 
 
 def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
@@ -407,7 +420,12 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
 
 
-PLAN_SOURCES = ("llm", "exact")
+#: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'
+#: default), the configured LLM's negotiation, and the exact joint planner (a perfect plan source).
+PLAN_SOURCES = ("surrogate", "llm", "exact")
+SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only performance; NOT an LLM)"
+#: File-name suffix of each plan source's Fig. 3 and Table I outputs.
+PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner"}
 
 
 class Training(NamedTuple):
@@ -416,22 +434,45 @@ class Training(NamedTuple):
     plan_source: str  # how figures name the plan source
 
 
-def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, progress: bool = True,
+def plan_source_settings(preset: str, section: str, plan_source: str | None = None,
+                         **overrides: Any) -> tuple[str, dict[str, Any], PlanSource | None, str]:
+    """The plan source of a MARLIN grid (``plan_source`` or the section's ``plan_source``), its settings and figure label.
+
+    A non-LLM source costs no LLM time, so its runs re-plan without limit (``plan_budget`` None, the paper's
+    rule); ``plan_budget`` limits the LLM source only.
+    """
+    settings = presets.get(preset, section, **overrides)
+    plan_source = plan_source or settings.get("plan_source") or "exact"
+    if plan_source not in PLAN_SOURCES:
+        raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {plan_source!r}")
+    settings["plan_source"] = plan_source
+    if plan_source == "llm":
+        return plan_source, settings, None, "llm"
+    settings = {**settings, "plan_budget": None}
+    if plan_source == "exact":
+        return plan_source, settings, None, f"{ExactJointPlanner.name} (a perfect plan source, not an LLM)"
+    from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
+
+    source = CalibratedSurrogatePlanner()
+    return plan_source, settings, source, SURROGATE_LABEL
+
+
+def run_training(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
                  **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
 
-    ``plan_source="llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
+    ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
+    ``"surrogate"``: the calibrated surrogate planner (``marlinkit.algos.surrogate_planner``, not an LLM) with
+    the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
+    ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
     smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
     threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.llm.experiments``, the
-    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, an upper bound and not an LLM,
-    with the authors' Llama 3.1 8B thresholds.
+    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
+    an LLM, with the authors' Llama 3.1 8B thresholds.
     """
-    if plan_source not in PLAN_SOURCES:
-        raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {plan_source!r}")
-    settings = presets.get(preset, "marlin_training", **overrides)
-    if plan_source == "exact":
-        return Training(run_grid(settings, preset, progress=progress), settings,
-                        f"{ExactJointPlanner.name} (upper bound, not an LLM)")
+    plan_source, settings, source, label = plan_source_settings(preset, "marlin_training", plan_source, **overrides)
+    if plan_source != "llm":
+        return Training(run_grid(settings, preset, source=source, progress=progress), settings, label)
     from marlinkit.llm import experiments
 
     protocol = presets.get(preset, "llm_only")
@@ -460,13 +501,21 @@ def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, 
 # Figure 3 and Table I
 
 SIGNIFICANCE = 0.001  # Table I bolds p < 0.001
+SEED_SIGNIFICANCE = 0.05  # the across-seed test, with 3-5 seeds, at the conventional level
 
 
 def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
-    """Mean checkpoint performance of MARL and MARLIN, paired t-test over runs sharing (seed, run).
+    """Mean checkpoint performance of MARL and MARLIN with two tests, and the over-seed spread.
 
-    The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
+    ``p_value``: paired t-test over the evaluation runs sharing (seed, run): the unit is one evaluation
+    run of the trained policies, so it measures the evaluation noise of those policies, not how much
+    training on another seed would change them. ``p_value_seeds``: paired t-test over the per-seed means
+    (the seed is the unit; NaN with fewer than 2 seeds). ``*_seed_sd``: standard deviation over seeds of
+    the per-seed means; ``diff_ci_low/high``: 95 % t interval of the mean MARLIN - MARL difference over
+    seeds. The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
     """
+    from scipy import stats as scipy_stats
+
     from marlinkit import stats
 
     paper_episodes = (100, 850, 1600)
@@ -476,21 +525,42 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
             at = group[group.checkpoint == checkpoint]
             pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
             test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
+            per_seed = pairs.groupby("seed")[["performance_marl", "performance_marlin"]].mean()
+            n_seeds = len(per_seed)
+            difference = per_seed.performance_marlin - per_seed.performance_marl
+            if n_seeds >= 2:
+                seed_test = stats.paired_ttest(per_seed.performance_marl, per_seed.performance_marlin)
+                half = float(scipy_stats.t.ppf(0.975, n_seeds - 1) * difference.std(ddof=1) / np.sqrt(n_seeds))
+            else:
+                seed_test, half = None, np.nan
             paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
             paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, (np.nan, np.nan))
+            p_seeds = seed_test.p_value if seed_test else np.nan
             rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
                          "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
-                         "significant": bool(test.p_value < SIGNIFICANCE), "paper_episode": paper_episode,
-                         "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
+                         "significant": bool(test.p_value < SIGNIFICANCE), "seeds": n_seeds,
+                         "MARL_seed_sd": per_seed.performance_marl.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "MARLIN_seed_sd": per_seed.performance_marlin.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "diff_ci_low": difference.mean() - half, "diff_ci_high": difference.mean() + half,
+                         "p_value_seeds": p_seeds, "significant_seeds": bool(p_seeds < SEED_SIGNIFICANCE),
+                         "paper_episode": paper_episode, "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
     return pd.DataFrame(rows)
 
 
 def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way)."""
+    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way).
+
+    MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the per-run one.
+    """
     shown = table.copy()
-    for column in ("MARL", "MARLIN", "paper_MARL", "paper_MARLIN"):
+    for column in ("MARL", "MARLIN"):
+        sd = table[f"{column}_seed_sd"]
+        shown[column] = [f"{m:.4f}" if np.isnan(d) else f"{m:.4f} ± {d:.4f}" for m, d in zip(table[column], sd)]
+    for column in ("paper_MARL", "paper_MARLIN"):
         shown[column] = shown[column].map(lambda v: f"{v:.4f}")
-    shown["p_value"] = table.p_value.map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+    for column in ("p_value", "p_value_seeds"):
+        shown[column] = table[column].map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+    shown["diff_ci95"] = [("n/a" if np.isnan(lo) else f"[{lo:+.3f}, {hi:+.3f}]") for lo, hi in zip(table.diff_ci_low, table.diff_ci_high)]
     latex = shown.copy()
     for i, row in table.iterrows():
         if row.significant:
@@ -498,25 +568,53 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
             shown.loc[i, better] = f"**{shown.loc[i, better]}**"
             latex.loc[i, better] = f"\\textbf{{{latex.loc[i, better]}}}"
     latex["scenario"] = latex.scenario.str.replace("_", r"\_")
-    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "paper_episode", "paper_MARL", "paper_MARLIN"]
+    latex["MARL"] = latex.MARL.str.replace("±", r"$\pm$")
+    latex["MARLIN"] = latex.MARLIN.str.replace("±", r"$\pm$")
+    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "seeds", "p_value_seeds", "diff_ci95",
+               "paper_episode", "paper_MARL", "paper_MARLIN"]
     body = latex[columns].rename(columns=lambda c: c.replace("_", r"\_")).to_latex(index=False, escape=False)
     return shown[columns], body
 
 
-def figure3(results: Results, scenarios: list[str]):
-    """Median training performance per episode for MARL and MARLIN; LLM-only runs as a boxplot at the right."""
+def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
+    """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
+    runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
+    return (f"Table I (reproduction): mean performance at checkpoints {sorted(settings['checkpoints'])} "
+            f"(± SD over {seeds} seeds {list(settings['seeds'])}). p_value: paired t-test over {runs} evaluation runs "
+            f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
+            f"so it measures the evaluation noise of those policies, not the variation between trainings. "
+            f"p_value_seeds: paired t-test over the {seeds} per-seed means (the seed is the unit), "
+            f"diff_ci95: 95 % t interval of MARLIN - MARL over seeds. "
+            f"paper_* = the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B). {footer}")
+
+
+def seed_curves(episodes: pd.DataFrame, system: str) -> pd.DataFrame:
+    """Median performance over copies per episode (rows) and seed (columns) of one system."""
+    data = episodes[episodes.system == system]
+    return data.groupby(["episode", "seed"]).performance.median().unstack("seed")
+
+
+def figure3(results: Results, scenarios: list[str], title: str | None = None):
+    """Median training performance per episode for MARL and MARLIN; LLM-only runs as a boxplot at the right.
+
+    The line is the mean over seeds of each seed's median over copies; the band spans the seeds' medians
+    (min to max) when there are several seeds.
+    """
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
 
     episodes = results.episodes
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.2), sharey=True, squeeze=False)
+    n_seeds = episodes[episodes.system == "MARL"].seed.nunique()
     for ax, scenario in zip(axes[0], scenarios):
         data = episodes[episodes.scenario == scenario]
         last = int(data.episode.max())
         for system in ("MARL", "MARLIN"):
-            curve = data[data.system == system].groupby("episode").performance.median()
-            ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.2)
+            curves = seed_curves(data, system)
+            ax.plot(curves.index, curves.mean(axis=1), color=PAPER_COLORS[system], label=system, lw=1.2)
+            if curves.shape[1] > 1:
+                ax.fill_between(curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0)
         llm = data[data.system == "LLM-only"].performance
         if len(llm):
             ax.boxplot([llm.values], positions=[last * 1.1], widths=last * 0.08, manage_ticks=False,
@@ -525,8 +623,11 @@ def figure3(results: Results, scenarios: list[str]):
         ax.set_title(get_layout(scenario).title, fontsize=9)
         ax.set_xlabel("episode (per environment copy)")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("median performance")
+    axes[0][0].set_ylabel(f"median performance (mean of {n_seeds} seed{'s' if n_seeds > 1 else ''})")
     axes[0][0].set_ylim(-0.02, 1.05)
-    axes[0][0].legend(loc="lower right", fontsize=8, title="box: LLM-only", title_fontsize=7)
+    band = f"band: range over {n_seeds} seeds; " if n_seeds > 1 else ""
+    axes[0][0].legend(loc="lower right", fontsize=7, title=f"{band}box: LLM-only", title_fontsize=6)
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig

@@ -46,6 +46,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
             "seeds": [0],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 6,
             "n_envs": 2,
             "checkpoint_start": 1,
@@ -62,6 +63,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "dynamic_env": {  # seconds: the layout changes after episode 6 of 12
             "seeds": [0],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 6,
@@ -97,6 +99,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
+            "plan_source": "llm",  # MARLIN's plans: marlin.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
             "episodes": 8,
             "n_envs": 4,
             "checkpoints": [2, 4, 8],
@@ -147,7 +150,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "quick": {
         "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 160,
             "n_envs": 15,
             "checkpoint_start": 10,
@@ -163,7 +167,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "mappo": {},
         },
         "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 60,
@@ -198,7 +203,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 120,
             "n_envs": 15,
             "checkpoints": [20, 60, 120],
@@ -240,7 +246,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "paper": {
         "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
             "checkpoint_start": 100,
@@ -256,7 +263,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "mappo": {},
         },
         "dynamic_env": {  # the authors' extension: maze-like from episode 1001 on
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 1000,
@@ -291,7 +299,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
             "checkpoints": [100, 850, 1600],
