@@ -74,7 +74,7 @@ build/$(PRESET)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
-BENCHES := corridor mappo traffic maddpg negotiation
+BENCHES := corridor mappo traffic maddpg negotiation marlin-grid
 
 bench: $(STAMP)
 	@set -o pipefail; for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done

@@ -24,6 +24,7 @@ BENCHMARKS = {
     "negotiation": "marlinkit.bench.negotiation",
     "traffic": "marlinkit.bench.traffic",
     "maddpg": "marlinkit.bench.maddpg",
+    "marlin-grid": "marlinkit.bench.marlin_grid",
 }
 
 

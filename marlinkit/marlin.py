@@ -302,6 +302,11 @@ def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = 
 # The grid runner
 
 
+#: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
+#: (``marlinkit.marlin_batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
+TRAINERS = ("one-at-a-time", "batched")
+
+
 class Results(NamedTuple):
     episodes: pd.DataFrame  # one row per episode and copy (all systems)
     evaluations: pd.DataFrame  # one row per checkpoint evaluation run (MARL, MARLIN)
@@ -320,6 +325,8 @@ def validate_settings(settings: dict[str, Any]) -> None:
     for key in ("episodes", "n_envs", "eval_runs", "llm_only_trials", "workers"):
         if int(settings[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {settings[key]}")
+    if settings.get("trainer", "one-at-a-time") not in TRAINERS:
+        raise ValueError(f"trainer must be one of {TRAINERS}, got {settings['trainer']!r}")
     if settings.get("plan_budget") is not None and int(settings["plan_budget"]) < 1:
         raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {settings['plan_budget']}")
     _settings_parts(settings)
@@ -346,6 +353,8 @@ def job_config(scenario: str, system: str, seed: int, settings: dict[str, Any], 
         return {**base, "trials": settings["llm_only_trials"], "plan_source": source_name}
     base.update(episodes=settings["episodes"], n_envs=settings["n_envs"], checkpoints=sorted(settings["checkpoints"]),
                 eval_runs=settings["eval_runs"], mappo=dataclasses.asdict(config))
+    if settings.get("trainer", "one-at-a-time") != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
+        base["trainer"] = settings["trainer"]
     if settings.get("layout_schedule"):
         base["layout_schedule"] = [[int(k), name] for k, name in settings["layout_schedule"]]
     if system == "MARLIN":
@@ -365,6 +374,29 @@ def system_tag(system: str, source_name: str) -> str:
     if system == "MARL" or source_name == ExactJointPlanner.name:
         return tag
     return f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
+
+
+def _run_batch(batch: list[tuple[str, dict[str, Any]]], settings: dict[str, Any],
+               source: PlanSource | None) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]:
+    """Several MARL/MARLIN runs trained together by the batched trainer (one torch thread); their tables to save."""
+    import torch
+
+    from marlinkit import marlin_batched
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        results = marlin_batched.train_systems([(c["scenario"], c["system"], c["seed"]) for _, c in batch], settings, source)
+        share = len(batch)  # each run's share of the batch's time
+        provenance = {"wall_time_s": (time.perf_counter() - started) / share, "cpu_time_s": (time.process_time() - cpu_started) / share,
+                      "engine": "corridor core (numpy)", "trainer": f"batched ({len(batch)} runs)"}
+    finally:
+        torch.set_num_threads(threads)
+    tables = []
+    for (name, config), (episodes, evaluations) in zip(batch, results):
+        tables += [(name + "__eval", evaluations, {}), (name, episodes, {**provenance, "plan_source": config.get("plan_source")})]
+    return tables
 
 
 def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
@@ -409,12 +441,22 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
             if not (store.is_complete(name, config)
                     and (config["system"] == "LLM-only" or store.is_complete(name + "__eval", config)))]
 
-    def save(index: int, tables: list) -> None:
-        for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
-            store.save(table_name, table, todo[index][1], **provenance)
+    configs = dict(todo)
 
-    executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in todo], settings.get("executor", "local"),
-                       settings["workers"], settings.get("ray_address"), progress, "MARLIN runs", on_result=save)
+    def save(tables: list) -> None:
+        for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
+            store.save(table_name, table, configs[table_name.removesuffix("__eval")], **provenance)
+
+    executor, workers = settings.get("executor", "local"), settings["workers"]
+    batched = settings.get("trainer", "one-at-a-time") == "batched"
+    single = [(name, config) for name, config in todo if not batched or config["system"] == "LLM-only"]
+    executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in single], executor, workers,
+                       settings.get("ray_address"), progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
+    if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin_batched)
+        trained = [(name, config) for name, config in todo if config["system"] != "LLM-only"]
+        batches = [trained[w::workers] for w in range(workers) if trained[w::workers]]
+        executors.run_jobs(_run_batch, [(batch, settings, source) for batch in batches], executor, workers,
+                           settings.get("ray_address"), progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
