@@ -621,8 +621,9 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
     """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
     runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
+    spread = f"± SD over {seeds} seeds {list(settings['seeds'])}" if seeds > 1 else f"one seed {list(settings['seeds'])}: no spread"
     return (f"Table I (reproduction): mean performance at checkpoints {sorted(settings['checkpoints'])} "
-            f"(± SD over {seeds} seeds {list(settings['seeds'])}). p_value: paired t-test over {runs} evaluation runs "
+            f"({spread}). p_value: paired t-test over {runs} evaluation runs "
             f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
             f"so it measures the evaluation noise of those policies, not the variation between trainings. "
             f"p_value_seeds: paired t-test over the {seeds} per-seed means (the seed is the unit), "
