@@ -140,7 +140,7 @@ $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
-BENCHES := corridor mappo traffic maddpg negotiation numerics
+BENCHES := corridor mappo marlin-grid traffic maddpg negotiation numerics
 
 # The peer `bench mappo` compares against (RLlib): the `bench` extra, installed once.
 $(BENCH_STAMP): pyproject.toml | $(STAMP)

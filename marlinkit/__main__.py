@@ -35,6 +35,7 @@ BENCHMARKS = {
     "traffic": "marlinkit.bench.traffic",
     "maddpg": "marlinkit.bench.maddpg",
     "numerics": "marlinkit.bench.numerics",
+    "marlin-grid": "marlinkit.bench.marlin_grid",
 }
 
 

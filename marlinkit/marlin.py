@@ -29,7 +29,7 @@ import pandas as pd
 
 from marlinkit import executors, hardware, paths, presets, runs
 from marlinkit.progress import Progress
-from marlinkit.paper_values import MARLIN_TABLE1
+from marlinkit.paper_values import AUTHORS_LLM_ONLY, MARLIN_TABLE1
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -40,9 +40,6 @@ from marlinkit.llm.cache import transcript_context
 
 SYSTEMS = ("MARL", "MARLIN", "LLM-only")
 SAMPLING, PLAN = "sampling", "plan"  # the paper's G_ADS and G_IAN
-#: LLM-only performance the authors used as Algorithm 1's threshold (Llama 3.1 8B, FACTS §4).
-AUTHORS_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
-                    "two_path": 0.357, "maze_like": 0.333}
 
 
 @dataclass(frozen=True)
@@ -220,15 +217,19 @@ def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int
     return layout_at
 
 
-def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
-                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+class SystemRun(NamedTuple):
+    """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
 
-    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
-    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
-    """
+    layout_at: Callable[[int], Layout]
+    generator: Algorithm1 | None  # MARLIN's switch for this run (None: MARL)
+    on_episode_end: mappo.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
+    tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
+
+
+def system_run(scenario: str, system: str, seed: int, settings: dict[str, Any], source: PlanSource | None = None) -> SystemRun:
+    """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
     layout_at = layout_schedule(scenario, settings.get("layout_schedule"))
-    config, switch = _settings_parts(settings)
+    _, switch = _settings_parts(settings)
     n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
     noise = settings.get("actuation_noise")
     controller = None
@@ -258,10 +259,21 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
         episodes_done.update()
         clock[0] = time.perf_counter()
 
-    mappo.train(config, layout_at, n_envs=n_envs, episodes=settings["episodes"], seed=seed, generator=controller,
-                on_episode_end=on_episode_end)
-    episodes_done.close()
-    return pd.DataFrame(records), pd.DataFrame(evaluations)
+    return SystemRun(layout_at, controller, on_episode_end, lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
+
+
+def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
+                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+
+    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
+    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    """
+    run = system_run(scenario, system, seed, settings, source)
+    config, _ = _settings_parts(settings)
+    mappo.train(config, run.layout_at, n_envs=settings["n_envs"], episodes=settings["episodes"], seed=seed,
+                generator=run.generator, on_episode_end=run.on_episode_end)
+    return run.tables()
 
 
 def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
@@ -294,6 +306,11 @@ def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = 
 # The grid runner
 
 
+#: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
+#: (``marlinkit.marlin_batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
+TRAINERS = ("one-at-a-time", "batched")
+
+
 class Results(NamedTuple):
     episodes: pd.DataFrame  # one row per episode and copy (all systems)
     evaluations: pd.DataFrame  # one row per checkpoint evaluation run (MARL, MARLIN)
@@ -312,6 +329,8 @@ def validate_settings(settings: dict[str, Any]) -> None:
     for key in ("episodes", "n_envs", "eval_runs", "llm_only_trials", "workers"):
         if int(settings[key]) < 1:
             raise ValueError(f"{key} must be >= 1, got {settings[key]}")
+    if settings.get("trainer", "one-at-a-time") not in TRAINERS:
+        raise ValueError(f"trainer must be one of {TRAINERS}, got {settings['trainer']!r}")
     if settings.get("plan_budget") is not None and int(settings["plan_budget"]) < 1:
         raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {settings['plan_budget']}")
     _settings_parts(settings)
@@ -338,6 +357,8 @@ def job_config(scenario: str, system: str, seed: int, settings: dict[str, Any], 
         return {**base, "trials": settings["llm_only_trials"], "plan_source": source_name}
     base.update(episodes=settings["episodes"], n_envs=settings["n_envs"], checkpoints=sorted(settings["checkpoints"]),
                 eval_runs=settings["eval_runs"], mappo=dataclasses.asdict(config))
+    if settings.get("trainer", "one-at-a-time") != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
+        base["trainer"] = settings["trainer"]
     if settings.get("layout_schedule"):
         base["layout_schedule"] = [[int(k), name] for k, name in settings["layout_schedule"]]
     if system == "MARLIN":
@@ -357,6 +378,29 @@ def system_tag(system: str, source_name: str) -> str:
     if system == "MARL" or source_name == ExactJointPlanner.name:
         return tag
     return f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
+
+
+def _run_batch(batch: list[tuple[str, dict[str, Any]]], settings: dict[str, Any],
+               source: PlanSource | None) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]:
+    """Several MARL/MARLIN runs trained together by the batched trainer (one torch thread); their tables to save."""
+    import torch
+
+    from marlinkit import marlin_batched
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        results = marlin_batched.train_systems([(c["scenario"], c["system"], c["seed"]) for _, c in batch], settings, source)
+        share = len(batch)  # each run's share of the batch's time
+        provenance = {"wall_time_s": (time.perf_counter() - started) / share, "cpu_time_s": (time.process_time() - cpu_started) / share,
+                      "engine": "corridor core (numpy)", "trainer": f"batched ({len(batch)} runs)"}
+    finally:
+        torch.set_num_threads(threads)
+    tables = []
+    for (name, config), (episodes, evaluations) in zip(batch, results):
+        tables += [(name + "__eval", evaluations, {}), (name, episodes, {**provenance, "plan_source": config.get("plan_source")})]
+    return tables
 
 
 def _run_job(name: str, config: dict[str, Any], settings: dict[str, Any],
@@ -408,20 +452,34 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
             if not (store.is_complete(name, config)
                     and (config["system"] == "LLM-only" or store.is_complete(name + "__eval", config)))]
 
-    def save(index: int, tables: list) -> None:
-        for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
-            store.save(table_name, table, todo[index][1], **provenance)
+    configs = dict(todo)
 
+    def save(tables: list) -> None:
+        for table_name, table, provenance in tables:  # the episode table last: its sidecar marks the run complete
+            store.save(table_name, table, configs[table_name.removesuffix("__eval")], **provenance)
+
+    executor, workers = settings.get("executor", "local"), settings["workers"]
+    batched = settings.get("trainer", "one-at-a-time") == "batched"
+    single = [(name, config) for name, config in todo if not batched or config["system"] == "LLM-only"]
     with transcript_context(preset=preset):  # a transcript miss's recording hint names the preset
-        executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in todo],
-                           settings.get("executor", "local"), settings["workers"], settings.get("ray_address"), progress,
-                           "MARLIN runs", on_result=save)
+            executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in single], executor, workers,
+                           settings.get("ray_address"), progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
+        if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin_batched)
+            trained = [(name, config) for name, config in todo if config["system"] != "LLM-only"]
+            batches = [trained[w::workers] for w in range(workers) if trained[w::workers]]
+            executors.run_jobs(_run_batch, [(batch, settings, source) for batch in batches], executor, workers,
+                               settings.get("ray_address"), progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluations = [store.load(name + "__eval") for name, config in jobs if config["system"] != "LLM-only"]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
 
 
-PLAN_SOURCES = ("llm", "exact")
+#: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'
+#: default), the configured LLM's negotiation, and the exact joint planner (a perfect plan source).
+PLAN_SOURCES = ("surrogate", "llm", "exact")
+SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only performance; NOT an LLM)"
+#: File-name suffix of each plan source's Fig. 3 and Table I outputs.
+PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner"}
 
 
 class Training(NamedTuple):
@@ -430,22 +488,45 @@ class Training(NamedTuple):
     plan_source: str  # how figures name the plan source
 
 
-def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, progress: bool = True,
+def plan_source_settings(preset: str, section: str, plan_source: str | None = None,
+                         **overrides: Any) -> tuple[str, dict[str, Any], PlanSource | None, str]:
+    """The plan source of a MARLIN grid (``plan_source`` or the section's ``plan_source``), its settings and figure label.
+
+    A non-LLM source costs no LLM time, so its runs re-plan without limit (``plan_budget`` None, the paper's
+    rule); ``plan_budget`` limits the LLM source only.
+    """
+    settings = presets.get(preset, section, **overrides)
+    plan_source = plan_source or settings.get("plan_source") or "exact"
+    if plan_source not in PLAN_SOURCES:
+        raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {plan_source!r}")
+    settings["plan_source"] = plan_source
+    if plan_source == "llm":
+        return plan_source, settings, None, "llm"
+    settings = {**settings, "plan_budget": None}
+    if plan_source == "exact":
+        return plan_source, settings, None, f"{ExactJointPlanner.name} (a perfect plan source, not an LLM)"
+    from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
+
+    source = CalibratedSurrogatePlanner()
+    return plan_source, settings, source, SURROGATE_LABEL
+
+
+def run_training(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
                  **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
 
-    ``plan_source="llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
+    ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
+    ``"surrogate"``: the calibrated surrogate planner (``marlinkit.algos.surrogate_planner``, not an LLM) with
+    the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
+    ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
     smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
     threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.llm.experiments``, the
-    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, an upper bound and not an LLM,
-    with the authors' Llama 3.1 8B thresholds.
+    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
+    an LLM, with the authors' Llama 3.1 8B thresholds.
     """
-    if plan_source not in PLAN_SOURCES:
-        raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {plan_source!r}")
-    settings = presets.get(preset, "marlin_training", **overrides)
-    if plan_source == "exact":
-        return Training(run_grid(settings, preset, progress=progress), settings,
-                        f"{ExactJointPlanner.name} (upper bound, not an LLM)")
+    plan_source, settings, source, label = plan_source_settings(preset, "marlin_training", plan_source, **overrides)
+    if plan_source != "llm":
+        return Training(run_grid(settings, preset, source=source, progress=progress), settings, label)
     from marlinkit.llm import experiments
 
     protocol = presets.get(preset, "llm_only")
@@ -474,13 +555,21 @@ def run_training(preset: str, plan_source: str = "llm", llm: str | None = None, 
 # Figure 3 and Table I
 
 SIGNIFICANCE = 0.001  # Table I bolds p < 0.001
+SEED_SIGNIFICANCE = 0.05  # the across-seed test, with 3-5 seeds, at the conventional level
 
 
 def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
-    """Mean checkpoint performance of MARL and MARLIN, paired t-test over runs sharing (seed, run).
+    """Mean checkpoint performance of MARL and MARLIN with two tests, and the over-seed spread.
 
-    The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
+    ``p_value``: paired t-test over the evaluation runs sharing (seed, run): the unit is one evaluation
+    run of the trained policies, so it measures the evaluation noise of those policies, not how much
+    training on another seed would change them. ``p_value_seeds``: paired t-test over the per-seed means
+    (the seed is the unit; NaN with fewer than 2 seeds). ``*_seed_sd``: standard deviation over seeds of
+    the per-seed means; ``diff_ci_low/high``: 95 % t interval of the mean MARLIN - MARL difference over
+    seeds. The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
     """
+    from scipy import stats as scipy_stats
+
     from marlinkit import stats
 
     paper_episodes = (100, 850, 1600)
@@ -490,21 +579,40 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
             at = group[group.checkpoint == checkpoint]
             pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
             test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
+            per_seed = pairs.groupby("seed")[["performance_marl", "performance_marlin"]].mean()
+            n_seeds = len(per_seed)
+            difference = per_seed.performance_marlin - per_seed.performance_marl
+            if n_seeds >= 2:
+                seed_test = stats.paired_ttest(per_seed.performance_marl, per_seed.performance_marlin)
+                half = float(scipy_stats.t.ppf(0.975, n_seeds - 1) * difference.std(ddof=1) / np.sqrt(n_seeds))
+            else:
+                seed_test, half = None, np.nan
             paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
             paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, ("", ""))  # strings as printed
+            p_seeds = seed_test.p_value if seed_test else np.nan
             rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
                          "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
-                         "significant": bool(test.p_value < SIGNIFICANCE), "paper_episode": paper_episode,
-                         "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
+                         "significant": bool(test.p_value < SIGNIFICANCE), "seeds": n_seeds,
+                         "MARL_seed_sd": per_seed.performance_marl.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "MARLIN_seed_sd": per_seed.performance_marlin.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "diff_ci_low": difference.mean() - half, "diff_ci_high": difference.mean() + half,
+                         "p_value_seeds": p_seeds, "significant_seeds": bool(p_seeds < SEED_SIGNIFICANCE),
+                         "paper_episode": paper_episode, "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
     return pd.DataFrame(rows)
 
 
 def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way)."""
+    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way).
+
+    MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the per-run one.
+    """
     shown = table.copy()
     for column in ("MARL", "MARLIN"):  # the paper_* columns are already the paper's own strings
-        shown[column] = shown[column].map(lambda v: f"{v:.4f}")
-    shown["p_value"] = table.p_value.map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+        sd = table[f"{column}_seed_sd"]
+        shown[column] = [f"{m:.4f}" if np.isnan(d) else f"{m:.4f} ± {d:.4f}" for m, d in zip(table[column], sd)]
+    for column in ("p_value", "p_value_seeds"):
+        shown[column] = table[column].map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+    shown["diff_ci95"] = [("n/a" if np.isnan(lo) else f"[{lo:+.3f}, {hi:+.3f}]") for lo, hi in zip(table.diff_ci_low, table.diff_ci_high)]
     latex = shown.copy()
     for i, row in table.iterrows():
         if row.significant:
@@ -512,7 +620,10 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
             shown.loc[i, better] = f"**{shown.loc[i, better]}**"
             latex.loc[i, better] = f"\\textbf{{{latex.loc[i, better]}}}"
     latex["scenario"] = latex.scenario.str.replace("_", r"\_")
-    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "paper_episode", "paper_MARL", "paper_MARLIN"]
+    latex["MARL"] = latex.MARL.str.replace("±", r"$\pm$")
+    latex["MARLIN"] = latex.MARLIN.str.replace("±", r"$\pm$")
+    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "seeds", "p_value_seeds", "diff_ci95",
+               "paper_episode", "paper_MARL", "paper_MARLIN"]
     body = latex[columns].rename(columns=lambda c: c.replace("_", r"\_")).to_latex(index=False, escape=False)
     return shown[columns], body
 
@@ -532,9 +643,32 @@ def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM
                    label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox min-max, diamond mean")[0]
 
 
-def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only"):
+def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
+    """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
+    runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
+    spread = f"± SD over {seeds} seeds {list(settings['seeds'])}" if seeds > 1 else f"one seed {list(settings['seeds'])}: no spread"
+    return (f"Table I (reproduction): mean performance at checkpoints {sorted(settings['checkpoints'])} "
+            f"({spread}). p_value: paired t-test over {runs} evaluation runs "
+            f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
+            f"so it measures the evaluation noise of those policies, not the variation between trainings. "
+            f"p_value_seeds: paired t-test over the {seeds} per-seed means (the seed is the unit), "
+            f"diff_ci95: 95 % t interval of MARLIN - MARL over seeds. "
+            f"paper_* = the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B). {footer}")
+
+
+def seed_curves(episodes: pd.DataFrame, system: str) -> pd.DataFrame:
+    """Median performance over copies per episode (rows) and seed (columns) of one system."""
+    data = episodes[episodes.system == system]
+    return data.groupby(["episode", "seed"]).performance.median().unstack("seed")
+
+
+def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None):
     """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
-    at the right of each panel. Panels in rows of three, sized for a two-column paper figure."""
+    at the right of each panel. Panels in rows of three, sized for a two-column paper figure.
+
+    The line is the mean over seeds of each seed's median over copies; the band spans the seeds' medians
+    (min to max) when there are several seeds.
+    """
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
@@ -543,14 +677,20 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
     columns = min(3, len(scenarios))
     rows = -(-len(scenarios) // columns)
     legend_below = len(scenarios) == rows * columns  # no spare panel to hold the legend
-    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below + 0.3 * bool(title)),
+                             sharey=True, squeeze=False)
+    n_seeds = episodes[episodes.system == "MARL"].seed.nunique()
     handles = {}
     for ax, scenario in zip(axes.flat, scenarios):
         data = episodes[episodes.scenario == scenario]
         last = int(data.episode.max())
         for system in ("MARL", "MARLIN"):
-            curve = data[data.system == system].groupby("episode").performance.median()
-            handles[system], = ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.0)
+            curves = seed_curves(data, system)
+            handles[system], = ax.plot(curves.index, curves.mean(axis=1), color=PAPER_COLORS[system], label=system, lw=1.0)
+            if curves.shape[1] > 1:
+                handles[system + " band"] = ax.fill_between(
+                    curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0,
+                    label=f"{system}: range over {n_seeds} seeds")
         alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08, source_label)
         if alone is not None:
             handles["alone"] = alone
@@ -561,7 +701,7 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
     for ax in axes.flat[len(scenarios):]:
         ax.axis("off")
     for ax in axes[:, 0]:
-        ax.set_ylabel("median performance", fontsize=8)
+        ax.set_ylabel(f"median performance\n(mean of {n_seeds} seed{'s' * (n_seeds > 1)})", fontsize=8)
     for ax in axes.flat[max(0, len(scenarios) - columns):len(scenarios)]:
         ax.set_xlabel("episode (per environment copy)", fontsize=8)
     axes[0][0].set_ylim(-0.02, 1.05)
@@ -570,7 +710,9 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
         spare.legend(handles=list(handles.values()), loc="center", fontsize=8, frameon=False)
     else:
         height = fig.get_figheight()  # inches: the footer takes the lowest ~0.35, the legend ~0.5 above it
-        fig.legend(handles=list(handles.values()), loc="lower center", ncol=3, fontsize=8, frameon=False,
+        fig.legend(handles=list(handles.values()), loc="lower center", ncol=min(3, len(handles)), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, 0.35 / height))
+    if title:
+        fig.suptitle(title, fontsize=8)
     fig.tight_layout(rect=(0, 0.4 / fig.get_figheight() if spare is not None else 0.9 / fig.get_figheight(), 1, 1))
     return fig

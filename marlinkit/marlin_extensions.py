@@ -51,18 +51,42 @@ def fig5_settings(section: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _grid_source(preset: str, section: str, plan_source: str | None, source: PlanSource | None,
+                 overrides: dict[str, Any]) -> tuple[dict[str, Any], PlanSource | None]:
+    """A section's settings and plan source: ``source`` if given, else ``plan_source`` or the section's (not "llm")."""
+    if source is not None:
+        return presets.get(preset, section, **overrides), source
+    name, settings, source, _ = marlin.plan_source_settings(preset, section, plan_source, **overrides)
+    if name == "llm":
+        raise ValueError(f"{section}: the LLM plan source is not wired here; use plan_source 'surrogate' or 'exact'")
+    return settings, source
+
+
+def plan_source_label(preset: str, section: str, plan_source: str | None = None) -> str:
+    """How figures name the plan source a section's MARLIN runs use."""
+    return marlin.plan_source_settings(preset, section, plan_source)[3]
+
+
 def run_fig5(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-             **overrides: Any) -> marlin.Results:
-    """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise."""
-    settings = fig5_settings(presets.get(preset, "fig5_hardware", **overrides))
-    return marlin.run_grid(settings, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
-                           progress)
+             plan_source: str | None = None, **overrides: Any) -> marlin.Results:
+    """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise.
+
+    The plan source is ``source``, else ``plan_source`` ("surrogate" or "exact"), else the section's ``plan_source``.
+    """
+    settings, source = _grid_source(preset, "fig5_hardware", plan_source, source, overrides)
+    return marlin.run_grid(fig5_settings(settings), preset, source,
+                           Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware", progress)
 
 
 def fig5_table(results: marlin.Results) -> pd.DataFrame:
-    """Median and quartiles of the noisy checkpoint evaluations per system and episode."""
-    grouped = results.evaluations.groupby(["system", "checkpoint"]).performance
+    """Median and quartiles of the noisy checkpoint evaluations per system and episode (all seeds' runs pooled),
+    and the spread over seeds: ``seed_sd``, the standard deviation of the per-seed means (NaN with one seed)."""
+    evaluations = results.evaluations
+    grouped = evaluations.groupby(["system", "checkpoint"]).performance
     table = grouped.agg(median="median", q25=lambda p: p.quantile(0.25), q75=lambda p: p.quantile(0.75), mean="mean", runs="size")
+    per_seed = evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean().groupby(["system", "checkpoint"])
+    table["seeds"] = per_seed.size()
+    table["seed_sd"] = per_seed.std(ddof=1)
     return table.reset_index()
 
 
@@ -129,27 +153,33 @@ def dynamic_settings(section: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_dynamic(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-                **overrides: Any) -> marlin.Results:
-    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section."""
-    settings = dynamic_settings(presets.get(preset, "dynamic_env", **overrides))
-    return marlin.run_grid(settings, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
-                           progress)
+                plan_source: str | None = None, **overrides: Any) -> marlin.Results:
+    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section (plan source as ``run_fig5``)."""
+    settings, source = _grid_source(preset, "dynamic_env", plan_source, source, overrides)
+    return marlin.run_grid(dynamic_settings(settings), preset, source,
+                           Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env", progress)
 
 
 def dynamic_summary(results: marlin.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:
-    """Per system: median performance just before and after the change and at the end, and episodes to reach ``level`` again."""
+    """Per system: median performance just before and after the change and at the end, and episodes to reach ``level`` again.
+
+    Curves are medians over all copies and seeds; the end evaluation's spread over seeds is its own column.
+    """
     rows = []
     for system, data in results.episodes.groupby("system", sort=True):
         curve = data.groupby("episode").performance.median()
         after = curve[curve.index > change_episode]
         reached = after[after >= level]
-        evaluations = results.evaluations[results.evaluations.system == system].groupby("checkpoint").performance.mean()
+        system_evaluations = results.evaluations[results.evaluations.system == system]
+        evaluations = system_evaluations.groupby("checkpoint").performance.mean()
+        end_per_seed = system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()].groupby("seed").performance.mean()
         rows.append({"system": system,
                      f"before (last {window})": curve[(curve.index > change_episode - window) & (curve.index <= change_episode)].mean(),
                      f"after (first {window})": after.iloc[:window].mean(), f"end (last {window})": after.iloc[-window:].mean(),
                      f"episodes after change to median >= {level}": int(reached.index[0] - change_episode) if len(reached) else None,
                      "eval at change (old layout)": evaluations.get(change_episode, np.nan),
                      "eval at end (new layout)": evaluations.iloc[-1],
+                     "eval at end: SD over seeds": end_per_seed.std(ddof=1), "seeds": len(end_per_seed),
                      "plan share after change": (data[data.episode > change_episode].generator == marlin.PLAN).mean()})
     return pd.DataFrame(rows)
 

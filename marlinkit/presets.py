@@ -49,6 +49,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
             "seeds": [0],
+            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 6,
             "n_envs": 2,
             "checkpoint_start": 1,
@@ -65,6 +67,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "dynamic_env": {  # seconds: the layout changes after episode 6 of 12
             "seeds": [0],
+            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 6,
@@ -100,12 +104,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
+            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
+            "plan_source": "llm",  # MARLIN's plans: marlin.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
             "episodes": 8,
             "n_envs": 4,
             "checkpoints": [2, 4, 8],
             "eval_runs": 10,
             "llm_only_trials": 5,
-            "plan_budget": 1,  # negotiations per training (None: the paper's unlimited re-planning)
+            "plan_budget": 1,  # new LLM negotiations per training, plan_source "llm" only (None: the paper's unlimited re-planning)
             "workers": 1,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
@@ -149,7 +155,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "quick": {
         "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 160,
             "n_envs": 15,
             "checkpoint_start": 10,
@@ -165,7 +173,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "mappo": {},
         },
         "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 60,
@@ -200,13 +210,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
-            "seeds": [0],
+            "seeds": [0, 1, 2],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 120,
             "n_envs": 15,
             "checkpoints": [20, 60, 120],
             "eval_runs": 50,
             "llm_only_trials": 20,
-            "plan_budget": 2,  # smollm2 on CPU: ~45 s per negotiated plan; the paper re-plans without limit
+            "plan_budget": 2,  # plan_source "llm" only: smollm2 on CPU takes ~45 s per negotiated plan; the paper re-plans without limit
             "workers": 2,
             "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
             "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
@@ -241,7 +253,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "paper": {
         "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
             "checkpoint_start": 100,
@@ -257,7 +271,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "mappo": {},
         },
         "dynamic_env": {  # the authors' extension: maze-like from episode 1001 on
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 1000,
@@ -292,7 +308,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
-            "seeds": [0],
+            "seeds": [0, 1, 2, 3, 4],
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
             "checkpoints": [100, 850, 1600],

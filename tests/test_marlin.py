@@ -230,6 +230,36 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells():
     assert ",0.4300,0.4271" in csv  # the CSV too (a float column would write 0.43)
 
 
+def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_test():
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(1)
+    rows, seed_effect = [], {0: 0.02, 1: 0.10, 2: -0.01}  # MARLIN's gain differs between trainings
+    for seed, gain in seed_effect.items():
+        for run in range(40):
+            base = 0.4 + 0.05 * seed + 0.1 * rng.random()
+            rows.append({"scenario": "two_path", "system": "MARL", "seed": seed, "checkpoint": 5, "run": run, "performance": base})
+            rows.append({"scenario": "two_path", "system": "MARLIN", "seed": seed, "checkpoint": 5, "run": run,
+                         "performance": base + gain + 0.01 * rng.standard_normal()})
+    frame = pd.DataFrame(rows)
+    row = marlin.table1(frame, [5]).iloc[0]
+    per_seed = frame.groupby(["seed", "system"]).performance.mean().unstack()
+    assert row.seeds == 3 and row.runs == 120
+    assert row.MARL_seed_sd == pytest.approx(per_seed.MARL.std(ddof=1))
+    assert row.MARLIN_seed_sd == pytest.approx(per_seed.MARLIN.std(ddof=1))
+    assert row.p_value_seeds == pytest.approx(scipy_stats.ttest_rel(per_seed.MARLIN, per_seed.MARL).pvalue)
+    difference = per_seed.MARLIN - per_seed.MARL
+    assert row.diff_ci_low < difference.mean() < row.diff_ci_high and row.diff_ci_low < 0 < row.diff_ci_high
+    # Thousands of evaluation runs make the per-run test "significant"; three trainings do not.
+    assert row.significant and not row.significant_seeds
+    shown, latex = marlin.table1_markup(marlin.table1(frame, [5]))
+    assert "±" in shown.MARL.iloc[0] and r"$\pm$" in latex and "p\\_value\\_seeds" in latex
+    one_seed = marlin.table1(frame[frame.seed == 0], [5]).iloc[0]
+    assert one_seed.seeds == 1 and np.isnan(one_seed.p_value_seeds) and np.isnan(one_seed.MARL_seed_sd)
+    caption = marlin.table1_caption(marlin.table1(frame, [5]), {"checkpoints": [5], "seeds": [0, 1, 2]}, "footer")
+    assert "evaluation noise" in caption and "the seed is the unit" in caption
+
+
 TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, "checkpoints": [2, 4], "eval_runs": 6,
         "llm_only_trials": 3, "workers": 1, "switch_rule": "paper", "llm_only_performance": None,
         "mappo": {"update_epochs": 2, "steps_per_iteration": 150}}

@@ -21,11 +21,9 @@ from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
 from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
+from marlinkit.paper_values import AUTHORS_LLM_ONLY
 from marlinkit.runs import ResultStore, atomic_write_text, read_json, run_name
 
-#: LLM-only performance of Llama 3.1 8B Instruct in the authors' code (FACTS §4): a reference column.
-PAPER_LLM_ONLY = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
-                  "two_path": 0.357, "maze_like": 0.333}
 TRANSCRIPT_PURPOSE = "llm_only"
 
 
@@ -111,7 +109,7 @@ def plot_llm_only(table: pd.DataFrame, summary_table: pd.DataFrame):
     ax.boxplot(data, tick_labels=[s.replace("_", "\n") for s in order], widths=0.5)
     for i, values in enumerate(data, 1):
         ax.scatter(np.full(len(values), i) + np.linspace(-0.08, 0.08, len(values)), values, s=12, color="#7f7f7f", zorder=3)
-    ax.scatter(range(1, len(order) + 1), [PAPER_LLM_ONLY.get(s, np.nan) for s in order], marker="x", color="#d62728",
+    ax.scatter(range(1, len(order) + 1), [AUTHORS_LLM_ONLY.get(s, np.nan) for s in order], marker="x", color="#d62728",
                zorder=4, label="paper, Llama 3.1 8B (authors' code)")
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("LLM-only performance")
@@ -130,5 +128,5 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                       fallbacks=("fallbacks", "sum"), moves=("moves", "sum")).reset_index()
     out["format_kept"] = out.pop("format_ok") / out.pop("replies")
     out["fallback_rate"] = out.pop("fallbacks") / out.pop("moves")
-    out["paper_llama31_8b"] = out["scenario"].map(PAPER_LLM_ONLY)
+    out["paper_llama31_8b"] = out["scenario"].map(AUTHORS_LLM_ONLY)
     return out

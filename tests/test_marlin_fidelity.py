@@ -1,0 +1,24 @@
+"""Fidelity notebook helpers: the paper's Table I MARL values set beside ours at equal copy-episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from marlinkit import marlin, marlin_fidelity
+from marlinkit.paper_values import MARLIN_TABLE1
+
+
+def test_matched_table_reads_our_curve_at_the_papers_sample_count():
+    rows = [{"scenario": "two_path", "system": "MARL", "seed": seed, "episode": e, "env_copy": c,
+             "performance": min(1.0, e / 1000) + 0.01 * seed}
+            for seed in (0, 1) for e in range(1, 1001) for c in range(3)]
+    results = marlin.Results(pd.DataFrame(rows), pd.DataFrame())
+    table = marlin_fidelity.matched_table(results, {"n_envs": 15}, [6, 9, 15], window=1)
+    row = table[(table.paper_episode == 850) & (table.paper_copies == 9)].iloc[0]
+    assert row.our_episode == 510 and row.copy_episodes == 7650
+    assert row.ours_MARL == pytest.approx(0.51 + 0.005) and row.ours_seed_sd == pytest.approx(np.std([0.51, 0.52], ddof=1))
+    assert row.paper_MARL == MARLIN_TABLE1["two_path"][850][0] and row.difference == pytest.approx(row.ours_MARL - row.paper_MARL)
+    beyond = table[(table.paper_episode == 1600) & (table.paper_copies == 15)].iloc[0]
+    assert beyond.our_episode == 1600 and np.isnan(beyond.ours_MARL)  # our training is shorter: no number made up
