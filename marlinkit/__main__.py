@@ -17,6 +17,7 @@ from typing import Any, Callable
 COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
     "check-reward": "marlinkit.llm.sandbox_cli",
+    "maestro-sweep": "marlinkit.maestro_sweep",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

@@ -260,11 +260,15 @@ class MADDPG:
         self.rng = np.random.default_rng(config.seed)  # replay sampling
 
     @torch.inference_mode()
-    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        """Actions (N,) for observations (N, obs_dim): Gumbel samples when exploring, else argmax."""
+    def act(self, obs: np.ndarray, explore: bool, generator: torch.Generator | None = None) -> np.ndarray:
+        """Actions (N,) for observations (N, obs_dim): Gumbel samples when exploring, else argmax.
+
+        Sampling draws from ``generator`` (default: the learner's own, as in training); a stochastic
+        *evaluation* passes its own so that evaluating never moves the training noise stream.
+        """
         logits = self.actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(1)).squeeze(1)
         if explore:
-            logits = logits + sample_gumbel(tuple(logits.shape), self.generator)
+            logits = logits + sample_gumbel(tuple(logits.shape), generator or self.generator)
         return logits.argmax(-1).numpy()
 
     def noise(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -360,8 +364,9 @@ def _stack(per_agent: dict, agents: list[str], dtype=np.float32) -> np.ndarray:
 
 
 def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBuffer | None = None,
-                step_count: int = 0) -> dict[str, float]:
+                step_count: int = 0, generator: torch.Generator | None = None) -> dict[str, float]:
     """One episode; when ``buffer`` is given, store transitions and update every ``update_every`` steps.
+    ``generator``: the Gumbel noise of exploring actions (default: the learner's own).
 
     Returns the episode return (sum over steps of the agents' mean reward), steps, updates and the
     wall time spent in the environment vs in MADDPG (acting and updating).
@@ -373,7 +378,7 @@ def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBu
     episode_return, steps, updates, sim_s, train_s = 0.0, 0, 0, 0.0, 0.0
     while env.agents:
         started = time.perf_counter()
-        actions = learner.act(obs, explore)
+        actions = learner.act(obs, explore, generator)
         acted = time.perf_counter()
         obs_dict, rewards, terminations, truncations, _ = env.step(dict(zip(agents, actions.tolist())))
         sim_s += time.perf_counter() - acted
@@ -395,9 +400,23 @@ def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBu
     return {"return": episode_return, "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s}
 
 
-def evaluate(env, learner: MADDPG, seed: int, episodes: int = 1) -> float:
-    """Mean return of the deterministic (argmax) policies over ``episodes`` seeded episodes."""
-    return float(np.mean([run_episode(env, learner, seed + k, explore=False)["return"] for k in range(episodes)]))
+#: How an evaluation picks actions: the argmax of the actor's logits ("greedy"), or a sample of the
+#: Gumbel-softmax policy the actor loss optimises ("stochastic", temperature 1 as in training).
+EVAL_POLICIES = ("stochastic", "greedy")
+
+
+def evaluate(env, learner: MADDPG, seed: int, episodes: int = 1, policy: str = "greedy") -> float:
+    """Mean return of the agents' ``policy`` (see :data:`EVAL_POLICIES`) over ``episodes`` seeded episodes.
+
+    A stochastic evaluation draws its Gumbel noise from a generator seeded with ``seed`` alone: the
+    same noise for every evaluation with that seed, and the training noise stream left untouched.
+    """
+    if policy not in EVAL_POLICIES:
+        raise ValueError(f"unknown evaluation policy {policy!r}; choose from {EVAL_POLICIES}")
+    explore = policy == "stochastic"
+    generator = torch.Generator().manual_seed(seed) if explore else None
+    return float(np.mean([run_episode(env, learner, seed + k, explore, generator=generator)["return"]
+                          for k in range(episodes)]))
 
 
 def train(env, config: MADDPGConfig, episodes: int, eval_env=None, eval_episodes: int = 1
