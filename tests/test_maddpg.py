@@ -146,14 +146,14 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     net(q_in).sum().backward()
     reference, policy.grad = policy.grad.clone(), None
     q_in = q_in.detach()
-    out = net(q_in, own_actions=(policy, n * obs))
+    out = net(q_in, own_actions=(policy, n * obs, n))
     out.sum().backward()
     torch.testing.assert_close(out, net(q_in))
     torch.testing.assert_close(policy.grad, reference, atol=1e-6, rtol=1e-6)
     assert policy.grad.abs().sum() > 0
     net.requires_grad_(True)  # a critic that is not frozen would lose its weight gradient: refused
     with pytest.raises(RuntimeError, match="freeze the critic"):
-        net(q_in, own_actions=(policy, n * obs)).sum().backward()
+        net(q_in, own_actions=(policy, n * obs, n)).sum().backward()
 
 
 def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
