@@ -28,6 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from marlinkit.maestro import BASELINE_METRICS, baseline_episodes, calibrated_score
+
 #: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`).
 SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {},  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
@@ -38,6 +40,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
 }
 DEFAULT_OUT = Path("data") / "maestro_sweep"
+#: Traffic metrics each row records (training, evaluation and baseline episodes): MAESTRO's primary ones.
+METRICS = BASELINE_METRICS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,8 +81,9 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     from marlinkit.runs import atomic_write_text
 
     torch.set_num_threads(1)
-    config = MADDPGConfig(seed=seed, eval_every=eval_every,
-                          **{"buffer_size": min(MADDPGConfig().buffer_size, episodes * episode_seconds), **SETTINGS[setting]})
+    settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}
+    buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
+    config = MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
     env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
     path = run_path(Path(out), setting, seed)
     sidecar = {"setting": setting, "maddpg": asdict(config), "episodes": episodes, "episode_seconds": episode_seconds,
@@ -86,11 +91,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                "torch": torch.__version__, "numpy": np.__version__}
     atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
     try:
-        base = {}
-        for name in ("fixed-time", "max-pressure"):
-            ret, metrics = controller_episode(env, name, eval_seed)
-            key = name.replace("-", "_")
-            base.update({f"{key}_return": ret, **{f"{key}_{k}": metrics[k] for k in ("avg_delay_s", "avg_queue", "throughput")}})
+        base = baseline_episodes(env, controller_episode, eval_seed, {"context": None})
         seed_everything(seed)
         agents, obs_dim, n_actions = env_dims(env)
         learner = MADDPG(len(agents), obs_dim, n_actions, config)
@@ -101,7 +102,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
             train = run_episode(env, learner, seed + episode, True, buffer, steps)
             steps += train["steps"]
             row = {"setting": setting, "seed": seed, "episode": episode, "episode_seconds": episode_seconds,
-                   "train_return": train["return"], **{f"train_{k}": env.last_metrics[k] for k in ("avg_delay_s", "avg_queue", "throughput")},
+                   "train_return": train["return"], **{f"train_{k}": env.last_metrics[k] for k in METRICS},
                    "updates": train["updates"], "sim_s": train["sim_s"], "train_s": train["train_s"]}
             for policy in EVAL_POLICIES:
                 if (episode + 1) % eval_every:
@@ -110,7 +111,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                     continue
                 ret = evaluate(env, learner, eval_seed, policy=policy)
                 row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": env.last_metrics[k]
-                                                             for k in ("avg_delay_s", "avg_queue", "throughput")}})
+                                                             for k in METRICS}})
             row.update(base, wall_s=time.perf_counter() - started)
             rows.append(row)
             buffer_text = io.StringIO()
@@ -130,8 +131,8 @@ def load(out: Path = DEFAULT_OUT):
         raise FileNotFoundError(f"no sweep runs (<setting>__seed<seed>.csv) in {out}")
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     for policy in ("stochastic", "greedy"):
-        df[f"eval_score_{policy}"] = 165.0 * (df[f"eval_return_{policy}"] - df["fixed_time_return"]) / (
-            df["max_pressure_return"] - df["fixed_time_return"])
+        df[f"eval_score_{policy}"] = calibrated_score(df[f"eval_return_{policy}"], df["fixed_time_return"],
+                                                      df["max_pressure_return"])
         df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"] / df["fixed_time_avg_delay_s"] - 1)
     return df
 
