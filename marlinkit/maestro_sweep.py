@@ -28,6 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from marlinkit import paths
 from marlinkit.maestro import BASELINE_METRICS, baseline_episodes, calibrated_score
 
 #: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`).
@@ -39,7 +40,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "ue25_tau0.05": {"update_every": 25, "tau": 0.05},  # faster-moving targets
     "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
 }
-DEFAULT_OUT = Path("data") / "maestro_sweep"
+DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Traffic metrics each row records (training, evaluation and baseline episodes): MAESTRO's primary ones.
 METRICS = BASELINE_METRICS
 
@@ -135,6 +136,27 @@ def load(out: Path = DEFAULT_OUT):
                                                       df["max_pressure_return"])
         df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"] / df["fixed_time_avg_delay_s"] - 1)
     return df
+
+
+def learning_figure(axes, df) -> None:
+    """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
+    max-pressure on the evaluation episode). Right: average delay of the training episodes."""
+    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]))
+    for (setting, seed), run in df.groupby(["setting", "seed"]):
+        evaluated = run.dropna(subset=["eval_score_stochastic"])
+        for policy, style in (("stochastic", "-"), ("greedy", "--")):
+            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], style, marker="o", ms=3, color=colors[setting], lw=1.2,
+                         label=f"{setting} s{seed} {policy}")
+        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=colors[setting], lw=1, label=f"{setting} s{seed}")
+    axes[0].axhline(165, color="k", ls=":", lw=1)
+    axes[0].axhline(0, color="grey", ls=":", lw=1)
+    axes[0].set_ylabel("evaluation score (0 fixed-time, 165 max-pressure)")
+    axes[1].axhline(df["fixed_time_avg_delay_s"].iloc[0], color="grey", ls=":", lw=1, label="fixed-time (eval episode)")
+    axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1, label="max-pressure (eval episode)")
+    axes[1].set_ylabel("training episode avg delay (s)")
+    for ax in axes:
+        ax.set_xlabel("training episode")
+        ax.legend(fontsize=6)
 
 
 def summary(df, last: int = 20):
