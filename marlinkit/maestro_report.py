@@ -385,7 +385,7 @@ def framework_diagram(ax, results: AblationResults) -> None:
     _box(ax, (0.8, 0.3), f"MADDPG (inner loop)\n(1-w(d)) r_env + w(d)*{c.llm_scale:g}*r_LLM\nw in [{c.w_min}, {c.w_max}]", "#d5e8d4")
     _box(ax, (0.5, 0.08), f"difficulty rules (4.2): window {c.window}, up > {c.up_ratio * c.target:.2f}, "
                           f"down < {c.down_ratio * c.target:.2f}, plateau {c.plateau_episodes} eps\n"
-                          f"score = 165 x (R - fixed-time) / (max-pressure - fixed-time)", "#eeeeee", 0.8, 0.1)
+                          f"score = 165 x (R - fixed-time) / (max-pressure - fixed-time), both on the same traffic", "#eeeeee", 0.8, 0.1)
     _arrow(ax, (0.35, 0.82), (0.22, 0.67), "difficulty + stats")
     _arrow(ax, (0.65, 0.82), (0.78, 0.67), "d, stats, goal")
     _arrow(ax, (0.2, 0.53), (0.2, 0.37), "TrafficContext JSON")
