@@ -386,7 +386,6 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
         run_episode,
         seed_everything,
     )
-    from marlinkit.envs.traffic.controllers import controller_episode
     from marlinkit.envs.traffic.env import TrafficSignalEnv
     from marlinkit.llm import architect as arch
     from marlinkit.llm.config import label as llm_label
@@ -447,7 +446,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
             step_count += train["steps"]
             metrics = base.last_metrics
             t3 = time.perf_counter()
-            baselines = baseline_episodes(base, controller_episode, seed + episode, {"context": env.context})
+            baselines = baseline_episodes(base, seed + episode, {"context": env.context})
             t4 = time.perf_counter()
             score = float(calibrated_score(env.env_return, baselines["fixed_time_return"],
                                            baselines["max_pressure_return"], cfg.target_paper))
@@ -539,8 +538,10 @@ def _restore_learner(learner, buffer, saved: dict) -> None:
     torch.set_rng_state(saved["torch_random"])
 
 
-def baseline_episodes(env, controller_episode, seed: int, options: dict) -> dict[str, float]:
+def baseline_episodes(env, seed: int, options: dict) -> dict[str, float]:
     """Fixed-time and max-pressure on one episode's traffic and seed: returns and primary metrics."""
+    from marlinkit.envs.traffic.controllers import controller_episode
+
     out = {}
     for name in ("fixed-time", "max-pressure"):
         total, metrics = controller_episode(env, name, seed, options)

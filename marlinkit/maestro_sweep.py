@@ -77,7 +77,6 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     from marlinkit import numerics
     from marlinkit.algos.maddpg import (EVAL_POLICIES, MADDPG, MADDPGConfig, ReplayBuffer, env_dims, evaluate,
                                         run_episode, seed_everything)
-    from marlinkit.envs.traffic.controllers import controller_episode
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.runs import atomic_write_text
 
@@ -92,7 +91,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                "torch": torch.__version__, "numpy": np.__version__}
     atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
     try:
-        base = baseline_episodes(env, controller_episode, eval_seed, {"context": None})
+        base = baseline_episodes(env, eval_seed, {"context": None})
         seed_everything(seed)
         agents, obs_dim, n_actions = env_dims(env)
         learner = MADDPG(len(agents), obs_dim, n_actions, config)
