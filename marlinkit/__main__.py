@@ -27,6 +27,7 @@ COMMANDS = {
     "check-reward": "marlinkit.llm.sandbox_cli",
     "data": "marlinkit.envs.traffic.fetch",
     "verify": "marlinkit.verify",
+    "maestro-sweep": "marlinkit.maestro_sweep",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

@@ -9,8 +9,15 @@ A8          llm              environment template reward
 ==========  ===============  ==================================================================
 
 One run = one (config, seed): ``episodes`` training episodes of ``episode_seconds`` 1-s steps
-with exploring policies, and after every ``eval_every``-th one a deterministic evaluation
-episode. Each run executes in a fresh process of its own (libsumo holds one simulation per
+with exploring policies, and after every ``eval_every``-th one two evaluation episodes on the same
+traffic: the *stochastic* policy (actions sampled from the Gumbel-softmax policy, temperature 1,
+the policy the actor loss optimises and the critic values; noise from a generator seeded with
+``eval_seed`` alone, so the training noise stream is untouched) and the *greedy* one (argmax of
+the logits). Both are stored (``eval_*_stochastic``, ``eval_*_greedy``); ``eval_policy`` (default
+stochastic) names the one tables and figures report. The choice is deliberate: the actor of a
+1-s decision loop learns a distribution over phases, and its argmax, asked every second, can keep
+one phase and starve the other approaches (untrained: greedy return -205 against stochastic -55 on
+the 360-s evaluation episode), so the greedy policy is not the policy that was trained. Each run executes in a fresh process of its own (libsumo holds one simulation per
 process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
 tables back: this process writes them as each run finishes. Runs resume per completed run (a run
 whose sidecar exists with the same configuration is loaded, not recomputed) and, with
@@ -20,12 +27,16 @@ numbers an uninterrupted one would.
 
 The curriculum's target (the paper's 165.0) lives on the paper's reward scale. Ours differs (a
 different engine and reward weights), and our returns cross zero, so the multiplicative 1.05 x /
-0.95 x target bars cannot be applied to them directly. :func:`calibrate` measures two returns on
-the starting context (difficulty ``calibration_difficulty``, the curriculum's d_initial):
-max-pressure (``target_return``) and fixed-time 30 s (``zero_return``). An episode's *score*
-is ``165.0 * (R - zero_return) / (target_return - zero_return)``: 165 is max-pressure level, 0 is
-fixed-time level, and the difficulty rules of Section 4.2 run unchanged on the score with
-target 165.0 (raise above 173.25, lower below 156.75). Tables report both score and raw return.
+0.95 x target bars cannot be applied to them directly. Every episode's return R is therefore
+*calibrated on the traffic it was measured on*: max-pressure (``target_return``) and fixed-time
+30 s (``zero_return``) run on the same traffic with the same SUMO seed, and the *score* is
+``165.0 * (R - zero_return) / (target_return - zero_return)``: 165 is max-pressure level, 0 is
+fixed-time level on that traffic (:func:`calibrated_score`; NaN where max-pressure does not beat fixed-time
+there, the scale being undefined). Training rows: the run measures both controllers on each
+training episode's context and seed (``fixed_time_return``, ``max_pressure_return``), and the
+difficulty rules of Section 4.2 run unchanged on that score with target 165.0 (raise above
+173.25, lower below 156.75). Evaluation rows: :func:`calibrate` measures both once on the
+evaluation episode (real flow, ``eval_seed``). Tables report both score and raw return.
 
 Other readings (also in the notebooks): the evaluation episodes run on the first
 ``episode_seconds`` of the real Hangzhou flow (the target domain; the same traffic for every
@@ -62,6 +73,10 @@ from marlinkit.runs import (
 )
 
 PAPER = "maestro"
+#: Evaluated policies (as marlinkit.algos.maddpg.EVAL_POLICIES, kept here so importing this module needs no torch).
+EVAL_POLICIES = ("stochastic", "greedy")
+#: Traffic metrics copied into the result rows (training, evaluation and baseline episodes).
+BASELINE_METRICS = ("avg_delay_s", "avg_queue", "throughput")
 
 
 @dataclass(frozen=True)
@@ -98,9 +113,8 @@ class MaestroConfig:
     record: bool = False  # call the model on a transcript miss and record it (False: strict replay, a miss is an error)
     engine: str = "sumo"  # traffic engine
     target_paper: float = 165.0  # the paper's curriculum target, on its reward scale (Section 4.2)
-    calibration_difficulty: float = 0.3  # difficulty of the context the target is calibrated on
-    calibration_seed: int = 0  # SUMO and context seed of the calibration episodes
-    eval_seed: int = 1_000_000  # SUMO seed of every evaluation episode
+    eval_seed: int = 1_000_000  # SUMO seed of every evaluation episode (and of its stochastic policy's noise)
+    eval_policy: str = "stochastic"  # evaluated policy the tables and figures report ("stochastic" or "greedy"; both are stored)
     regen_interval: int = 5  # A8 ("llm" mode): also regenerate the context every this many episodes
     max_attempts: int = 3  # context replies tried before the deterministic fallback context
     checkpoint_every: int = 0  # save a resumable checkpoint every this many episodes (0: resume per run only)
@@ -123,6 +137,8 @@ class MaestroConfig:
             raise ValueError(f"final_window ({self.final_window}) exceeds episodes ({self.episodes})")
         if self.final_window < self.eval_every:
             raise ValueError("final_window must hold at least one evaluation (>= eval_every)")
+        if self.eval_policy not in EVAL_POLICIES:
+            raise ValueError(f"eval_policy must be one of {EVAL_POLICIES}, got {self.eval_policy!r}")
         executors.check_executor(self.executor, self.workers)
 
 
@@ -251,12 +267,20 @@ class CurriculumEnv:
 
 # ----- calibration of the target -----------------------------------------------------------------
 
+def calibrated_score(episode_return, zero_return, target_return, target_paper: float = 165.0):
+    """``target_paper * (R - zero) / (target - zero)``: 0 at fixed-time, ``target_paper`` at max-pressure
+    on the same traffic; NaN where ``target_return <= zero_return`` (no scale on that traffic)."""
+    zero, target = np.asarray(zero_return, dtype=float), np.asarray(target_return, dtype=float)
+    span = np.where(target > zero, target - zero, np.nan)
+    return target_paper * (np.asarray(episode_return, dtype=float) - zero) / span
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """Maps our episode return to the paper's scale: 165 at ``target_return``, 0 at ``zero_return``."""
+    """The evaluation episode's scale: 165 at ``target_return``, 0 at ``zero_return`` (real flow, ``eval_seed``)."""
 
-    target_return: float  # max-pressure return on the starting context
-    zero_return: float  # fixed-time (30 s) return on the same context
+    target_return: float  # max-pressure return on the evaluation episode
+    zero_return: float  # fixed-time (30 s) return on the same episode
     target_paper: float = 165.0
 
     def __post_init__(self):
@@ -264,8 +288,7 @@ class Calibration:
             raise ValueError(f"calibration needs target_return > zero_return, got {self.target_return} <= {self.zero_return}")
 
     def score(self, episode_return):
-        return self.target_paper * (np.asarray(episode_return, dtype=float) - self.zero_return) / (
-            self.target_return - self.zero_return)
+        return calibrated_score(episode_return, self.zero_return, self.target_return, self.target_paper)
 
 
 def _env_config(cfg: MaestroConfig, context=None):
@@ -275,40 +298,35 @@ def _env_config(cfg: MaestroConfig, context=None):
 
 
 def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
-    """Returns and metrics of max-pressure and fixed-time on the calibration context (own process)."""
-    from marlinkit.envs.traffic.context import context_for_difficulty
-    from marlinkit.envs.traffic.controllers import make_controller
+    """Returns and metrics of max-pressure and fixed-time on the evaluation episode (own process)."""
+    from marlinkit.envs.traffic.controllers import controller_episode
     from marlinkit.envs.traffic.env import TrafficSignalEnv
 
-    context = context_for_difficulty(cfg.calibration_difficulty, cfg.calibration_seed, cfg.episode_seconds)
-    env = TrafficSignalEnv(_env_config(cfg, context))
-    out = {"engine_version": env.engine.version, "context": context.describe()}
+    env = TrafficSignalEnv(_env_config(cfg))
+    out = {"engine_version": env.engine.version, "context": "real Hangzhou flow", "seed": cfg.eval_seed}
     try:
         for name in ("max-pressure", "fixed-time"):
-            policy, total = make_controller(name, 30), 0.0
-            env.reset(seed=cfg.calibration_seed)
-            while env.agents:
-                _, rewards, *_ = env.step(policy(env))
-                total += float(np.mean(list(rewards.values())))
-            out[name] = {"return": total, **env.last_metrics}
+            total, metrics = controller_episode(env, name, cfg.eval_seed)
+            out[name] = {"return": total, **metrics}
     finally:
         env.close()
     return out
 
 
 def _calibration_config(cfg: MaestroConfig) -> dict[str, Any]:
-    keys = ("engine", "episode_seconds", "calibration_difficulty", "calibration_seed", "target_paper")
-    return {k: getattr(cfg, k) for k in keys}
+    keys = ("engine", "episode_seconds", "eval_seed", "target_paper")
+    return {"traffic": "real flow", **{k: getattr(cfg, k) for k in keys}}
 
 
 def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
-    """The target calibration, measured once per configuration (cached next to the runs)."""
+    """The evaluation episode's calibration, measured once per configuration (cached next to the runs)."""
     config = _calibration_config(cfg)
     if not store.is_complete("ablation_calibration", config):
         result = executors.run_jobs(_calibration_job, [(cfg,)], cfg.executor, 1, cfg.ray_address, progress=False,
                                     fresh_process=True)[0]
         table = pd.DataFrame([{"controller": k, **v} for k, v in result.items() if isinstance(v, dict)])
-        store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"])
+        store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"],
+                   seed=result["seed"])
     table = store.load("ablation_calibration").set_index("controller")
     try:
         target, zero = float(table.loc["max-pressure", "return"]), float(table.loc["fixed-time", "return"])
@@ -457,23 +475,28 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
                 synth.retire(active_source, env.runtime_failure, episode, d)
             step_count += train["steps"]
             metrics = base.last_metrics
-            score = float(calibration.score(env.env_return))
+            t3 = time.perf_counter()
+            baselines = baseline_episodes(base, seed + episode, {"context": env.context})
+            t4 = time.perf_counter()
+            score = float(calibrated_score(env.env_return, baselines["fixed_time_return"],
+                                           baselines["max_pressure_return"], cfg.target_paper))
             scores.append(score)
             row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
                    "context_from_llm": bool(from_llm), "context_new": need_context, "context": env.context.describe(),
                    "reward_source": rstate.source if spec.llm_reward else "env", "reward_trigger": trigger,
                    "reward_runtime_failure": env.runtime_failure, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
-                   "train_return": train["return"], "env_return": env.env_return, "score": score,
+                   "train_return": train["return"], "env_return": env.env_return, "score": score, **baselines,
                    **{f"train_{k}": v for k, v in metrics.items()}, "updates": train["updates"],
                    "sim_s": train["sim_s"] - env.reward_eval_s, "train_s": train["train_s"],
-                   "reward_eval_s": env.reward_eval_s, "llm_curriculum_s": t1 - t0, "llm_reward_s": t2 - t1}
+                   "reward_eval_s": env.reward_eval_s, "llm_curriculum_s": t1 - t0, "llm_reward_s": t2 - t1,
+                   "baseline_s": t4 - t3}
             trigger = None
             dstate = curriculum.update_difficulty(dstate, score, ccfg)
             row.update(difficulty_next=dstate.difficulty, difficulty_event=dstate.event)
             if spec.llm_reward:
                 rstate = curriculum.advance_rewards(rstate, dstate, ccfg)
             need_context = dstate.changed or (spec.curriculum_mode == "llm" and (episode + 1) % cfg.regen_interval == 0)
-            row.update(_evaluate(env, learner, cfg, episode, evaluate))
+            row.update(_evaluate(env, learner, cfg, episode, evaluate, calibration))
             rows.append(row)
             episodes_done.update()
             if cfg.checkpoint_every and (episode + 1) % cfg.checkpoint_every == 0 and episode + 1 < cfg.episodes:
@@ -504,8 +527,9 @@ def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
 
 #: Per-episode wall-time columns of a run's table (the cost breakdown of Table 5 and ``bench maddpg``):
 #: simulation of the training episode, MADDPG acting and updates, running the generated reward,
-#: the curriculum and reward LLM calls, and the evaluation episode.
-TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s")
+#: the curriculum and reward LLM calls, the evaluation episodes (both policies), and the fixed-time
+#: and max-pressure episodes that calibrate the training episode's score.
+TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s", "baseline_s")
 #: Loop variables of ``_run_job`` a checkpoint holds, in order.
 _LOOP_STATE = ("rows", "scores", "metrics", "step_count", "generation", "need_context", "trigger", "from_llm",
                "active_source", "first", "elapsed")
@@ -546,16 +570,33 @@ def _restore_learner(learner, buffer, saved: dict) -> None:
     torch.set_rng_state(saved["torch_random"])
 
 
-def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, evaluate) -> dict[str, Any]:
-    """A deterministic evaluation on the real flow after every ``eval_every``-th episode (NaN otherwise)."""
+def baseline_episodes(env, seed: int, options: dict) -> dict[str, float]:
+    """Fixed-time and max-pressure on one episode's traffic and seed: returns and primary metrics."""
+    from marlinkit.envs.traffic.controllers import controller_episode
+
+    out = {}
+    for name in ("fixed-time", "max-pressure"):
+        total, metrics = controller_episode(env, name, seed, options)
+        key = name.replace("-", "_")
+        out.update({f"{key}_return": total, **{f"{key}_{k}": metrics[k] for k in BASELINE_METRICS}})
+    return out
+
+
+def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, evaluate,
+              calibration: Calibration) -> dict[str, Any]:
+    """Both policies evaluated on the real flow after every ``eval_every``-th episode (NaN otherwise):
+    ``eval_return_<policy>``, ``eval_score_<policy>`` (on the evaluation episode's calibration) and
+    ``eval_<metric>_<policy>`` for every traffic metric."""
     if (episode + 1) % cfg.eval_every:
-        return {"eval_return": np.nan, "eval_s": 0.0}
+        return {"eval_s": 0.0}
     training_context, env.context, env.shaping = env.context, None, False
-    started = time.perf_counter()
-    value = evaluate(env, learner, cfg.eval_seed)
+    started, out = time.perf_counter(), {}
+    for policy in EVAL_POLICIES:
+        value = evaluate(env, learner, cfg.eval_seed, policy=policy)
+        out.update({f"eval_return_{policy}": value, f"eval_score_{policy}": float(calibration.score(value)),
+                    **{f"eval_{k}_{policy}": v for k, v in env.env.last_metrics.items()}})
     env.context = training_context
-    return {"eval_return": value, **{f"eval_{k}": v for k, v in env.env.last_metrics.items()},
-            "eval_s": time.perf_counter() - started}
+    return {**out, "eval_s": time.perf_counter() - started}
 
 
 # ----- the ablation ------------------------------------------------------------------------------
@@ -572,6 +613,16 @@ class AblationResults:
     calibration: Calibration
     calibration_info: dict
     root: Path
+    baselines: pd.DataFrame  # fixed-time and max-pressure on the evaluation episode: return and traffic metrics
+
+    @property
+    def scale_note(self) -> str:
+        """What the scores mean and which policy is evaluated (stated on every table and figure)."""
+        return (f"score: 0 = fixed-time (30 s), {self.config.target_paper:g} = max-pressure, each on the traffic "
+                f"it was measured on (training: that episode's context and SUMO seed; evaluation: real flow, "
+                f"seed {self.config.eval_seed}); evaluated policy: {self.config.eval_policy}"
+                + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if self.config.eval_policy == "stochastic"
+                   else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))
 
     @property
     def engine(self) -> str:
@@ -583,9 +634,10 @@ class AblationResults:
         return ", ".join(sorted({s["llm"] for s in self.sidecars.values()}))
 
     def provenance(self, note: str | None = None) -> str:
+        """Preset, engine, LLM, the score's scale and the evaluated policy, then ``note``."""
         from marlinkit.plots import provenance_text
 
-        return provenance_text(self.preset, self.engine, self.llm, note)
+        return provenance_text(self.preset, self.engine, self.llm, "; ".join(filter(None, [self.scale_note, note])))
 
 
 def load_config(preset: str, record: bool | None = None, **overrides: Any) -> MaestroConfig:
@@ -617,7 +669,7 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
     return AblationResults(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
-                           calibration, calibration_info, store.root)
+                           calibration, calibration_info, store.root, store.load("ablation_calibration"))
 
 
 def _load_generations(path: Path, name: str) -> pd.DataFrame:

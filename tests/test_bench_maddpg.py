@@ -13,7 +13,7 @@ from marlinkit.__main__ import main
 
 def test_bench_maddpg_cli_reports_both_paths():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "2",
-                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0"],
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0", "--batch-seeds", "0"],
                          capture_output=True, text=True, check=True, timeout=120)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["n_agents"] == 16 and result["n_actions"] == 4
@@ -22,11 +22,13 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert result["batched_cpu_s_per_update"] > 0 and result["loop_cpu_s_per_update"] > 0
     assert result["speedup"] == pytest.approx(result["batched_updates_per_s"] / result["loop_updates_per_s"])
     assert "episode_split_s" not in result  # --episodes 0: no MAESTRO run
+    assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
 
 
 def test_bench_maddpg_splits_a_real_maestro_episode():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "1",
-                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke", "--episodes", "2"],
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke", "--episodes", "2",
+                          "--batch-seeds", "2", "--batch-episodes", "1", "--batch-seconds", "20"],
                          capture_output=True, text=True, check=True, timeout=300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     split, columns = result["episode_split_s"], result["episode_columns_mean_s"]
@@ -34,12 +36,17 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
     assert result["episode_total_s"] == pytest.approx(sum(split.values()))
     # Table 5's grouping of the run's own columns (rounded to 0.1 s over the 2 episodes)
     assert split["MADDPG training"] == pytest.approx(columns["train_s"], abs=0.03)
-    assert split["simulation"] == pytest.approx(columns["sim_s"] + columns["eval_s"], abs=0.03)
+    assert split["simulation"] == pytest.approx(columns["sim_s"] + columns["eval_s"] + columns["baseline_s"], abs=0.03)
     assert split["LLM reward calls"] == pytest.approx(columns["llm_reward_s"] + columns["reward_eval_s"], abs=0.03)
     assert columns["sim_s"] > 0 and columns["eval_s"] > 0 and columns["reward_eval_s"] > 0  # A7 ran its LLM reward
     assert result["episode_preset"] == "smoke" and result["episode_seconds"] == 120 and min(result["episode_updates"]) > 0
     assert result["paper_updates_per_run"] == 710  # steps 1100, 1200, ..., 72000 of 200 x 360
     assert result["paper_projection_h"] is None  # smoke episodes say nothing about paper-sized ones
+    # part 3: two stacked seeds and the first alone, timed in this one run, and the 3 x 12-seed projection
+    assert result["batch_seeds"] == [200, 300] and result["alone_wall_s"] > 0 and result["batched_wall_s"] > 0
+    assert result["batched_vs_alone_ratio"] == pytest.approx(
+        result["alone_wall_s"] / (result["batched_wall_s"] / 2))
+    assert 0 < result["ablation_12_seeds_batched_h"] and 0 < result["ablation_12_seeds_alone_h"]
 
 
 def test_bench_maddpg_rejects_a_bad_episode_setting_before_any_compute(capsys):

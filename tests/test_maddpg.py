@@ -146,14 +146,14 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     net(q_in).sum().backward()
     reference, policy.grad = policy.grad.clone(), None
     q_in = q_in.detach()
-    out = net(q_in, own_actions=(policy, n * obs))
+    out = net(q_in, own_actions=(policy, n * obs, n))
     out.sum().backward()
     torch.testing.assert_close(out, net(q_in))
     torch.testing.assert_close(policy.grad, reference, atol=1e-6, rtol=1e-6)
     assert policy.grad.abs().sum() > 0
     net.requires_grad_(True)  # a critic that is not frozen would lose its weight gradient: refused
     with pytest.raises(RuntimeError, match="freeze the critic"):
-        net(q_in, own_actions=(policy, n * obs)).sum().backward()
+        net(q_in, own_actions=(policy, n * obs, n)).sum().backward()
 
 
 def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
@@ -233,3 +233,19 @@ def test_maddpg_learns_signal_matching():
     assert final >= 7.0, final  # random play: 2.0, best: 8.0
     untrained = maddpg.MADDPG(3, 4, 4, config)
     assert maddpg.evaluate(env, untrained, seed=123, episodes=10) < 4.0
+
+
+def test_stochastic_evaluation_is_seeded_and_leaves_the_training_noise_alone():
+    env = SignalMatchEnv()
+    learner = maddpg.MADDPG(3, 4, 4, MADDPGConfig(seed=5, **SMALL))
+    state = learner.generator.get_state().clone()
+    first = maddpg.evaluate(env, learner, seed=9, episodes=5, policy="stochastic")
+    assert torch.equal(learner.generator.get_state(), state)  # evaluating never moves the training stream
+    assert maddpg.evaluate(env, learner, seed=9, episodes=5, policy="stochastic") == first  # same seed, same noise
+    greedy = maddpg.evaluate(env, learner, seed=9, episodes=5, policy="greedy")
+    assert greedy != first  # an untrained argmax repeats one action; samples spread over all four
+    with pytest.raises(ValueError, match="evaluation policy"):
+        maddpg.evaluate(env, learner, seed=9, policy="mean")
+    from marlinkit import maestro
+
+    assert maestro.EVAL_POLICIES == maddpg.EVAL_POLICIES  # maestro keeps a torch-free copy

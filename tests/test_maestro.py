@@ -16,7 +16,7 @@ from marlinkit.runs import ResultStore
 
 TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
         "llm": "scripted", "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 30}}
-TIMING = ["sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s"]
+TIMING = list(maestro.TIMING_COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +34,19 @@ def test_runs_write_tables_sidecars_and_generation_logs(ablation):
         assert (root / f"{name}.generations.jsonl").stat().st_size > 0
     df = results.episodes
     assert len(df) == 4 and set(df["ablation"]) == {"A2", "A7"}
-    assert df.loc[df["episode"] == 1, "eval_return"].notna().all() and df.loc[df["episode"] == 0, "eval_return"].isna().all()
-    assert (df["eval_vehicles"].dropna() > 0).all()  # evaluation runs the real flow
+    for policy in ("stochastic", "greedy"):  # both policies evaluated after every eval_every-th episode
+        column = f"eval_return_{policy}"
+        assert df.loc[df["episode"] == 1, column].notna().all() and df.loc[df["episode"] == 0, column].isna().all()
+        assert (df[f"eval_vehicles_{policy}"].dropna() > 0).all()  # evaluation runs the real flow
+        np.testing.assert_allclose(df[f"eval_score_{policy}"].dropna(), results.calibration.score(df[column].dropna()))
+    evaluated = df.dropna(subset=["eval_return_greedy"])
+    assert not np.allclose(evaluated["eval_return_greedy"], evaluated["eval_return_stochastic"])
     kinds = results.generations.groupby(["ablation", "kind"]).size().to_dict()
     assert kinds == {("A2", "context"): 1, ("A7", "context"): 1, ("A7", "reward"): 1}
-    expected = results.calibration.score(df["env_return"])
+    # each training row is calibrated on its own episode's traffic: fixed-time and max-pressure differ by context/seed
+    expected = 165.0 * (df["env_return"] - df["fixed_time_return"]) / (df["max_pressure_return"] - df["fixed_time_return"])
     np.testing.assert_allclose(df["score"], expected)
+    assert (df.groupby("ablation")["fixed_time_return"].nunique() == 2).all()  # the seed changes per episode
 
 
 def test_a7_trains_on_the_combined_reward_and_a2_on_the_env_reward(ablation):

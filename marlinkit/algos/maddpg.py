@@ -120,11 +120,12 @@ def substitute_own_action(buffer_actions: torch.Tensor, policy_actions: torch.Te
     """Joint actions for each agent's actor loss: the buffer's, with agent i's slot from its policy.
 
     buffer_actions (B, N, A), policy_actions (N, B, A) -> (N, B, N, A) whose [i, :, i] is
-    policy_actions[i] and whose [i, :, j != i] is buffer_actions[:, j].
+    policy_actions[i] and whose [i, :, j != i] is buffer_actions[:, j]. Leading axes (seeds:
+    (S, B, N, A) and (S, N, B, A) -> (S, N, B, N, A)) broadcast, element for element the same.
     """
-    n = policy_actions.shape[0]
+    n = policy_actions.shape[-3]
     own = torch.eye(n, dtype=policy_actions.dtype)[:, None, :, None]  # (N, 1, N, 1)
-    return buffer_actions.unsqueeze(0) * (1 - own) + policy_actions.unsqueeze(2) * own
+    return buffer_actions.unsqueeze(-4) * (1 - own) + policy_actions.unsqueeze(-2) * own
 
 
 def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor:
@@ -142,7 +143,9 @@ def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) ->
 class _OwnActionLayer(torch.autograd.Function):
     """First layer of N frozen critics, x (N, B, in) @ w + b, differentiable in each agent's own action only.
 
-    Agent i's input x[i] holds ``policy[i]`` (detached) in columns ``start + i*A .. start + (i+1)*A``;
+    With S seeds stacked the rows are S*N (seed-major) and each seed's joint action block holds its
+    own N agents: row r = s*N + i is agent i of seed s. Agent i's input x[r] holds ``policy[r]``
+    (detached) in columns ``start + i*A .. start + (i+1)*A``;
     the backward pass computes the gradient of the N*A joint-action columns only, not of all ``in``
     of them as autograd would (the actor update's largest matmul: 3232 columns for the traffic
     network, 64 of them actions). Each entry is the same dot product over the hidden units as in
@@ -150,9 +153,9 @@ class _OwnActionLayer(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, policy, w, b, start):
+    def forward(ctx, x, policy, w, b, start, n_agents):
         ctx.save_for_backward(w)
-        ctx.start, ctx.n_actions = start, policy.shape[-1]
+        ctx.start, ctx.n_actions, ctx.n_agents = start, policy.shape[-1], n_agents
         return torch.baddbmm(b.unsqueeze(1), x, w)
 
     @staticmethod
@@ -160,14 +163,15 @@ class _OwnActionLayer(torch.autograd.Function):
         if any(ctx.needs_input_grad[k] for k in (0, 2, 3)):
             raise RuntimeError("_OwnActionLayer differentiates the own actions only: freeze the critic")
         (w,) = ctx.saved_tensors
-        a, n = ctx.n_actions, w.shape[0]
-        joint = torch.bmm(grad, w[:, ctx.start: ctx.start + n * a].transpose(1, 2))  # (N, B, N*A)
-        agents = torch.arange(n)
-        return None, joint.view(n, -1, n, a)[agents, :, agents], None, None, None
+        a, n, rows = ctx.n_actions, ctx.n_agents, w.shape[0]
+        joint = torch.bmm(grad, w[:, ctx.start: ctx.start + n * a].transpose(1, 2))  # (rows, B, N*A)
+        index = torch.arange(rows)
+        return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None
 
 
 class StackedMLP(nn.Module):
-    """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis."""
+    """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis
+    (with S seeds stacked: S*N rows, seed-major)."""
 
     def __init__(self, n_agents: int, sizes: list[int]):
         super().__init__()
@@ -178,22 +182,39 @@ class StackedMLP(nn.Module):
             self.weights.append(nn.Parameter(torch.empty(n_agents, fan_in, fan_out).uniform_(-bound, bound)))
             self.biases.append(nn.Parameter(torch.empty(n_agents, fan_out).uniform_(-bound, bound)))
 
-    def forward(self, x: torch.Tensor, own_actions: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
+    @classmethod
+    def concatenate(cls, parts: list["StackedMLP"]) -> "StackedMLP":
+        """One stack holding ``parts``' rows one after the other (their weights copied)."""
+        out = cls.__new__(cls)
+        nn.Module.__init__(out)
+        out.weights = nn.ParameterList([nn.Parameter(torch.cat([p.weights[k].detach() for p in parts]))
+                                        for k in range(len(parts[0].weights))])
+        out.biases = nn.ParameterList([nn.Parameter(torch.cat([p.biases[k].detach() for p in parts]))
+                                       for k in range(len(parts[0].biases))])
+        return out
+
+    def forward(self, x: torch.Tensor, own_actions: tuple[torch.Tensor, int, int] | None = None,
+                shared: bool = False) -> torch.Tensor:
         """All agents at once: x (N, B, in) -> (N, B, out), one batched matmul per layer.
 
-        x (B, in) is one input shared by all agents (a centralised critic's): its first layer is
-        one matmul against the agents' concatenated weights, which skips the batched matmul's cost
-        on an expanded input (1.8x at B=1024, 16 critics) and gives the same bits.
-        ``own_actions=(policy, start)``: see :class:`_OwnActionLayer` (frozen critics only).
+        ``shared``: x (G, B, in) is one input per group of rows/G consecutive agents (a centralised
+        critic's: G = the stacked seeds, each seed's agents share its joint input); the first layer
+        is one batched matmul of each group's input against its agents' concatenated weights, which
+        skips the cost of an expanded input (1.8x at B=1024, 16 critics). A 2-D x is one group.
+        ``own_actions=(policy, start, n_agents)``: see :class:`_OwnActionLayer` (frozen critics only).
         """
         last = len(self.weights) - 1
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
             if k == 0 and own_actions is not None:
-                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1])
-            elif x.dim() == 2:
-                n, fan_in, fan_out = w.shape
-                x = torch.addmm(b.reshape(-1), x, w.transpose(0, 1).reshape(fan_in, n * fan_out))
-                x = x.view(-1, n, fan_out).transpose(0, 1)
+                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1], own_actions[2])
+            elif k == 0 and (shared or x.dim() == 2):
+                x = x if x.dim() == 3 else x.unsqueeze(0)
+                groups, size = x.shape[:2]
+                rows, fan_in, fan_out = w.shape
+                per = rows // groups
+                joined = w.view(groups, per, fan_in, fan_out).permute(0, 2, 1, 3).reshape(groups, fan_in, per * fan_out)
+                x = torch.baddbmm(b.view(groups, 1, per * fan_out), x, joined)
+                x = x.view(groups, size, per, fan_out).transpose(1, 2).reshape(rows, size, fan_out)
             else:
                 x = torch.baddbmm(b.unsqueeze(1), x, w)
             x = F.relu(x) if k < last else x
@@ -207,12 +228,12 @@ class StackedMLP(nn.Module):
             x = F.relu(x) if k < last else x
         return x
 
-    def run(self, x: torch.Tensor, mode: Mode) -> torch.Tensor:
-        """Either path, same result: (N, B, in) or shared (B, in) -> (N, B, out)."""
+    def run(self, x: torch.Tensor, mode: Mode, shared: bool = False) -> torch.Tensor:
+        """Either path, same result: (N, B, in) or ``shared`` (G, B, in) -> (N, B, out) (loop: one group)."""
         if mode == "batched":
-            return self(x)
+            return self(x, shared=shared)
         n = self.weights[0].shape[0]
-        return torch.stack([self.forward_agent(i, x if x.dim() == 2 else x[i]) for i in range(n)])
+        return torch.stack([self.forward_agent(i, x if x.dim() == 2 else x[0] if shared else x[i]) for i in range(n)])
 
 
 class ReplayBuffer:
@@ -242,69 +263,126 @@ class ReplayBuffer:
 # --- the learner -------------------------------------------------------------------------------
 
 class MADDPG:
-    """N actors and N centralised critics (plus targets) with stacked weights; Adam on each set."""
+    """N actors and N centralised critics (plus targets) with stacked weights; Adam on each set.
 
-    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig):
+    ``seeds`` (default: ``(config.seed,)``) stacks S independent learners of one configuration,
+    seed-major on the agent axis (S*N rows): each seed has its own initial weights, Gumbel
+    generator and replay sampler, made exactly as the learner of that seed alone makes them, and
+    agents of different seeds share no weight, input or loss term, so every seed gets the numbers
+    it gets alone (tests/test_maddpg_seeds.py). One seed is the same code with S = 1.
+    With S > 1, :meth:`act` takes (S, N, obs) and :meth:`update` batches of (S, B, N, ...).
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig,
+                 seeds: tuple[int, ...] | None = None):
         self.n, self.obs_dim, self.n_actions, self.config = n_agents, obs_dim, n_actions, config
-        torch.manual_seed(config.seed)  # initial weights depend on the seed alone
+        self.seeds = tuple(seeds) if seeds is not None else (config.seed,)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
         joint = n_agents * (obs_dim + n_actions)
-        self.actor = StackedMLP(n_agents, [obs_dim, config.hidden, config.hidden, n_actions])
-        self.critic = StackedMLP(n_agents, [joint, config.hidden, config.hidden, 1])
-        self.target_actor = StackedMLP(n_agents, [obs_dim, config.hidden, config.hidden, n_actions])
-        self.target_critic = StackedMLP(n_agents, [joint, config.hidden, config.hidden, 1])
-        self.target_actor.load_state_dict(self.actor.state_dict())
-        self.target_critic.load_state_dict(self.critic.state_dict())
+        names = ("actor", "critic", "target_actor", "target_critic")
+        nets: dict[str, list[StackedMLP]] = {k: [] for k in names}
+        for seed in self.seeds:
+            torch.manual_seed(seed)  # initial weights depend on the seed alone
+            for k in names:
+                nets[k].append(StackedMLP(n_agents, [joint if "critic" in k else obs_dim, config.hidden, config.hidden,
+                                                     1 if "critic" in k else n_actions]))
+            nets["target_actor"][-1].load_state_dict(nets["actor"][-1].state_dict())
+            nets["target_critic"][-1].load_state_dict(nets["critic"][-1].state_dict())
+        for k in names:
+            setattr(self, k, nets[k][0] if len(self.seeds) == 1 else StackedMLP.concatenate(nets[k]))
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
-        self.generator = torch.Generator().manual_seed(config.seed)  # Gumbel noise
-        self.rng = np.random.default_rng(config.seed)  # replay sampling
+        self.generators = [torch.Generator().manual_seed(seed) for seed in self.seeds]  # Gumbel noise
+        self.rngs = [np.random.default_rng(seed) for seed in self.seeds]  # replay sampling
+
+    @property
+    def generator(self) -> torch.Generator:
+        """The Gumbel generator of the first (with one seed: the) seed."""
+        return self.generators[0]
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The replay sampler of the first (with one seed: the) seed."""
+        return self.rngs[0]
 
     @torch.inference_mode()
-    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        """Actions (N,) for observations (N, obs_dim): Gumbel samples when exploring, else argmax."""
-        logits = self.actor(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(1)).squeeze(1)
+    def act(self, obs: np.ndarray, explore: bool, generator: torch.Generator | None = None) -> np.ndarray:
+        """Actions (N,) for observations (N, obs_dim), or (S, N) for (S, N, obs_dim): Gumbel samples
+        when exploring, else argmax.
+
+        Sampling draws from ``generator`` (default: each seed's own, as in training; else one, or a
+        list of one per seed); a stochastic *evaluation* passes its own so that evaluating never moves
+        the training noise stream.
+        """
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        single = obs.dim() == 2
+        logits = self.actor(obs.reshape(-1, 1, self.obs_dim)).view(len(self.seeds), self.n, self.n_actions)
         if explore:
-            logits = logits + sample_gumbel(tuple(logits.shape), self.generator)
-        return logits.argmax(-1).numpy()
+            generators = self.generators if generator is None else generator if isinstance(generator, list) else [generator]
+            logits = logits + torch.stack([sample_gumbel((self.n, self.n_actions), g) for g in generators])
+        actions = logits.argmax(-1).numpy()
+        return actions[0] if single else actions
 
     def noise(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Gumbel noise for one update: target actions and policy actions, each (N, B, A)."""
+        """Gumbel noise for one update: target actions and policy actions, each (S*N, B, A)."""
         shape = (self.n, batch_size, self.n_actions)
-        return sample_gumbel(shape, self.generator), sample_gumbel(shape, self.generator)
+        draws = [(sample_gumbel(shape, g), sample_gumbel(shape, g)) for g in self.generators]
+        return torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws])
+
+    def sample(self, buffers: list["ReplayBuffer"], batch_size: int) -> dict[str, torch.Tensor]:
+        """One batch per seed from its own buffer and sampler, stacked: (S, B, N, ...)."""
+        batches = [buffer.sample(batch_size, rng) for buffer, rng in zip(buffers, self.rngs, strict=True)]
+        return {k: torch.stack([b[k] for b in batches]) for k in batches[0]}
 
     def update(self, batch: dict[str, torch.Tensor], noise: tuple[torch.Tensor, torch.Tensor],
                mode: Mode = "batched") -> dict[str, float]:
-        """One MADDPG step for all agents: critics, then actors, then targets."""
-        cfg, n = self.config, self.n
-        obs, next_obs = batch["obs"].transpose(0, 1), batch["next_obs"].transpose(0, 1)  # (N, B, O)
-        size = obs.shape[1]
-        actions = F.one_hot(batch["actions"], self.n_actions).float()  # (B, N, A)
-        flat_obs, flat_next = batch["obs"].reshape(size, -1), batch["next_obs"].reshape(size, -1)
+        """One MADDPG step for all agents (of all seeds): critics, then actors, then targets.
+
+        ``batch``: (B, N, ...) tensors, or (S, B, N, ...) with S seeds (:meth:`sample`)."""
+        cfg, n, seeds = self.config, self.n, len(self.seeds)
+        if batch["obs"].dim() == 3:
+            batch = {k: v.unsqueeze(0) for k, v in batch.items()}
+        if mode == "loop" and seeds > 1:
+            raise ValueError("the per-agent loop path runs one seed")
+        size = batch["obs"].shape[1]
+        rows = seeds * n
+
+        def per_agent(x: torch.Tensor) -> torch.Tensor:  # (S, B, N, ...) -> (S*N, B, ...)
+            return x.transpose(1, 2).reshape(rows, size, *x.shape[3:])
+
+        obs, next_obs = per_agent(batch["obs"]), per_agent(batch["next_obs"])  # (S*N, B, O)
+        actions = F.one_hot(batch["actions"], self.n_actions).float()  # (S, B, N, A)
+        flat_obs, flat_next = batch["obs"].reshape(seeds, size, -1), batch["next_obs"].reshape(seeds, size, -1)
 
         with torch.no_grad():
             next_logits = self.target_actor.run(next_obs, mode)
-            next_actions = gumbel_softmax(next_logits, noise[0], cfg.gumbel_temperature).transpose(0, 1)
-            next_input = torch.cat([flat_next, next_actions.reshape(size, -1)], -1)  # (B, J): all critics' input
-            next_q = self.target_critic.run(next_input, mode).squeeze(-1)  # (N, B)
-            y = critic_target(batch["rewards"].T, batch["terminated"].T, next_q, cfg.gamma)
+            next_actions = gumbel_softmax(next_logits, noise[0], cfg.gumbel_temperature)  # (S*N, B, A)
+            next_actions = next_actions.view(seeds, n, size, -1).transpose(1, 2).reshape(seeds, size, -1)
+            next_input = torch.cat([flat_next, next_actions], -1)  # (S, B, J): each seed's critics' input
+            next_q = self.target_critic.run(next_input, mode, shared=True).squeeze(-1)  # (S*N, B)
+            y = critic_target(per_agent(batch["rewards"]), per_agent(batch["terminated"]), next_q, cfg.gamma)
 
-        critic_in = torch.cat([flat_obs, actions.reshape(size, -1)], -1)  # (B, J), shared
+        critic_in = torch.cat([flat_obs, actions.reshape(seeds, size, -1)], -1)  # (S, B, J), shared per seed
 
         def critic_loss(agent: int | None) -> torch.Tensor:
-            q = self._forward(self.critic, critic_in, agent).squeeze(-1)
+            q = (self.critic(critic_in, shared=True) if agent is None
+                 else self.critic.forward_agent(agent, critic_in[0])).squeeze(-1)
             return ((q - (y if agent is None else y[agent])) ** 2).mean(-1).sum()
 
         def actor_loss(agent: int | None) -> torch.Tensor:
-            logits = self._forward(self.actor, obs, agent)
             if agent is None:  # every agent's joint action, its own slot from its policy
-                policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)
-                joint = substitute_own_action(actions, policy.detach()).reshape(n, size, -1)
-                q_in = torch.cat([flat_obs.expand(n, -1, -1), joint], -1)
-                q_pi = self.critic(q_in, own_actions=(policy, flat_obs.shape[1])).squeeze(-1)
+                logits = self.actor(obs)
+                policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)  # (S*N, B, A)
+                joint = substitute_own_action(actions, policy.detach().view(seeds, n, size, -1)).reshape(rows, size, -1)
+                q_in = torch.cat([flat_obs.unsqueeze(1).expand(-1, n, -1, -1).reshape(rows, size, -1), joint], -1)
+                q_pi = self.critic(q_in, own_actions=(policy, flat_obs.shape[-1], n)).squeeze(-1)
             else:
+                logits = self.actor.forward_agent(agent, obs[agent])
                 policy = gumbel_softmax(logits, noise[1][agent], cfg.gumbel_temperature)
-                joint = torch.cat([actions[:, :agent], policy[:, None], actions[:, agent + 1:]], 1).reshape(size, -1)
-                q_pi = self.critic.forward_agent(agent, torch.cat([flat_obs, joint], -1)).squeeze(-1)
+                own = actions[0]
+                joint = torch.cat([own[:, :agent], policy[:, None], own[:, agent + 1:]], 1).reshape(size, -1)
+                q_pi = self.critic.forward_agent(agent, torch.cat([flat_obs[0], joint], -1)).squeeze(-1)
             return (-q_pi.mean(-1) + cfg.logit_reg * (logits ** 2).mean((-2, -1))).sum()
 
         critic_loss_value = self._descend(self.critic_opt, self.critic, critic_loss, mode)
@@ -317,11 +395,6 @@ class MADDPG:
         soft_update(self.target_actor, self.actor, cfg.tau)
         soft_update(self.target_critic, self.critic, cfg.tau)
         return losses
-
-    @staticmethod
-    def _forward(net: StackedMLP, x: torch.Tensor, agent: int | None) -> torch.Tensor:
-        """All agents (x: N, B, in, or B, in shared) when ``agent`` is None, else that agent on its input."""
-        return net(x) if agent is None else net.forward_agent(agent, x if x.dim() == 2 else x[agent])
 
     def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, loss_fn, mode: Mode) -> float:
         """One clipped Adam step on ``net``; returns the mean per-agent loss.
@@ -338,7 +411,7 @@ class MADDPG:
             total += loss.item()
         clip_grad_norm_per_agent(list(net.parameters()), self.config.max_grad_norm)
         optimizer.step()
-        return total / self.n
+        return total / (self.n * len(self.seeds))
 
 
 # --- environment loop --------------------------------------------------------------------------
@@ -360,44 +433,92 @@ def _stack(per_agent: dict, agents: list[str], dtype=np.float32) -> np.ndarray:
 
 
 def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBuffer | None = None,
-                step_count: int = 0) -> dict[str, float]:
+                step_count: int = 0, generator: torch.Generator | None = None) -> dict[str, float]:
     """One episode; when ``buffer`` is given, store transitions and update every ``update_every`` steps.
+    ``generator``: the Gumbel noise of exploring actions (default: the learner's own).
 
     Returns the episode return (sum over steps of the agents' mean reward), steps, updates and the
-    wall time spent in the environment vs in MADDPG (acting and updating).
+    wall time spent in the environment vs in MADDPG (acting and updating). The one-seed case of
+    :func:`run_episodes`: the same code.
     """
-    agents = list(env.possible_agents)
+    return run_episodes([env], learner, [seed], explore, None if buffer is None else [buffer], step_count, generator)[0]
+
+
+def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, buffers: list[ReplayBuffer] | None = None,
+                 step_count: int = 0, generator: torch.Generator | list[torch.Generator] | None = None
+                 ) -> list[dict[str, float]]:
+    """One episode in each of ``envs`` (one per stacked seed of ``learner``), stepped in lockstep.
+
+    Every env is reset with its seed, all learners act at once, and with ``buffers`` (one per seed)
+    every seed stores its transitions and all seeds update together every ``update_every`` steps.
+    Envs with ``step_async``/``step_wait`` (:class:`marlinkit.algos.env_workers.SubprocessEnv`)
+    simulate in parallel. Returns one dict per seed as :func:`run_episode` describes (the wall
+    times are the shared ones).
+    """
+    if len(envs) != len(learner.seeds) or len(seeds) != len(envs):
+        raise ValueError(f"need one env and one reset seed per stacked seed ({len(learner.seeds)}), "
+                         f"got {len(envs)} envs and {len(seeds)} seeds")
+    agents = list(envs[0].possible_agents)
     cfg = learner.config
-    obs_dict, _ = env.reset(seed=seed)
-    obs = _stack(obs_dict, agents)
-    episode_return, steps, updates, sim_s, train_s = 0.0, 0, 0, 0.0, 0.0
-    while env.agents:
+    obs = np.stack([_stack(env.reset(seed=seed)[0], agents) for env, seed in zip(envs, seeds)])  # (S, N, O)
+    returns, steps, updates, sim_s, train_s = np.zeros(len(envs)), 0, 0, 0.0, 0.0
+    while envs[0].agents:
         started = time.perf_counter()
-        actions = learner.act(obs, explore)
+        actions = learner.act(obs, explore, generator)  # (S, N)
         acted = time.perf_counter()
-        obs_dict, rewards, terminations, truncations, _ = env.step(dict(zip(agents, actions.tolist())))
+        for env, action in zip(envs, actions):
+            if hasattr(env, "step_async"):
+                env.step_async(dict(zip(agents, action.tolist())))
+        results = [env.step_wait() if hasattr(env, "step_async") else env.step(dict(zip(agents, action.tolist())))
+                   for env, action in zip(envs, actions)]
         sim_s += time.perf_counter() - acted
-        if set(obs_dict) != set(agents) and env.agents:
-            raise ValueError("MADDPG needs every agent alive until the episode ends")
-        next_obs = _stack(obs_dict, agents)
-        reward = _stack(rewards, agents).ravel()
-        episode_return += float(reward.mean())
+        next_obs, reward, terminated = [], [], []
+        for env, (obs_dict, rewards, terminations, _, _) in zip(envs, results):
+            if set(obs_dict) != set(agents) and env.agents:
+                raise ValueError("MADDPG needs every agent alive until the episode ends")
+            next_obs.append(_stack(obs_dict, agents))
+            reward.append(_stack(rewards, agents).ravel())
+            terminated.append(_stack(terminations, agents).ravel())
+        if any(bool(env.agents) != bool(envs[0].agents) for env in envs):
+            raise ValueError("stacked seeds need episodes of one length")
+        returns += [float(r.mean()) for r in reward]
         steps += 1
         updating = time.perf_counter()
-        if buffer is not None:
-            buffer.add(obs, actions, reward, next_obs, _stack(terminations, agents).ravel())
+        if buffers is not None:
+            for k, buffer in enumerate(buffers):
+                buffer.add(obs[k], actions[k], reward[k], next_obs[k], terminated[k])
             total = step_count + steps
-            if total >= cfg.learning_starts and total % cfg.update_every == 0 and buffer.size >= cfg.batch_size:
-                learner.update(buffer.sample(cfg.batch_size, learner.rng), learner.noise(cfg.batch_size))
+            if total >= cfg.learning_starts and total % cfg.update_every == 0 and buffers[0].size >= cfg.batch_size:
+                learner.update(learner.sample(buffers, cfg.batch_size), learner.noise(cfg.batch_size))
                 updates += 1
         train_s += (acted - started) + (time.perf_counter() - updating)
-        obs = next_obs
-    return {"return": episode_return, "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s}
+        obs = np.stack(next_obs)
+    return [{"return": float(r), "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s} for r in returns]
 
 
-def evaluate(env, learner: MADDPG, seed: int, episodes: int = 1) -> float:
-    """Mean return of the deterministic (argmax) policies over ``episodes`` seeded episodes."""
-    return float(np.mean([run_episode(env, learner, seed + k, explore=False)["return"] for k in range(episodes)]))
+#: How an evaluation picks actions: the argmax of the actor's logits ("greedy"), or a sample of the
+#: Gumbel-softmax policy the actor loss optimises ("stochastic", temperature 1 as in training).
+EVAL_POLICIES = ("stochastic", "greedy")
+
+
+def evaluate(env, learner: MADDPG, seed: int, episodes: int = 1, policy: str = "greedy") -> float:
+    """Mean return of the agents' ``policy`` (see :data:`EVAL_POLICIES`) over ``episodes`` seeded episodes.
+
+    A stochastic evaluation draws its Gumbel noise from a generator seeded with ``seed`` alone: the
+    same noise for every evaluation with that seed, and the training noise stream left untouched.
+    """
+    return float(evaluate_seeds([env], learner, seed, episodes, policy)[0])
+
+
+def evaluate_seeds(envs: list, learner: MADDPG, seed: int, episodes: int = 1, policy: str = "greedy") -> np.ndarray:
+    """:func:`evaluate` for every stacked seed of ``learner`` at once (one env each): (S,) mean returns."""
+    if policy not in EVAL_POLICIES:
+        raise ValueError(f"unknown evaluation policy {policy!r}; choose from {EVAL_POLICIES}")
+    explore = policy == "stochastic"
+    generators = [torch.Generator().manual_seed(seed) for _ in envs] if explore else None
+    returns = [[r["return"] for r in run_episodes(envs, learner, [seed + k] * len(envs), explore, generator=generators)]
+               for k in range(episodes)]
+    return np.mean(np.array(returns), axis=0)
 
 
 def train(env, config: MADDPGConfig, episodes: int, eval_env=None, eval_episodes: int = 1

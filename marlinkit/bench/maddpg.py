@@ -16,6 +16,15 @@ episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting
 the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
 committed transcripts (the bench never records); its measured time is then the replay's, and
 the recorded model latency per call is reported beside it.
+
+Part 3 (``--batch-seeds`` S > 0): stacked seeds (:mod:`marlinkit.algos.maddpg_seeds`) against the
+same code alone, measured in this one run: ``--batch-episodes`` episodes of ``--batch-seconds``
+on the real Hangzhou flow with the ``paper`` preset's MADDPG settings, S seeds stacked (one libsumo
+worker each, simulating in parallel) and then the first seed alone (S = 1, one worker). The
+batched-vs-alone ratio is seed-episodes per wall second, stacked over alone. The 3 x 12-seed
+ablation is projected both ways from part 2's per-episode LLM time (replayed) and these episode
+times: alone as ``paper`` runs it (36 runs, ``workers`` at a time), stacked as 3 x ceil(12/S)
+processes one after another (each already uses every core through its workers).
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "settings is the 3rd; 0: skip)")
     parser.add_argument("--preset", default="paper", help="preset whose maestro settings the episodes use (default: paper)")
     parser.add_argument("--llm", default="scripted", help="LLM setting of the timed run (default: scripted, no model)")
+    parser.add_argument("--batch-seeds", type=int, default=4, help="seeds stacked in part 3 (default: 4; 0: skip)")
+    parser.add_argument("--batch-episodes", type=int, default=4,
+                        help="episodes timed per path in part 3 (default: 4: paper settings first update at step 1100)")
+    parser.add_argument("--batch-seconds", type=int, default=360, help="episode length in part 3 (default: 360)")
 
 
 def traffic_obs_dim() -> tuple[int, str]:
@@ -112,6 +125,57 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
                                       "needs --preset paper (its episode length and MADDPG settings)")}
 
 
+def _traffic_env(seconds: int):
+    from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
+
+    return TrafficSignalEnv(TrafficEnvConfig(episode_seconds=seconds))
+
+
+def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
+    """Wall time of ``episodes`` training episodes of ``seeds`` stacked seeds and of the first seed alone."""
+    from marlinkit import maestro
+    from marlinkit.algos.maddpg_seeds import SubprocessEnv, train_seeds
+
+    paper = maestro.load_config("paper")
+    stack = tuple(paper.seeds[k] if k < len(paper.seeds) else 1000 + k for k in range(seeds))
+    config = maestro._maddpg_config(paper, stack[0])
+    out: dict[str, Any] = {"batch_seeds": list(stack), "batch_episodes": episodes, "batch_episode_seconds": seconds}
+    for name, group in (("batched", stack), ("alone", stack[:1])):
+        envs = [SubprocessEnv(_traffic_env, seconds) for _ in group]
+        try:
+            started = time.perf_counter()
+            _, rows = train_seeds(envs, config, group, episodes)
+            wall = time.perf_counter() - started
+        finally:
+            for env in envs:
+                env.close()
+        out[f"{name}_wall_s"] = wall
+        out[f"{name}_s_per_seed_episode"] = wall / (len(group) * episodes)
+        out[f"{name}_updates"] = sum(r["updates"] for r in rows if r["seed"] == group[0])
+    out["batched_vs_alone_ratio"] = out["alone_s_per_seed_episode"] / out["batched_s_per_seed_episode"]
+    return out
+
+
+def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
+    """Hours of the 3 x ``seeds_per_config`` ablation at paper length, alone and stacked, LLM time as replayed."""
+    from marlinkit import maestro
+
+    paper = maestro.load_config("paper")
+    configs, episodes, stacked = len(paper.ablations), paper.episodes, len(batch["batch_seeds"])
+    shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / configs
+    llm = split["LLM curriculum calls"] + shaped * split["LLM reward calls"]  # per seed-episode, replayed
+    alone = configs * seeds_per_config * episodes * (batch["alone_s_per_seed_episode"] + llm) / paper.workers
+    processes = configs * math.ceil(seeds_per_config / stacked)
+    batched = processes * episodes * (batch["batched_s_per_seed_episode"] * stacked + stacked * llm)
+    return {"ablation_12_seeds_alone_h": alone / 3600, "ablation_12_seeds_batched_h": batched / 3600,
+            "ablation_12_seeds_note": (f"{configs} configs x {seeds_per_config} seeds x {episodes} episodes of "
+                                       f"{batch['batch_episode_seconds']} s; alone {paper.workers} runs at a time, stacked "
+                                       f"{processes} processes of {stacked} seeds one after another; MADDPG+simulation "
+                                       f"per seed-episode from part 3 (its first {batch['batch_episodes']} episodes, "
+                                       f"so fewer updates per episode than a 200-episode run's 3.55), LLM per episode as "
+                                       "replayed in part 2; measured on a loaded shared machine")}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
@@ -123,6 +187,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--updates must be positive, got {args.updates}")
     if args.episodes < 0:
         raise ValueError(f"--episodes must be >= 0, got {args.episodes}")
+    if args.batch_seeds < 0 or args.batch_episodes < 1 or args.batch_seconds < 1:
+        raise ValueError("--batch-seeds must be >= 0, --batch-episodes and --batch-seconds >= 1")
     if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
         eval_every = maestro.load_config(args.preset).eval_every
         maestro.load_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, record=False)
@@ -152,4 +218,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["speedup"] = result["batched_updates_per_s"] / result["loop_updates_per_s"]
     if args.episodes:
         result.update(episode_split(args.preset, args.episodes, args.llm))
+    if args.batch_seeds:
+        result.update(batched_vs_alone(args.batch_seeds, args.batch_episodes, args.batch_seconds))
+        if args.episodes:
+            result.update(ablation_12_seeds(result["episode_split_s"], result))
     return result

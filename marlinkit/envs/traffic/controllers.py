@@ -51,6 +51,18 @@ def make_controller(name: str, green_s: int = 30):
     return FixedTime(green_s) if name == "fixed-time" else MaxPressure()
 
 
+def controller_episode(env, controller: str, seed: int, options: dict | None = None, green_s: int = 30
+                       ) -> tuple[float, dict]:
+    """One episode of a baseline ``controller`` on an open ``env``: its return (sum over seconds of the
+    agents' mean reward, as MADDPG's returns are summed) and the episode's metrics."""
+    policy, total = make_controller(controller, green_s), 0.0
+    env.reset(seed=seed, options=options)
+    while env.agents:
+        _, rewards, *_ = env.step(policy(env))
+        total += float(np.mean(list(rewards.values())))
+    return total, dict(env.last_metrics)
+
+
 def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str = "sumo", flow: str = "real",
                 context: dict | None = None, difficulty: float | None = None, yellow_s: int = 0, min_green_s: int = 0, green_s: int = 30,
                 seed: int = 0, data_dir: str | None = None) -> dict:

@@ -1,0 +1,189 @@
+"""``python -m marlinkit maestro-sweep``: plain MADDPG on the real Hangzhou flow, a measured sweep of its settings.
+
+Why MADDPG learns slowly on the Hangzhou network is a question about the learner, so the sweep
+leaves MAESTRO's LLM curriculum and reward out: each run trains MADDPG (the template reward, no
+LLM) on the first ``--episode-seconds`` of the real flow, training episode k reset with SUMO seed
+``seed + k``, and every ``--eval-every`` episodes evaluates both policies (greedy argmax and
+stochastic Gumbel-softmax samples, see :data:`marlinkit.algos.maddpg.EVAL_POLICIES`) on the
+evaluation episode of the ablation (real flow, SUMO seed ``--eval-seed``). Before training, the
+run measures fixed-time (30 s) and max-pressure on that same evaluation episode, so every
+evaluation row carries its calibrated score (0 = fixed-time, 165 = max-pressure on that traffic)
+and its delay change against fixed-time.
+
+Settings are named (:data:`SETTINGS`): ``paper`` is Lowe et al.'s defaults as MAESTRO runs them
+(lr 0.01, an update every 100 steps); the others change one or two fields of it. Each
+(setting, seed) runs in a fresh process (libsumo: one simulation per process) and rewrites its tidy
+CSV ``<out>/<setting>__seed<seed>.csv`` atomically after every episode. A rerun skips runs whose CSV
+holds every episode and restarts incomplete ones from episode 0 (a run is minutes; no checkpoints).
+:func:`load` concatenates the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from marlinkit import paths
+from marlinkit.maestro import BASELINE_METRICS, baseline_episodes, calibrated_score
+
+#: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`).
+SETTINGS: dict[str, dict[str, Any]] = {
+    "paper": {},  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
+    "ue25": {"update_every": 25},  # 4x the updates
+    "lr1e-3": {"actor_lr": 1e-3, "critic_lr": 1e-3},  # a step size not tuned for particle worlds
+    "ue25_lr1e-3": {"update_every": 25, "actor_lr": 1e-3, "critic_lr": 1e-3},
+    "ue25_tau0.05": {"update_every": 25, "tau": 0.05},  # faster-moving targets
+    "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
+}
+DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
+#: Traffic metrics each row records (training, evaluation and baseline episodes): MAESTRO's primary ones.
+METRICS = BASELINE_METRICS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--settings", nargs="+", default=["paper", "ue25", "lr1e-3", "ue25_lr1e-3"],
+                        help=f"named settings to run (known: {', '.join(SETTINGS)})")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[200], help="MADDPG seeds (default: 200)")
+    parser.add_argument("--episodes", type=int, default=100, help="training episodes per run (paper: 200)")
+    parser.add_argument("--episode-seconds", type=int, default=360, help="1-s steps per episode (paper: 360)")
+    parser.add_argument("--eval-every", type=int, default=5, help="episodes between evaluations (default: 5)")
+    parser.add_argument("--eval-seed", type=int, default=1_000_000, help="SUMO seed of the evaluation episode")
+    parser.add_argument("--workers", type=int, default=1, help="runs in parallel, one process each")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder of the per-run CSVs (default: {DEFAULT_OUT})")
+
+
+def run_path(out: Path, setting: str, seed: int) -> Path:
+    return Path(out) / f"{setting}__seed{seed}.csv"
+
+
+def _complete(path: Path, episodes: int) -> bool:
+    import pandas as pd
+
+    return path.exists() and len(pd.read_csv(path)) == episodes
+
+
+def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int, eval_seed: int,
+              out: str) -> str:
+    """Train one (setting, seed) in this process, rewriting its CSV after every episode; returns its path."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from marlinkit import numerics
+    from marlinkit.algos.maddpg import (EVAL_POLICIES, MADDPG, MADDPGConfig, ReplayBuffer, env_dims, evaluate,
+                                        run_episode, seed_everything)
+    from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
+    from marlinkit.runs import atomic_write_text
+
+    torch.set_num_threads(1)
+    settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}
+    buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
+    config = MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
+    env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
+    path = run_path(Path(out), setting, seed)
+    sidecar = {"setting": setting, "maddpg": asdict(config), "episodes": episodes, "episode_seconds": episode_seconds,
+               "eval_seed": eval_seed, "engine_version": env.engine.version, "numerics": numerics.state(),
+               "torch": torch.__version__, "numpy": np.__version__}
+    atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
+    try:
+        base = baseline_episodes(env, eval_seed, {"context": None})
+        seed_everything(seed)
+        agents, obs_dim, n_actions = env_dims(env)
+        learner = MADDPG(len(agents), obs_dim, n_actions, config)
+        buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
+        rows, steps = [], 0
+        for episode in range(episodes):
+            started = time.perf_counter()
+            train = run_episode(env, learner, seed + episode, True, buffer, steps)
+            steps += train["steps"]
+            row = {"setting": setting, "seed": seed, "episode": episode, "episode_seconds": episode_seconds,
+                   "train_return": train["return"], **{f"train_{k}": env.last_metrics[k] for k in METRICS},
+                   "updates": train["updates"], "sim_s": train["sim_s"], "train_s": train["train_s"]}
+            for policy in EVAL_POLICIES:
+                if (episode + 1) % eval_every:
+                    row.update({f"eval_return_{policy}": np.nan, f"eval_avg_delay_s_{policy}": np.nan,
+                                f"eval_avg_queue_{policy}": np.nan, f"eval_throughput_{policy}": np.nan})
+                    continue
+                ret = evaluate(env, learner, eval_seed, policy=policy)
+                row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": env.last_metrics[k]
+                                                             for k in METRICS}})
+            row.update(base, wall_s=time.perf_counter() - started)
+            rows.append(row)
+            buffer_text = io.StringIO()
+            pd.DataFrame(rows).to_csv(buffer_text, index=False)
+            atomic_write_text(path, buffer_text.getvalue())
+    finally:
+        env.close()
+    return str(path)
+
+
+def load(out: Path = DEFAULT_OUT):
+    """All runs of a sweep folder in one tidy table, with calibrated scores and delay change vs fixed-time."""
+    import pandas as pd
+
+    files = sorted(Path(out).glob("*__seed*.csv"))
+    if not files:
+        raise FileNotFoundError(f"no sweep runs (<setting>__seed<seed>.csv) in {out}")
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    for policy in ("stochastic", "greedy"):
+        df[f"eval_score_{policy}"] = calibrated_score(df[f"eval_return_{policy}"], df["fixed_time_return"],
+                                                      df["max_pressure_return"])
+        df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"] / df["fixed_time_avg_delay_s"] - 1)
+    return df
+
+
+def learning_figure(axes, df) -> None:
+    """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
+    max-pressure on the evaluation episode). Right: average delay of the training episodes."""
+    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]))
+    for (setting, seed), run in df.groupby(["setting", "seed"]):
+        evaluated = run.dropna(subset=["eval_score_stochastic"])
+        for policy, style in (("stochastic", "-"), ("greedy", "--")):
+            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], style, marker="o", ms=3, color=colors[setting], lw=1.2,
+                         label=f"{setting} s{seed} {policy}")
+        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=colors[setting], lw=1, label=f"{setting} s{seed}")
+    axes[0].axhline(165, color="k", ls=":", lw=1)
+    axes[0].axhline(0, color="grey", ls=":", lw=1)
+    axes[0].set_ylabel("evaluation score (0 fixed-time, 165 max-pressure)")
+    axes[1].axhline(df["fixed_time_avg_delay_s"].iloc[0], color="grey", ls=":", lw=1, label="fixed-time (eval episode)")
+    axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1, label="max-pressure (eval episode)")
+    axes[1].set_ylabel("training episode avg delay (s)")
+    for ax in axes:
+        ax.set_xlabel("training episode")
+        ax.legend(fontsize=6)
+
+
+def summary(df, last: int = 20):
+    """Per (setting, seed): mean of the evaluations in the last ``last`` episodes, both policies."""
+    late = df[df["episode"] >= df.groupby(["setting", "seed"])["episode"].transform("max") + 1 - last]
+    columns = [c for c in df.columns if c.startswith("eval_") and not c.startswith("eval_return")]
+    out = late.groupby(["setting", "seed"])[columns].mean()
+    out["episodes"] = df.groupby(["setting", "seed"])["episode"].max() + 1
+    out["wall_s_per_episode"] = df.groupby(["setting", "seed"])["wall_s"].mean()
+    return out.reset_index()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit import executors
+
+    unknown = sorted(set(args.settings) - set(SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown sweep setting(s) {unknown}; known: {', '.join(SETTINGS)}")
+    for name in ("episodes", "episode_seconds", "eval_every", "workers"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    jobs = [(s, seed, args.episodes, args.episode_seconds, args.eval_every, args.eval_seed, str(args.out))
+            for s in args.settings for seed in args.seeds
+            if not _complete(run_path(args.out, s, seed), args.episodes)]
+    started = time.perf_counter()
+    executors.run_jobs(sweep_run, jobs, "local", max(1, min(args.workers, len(jobs))), progress=False,
+                       fresh_process=True)
+    table = summary(load(args.out))
+    return {"out": str(args.out), "runs_done_now": len(jobs), "wall_s": time.perf_counter() - started,
+            "summary": table.round(2).to_dict(orient="records")}
