@@ -462,7 +462,7 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     batched = settings.get("trainer", "one-at-a-time") == "batched"
     single = [(name, config) for name, config in todo if not batched or config["system"] == "LLM-only"]
     with transcript_context(preset=preset):  # a transcript miss's recording hint names the preset
-            executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in single], executor, workers,
+        executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in single], executor, workers,
                            settings.get("ray_address"), progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
         if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin_batched)
             trained = [(name, config) for name, config in todo if config["system"] != "LLM-only"]

@@ -19,7 +19,7 @@ MAESTRO_GRID = {"seeds": [200], "ablations": ["A7"], "episodes": 2, "episode_sec
                 "llm": "scripted", "maddpg": {"batch_size": 16, "learning_starts": 16, "update_every": 20}}
 #: What differs between two runs of the same job: wall and CPU times (CSV columns, sidecar and generation-log keys).
 TIMES = ("wall_time_s", "cpu_time_s", "wall_s", "sim_s", "train_s", "reward_eval_s", "llm_curriculum_s",
-         "llm_reward_s", "eval_s", "wall_seconds", "llm_seconds", "timings",
+         "llm_reward_s", "eval_s", "baseline_s", "wall_seconds", "llm_seconds", "timings",
          "table_sha256")  # a table's hash covers its time columns; the tables themselves are compared untimed
 
 

@@ -27,8 +27,9 @@ def _ablation_results(difficulty: dict[tuple[str, int], list[float]], scores: di
             event = "down" if d_next < d or (ablation == "A2" and episode == 1) else None  # a "down" at the floor too
             rows.append({"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d, "difficulty_next": d_next,
                          "difficulty_event": event, "score": scores[(ablation, seed)], "env_return": 0.0,
-                         "train_return": 0.0, "eval_return": 0.0, **{f"eval_{k}": 0.0 for k in report.TRAFFIC}})
-    return SimpleNamespace(episodes=pd.DataFrame(rows), config=SimpleNamespace(final_window=2))
+                         "train_return": 0.0, **{f"eval_{k}_{policy}": 0.0 for k in (*report.TRAFFIC, *report.SECONDARY, "score", "return", "vehicles")
+                                                 for policy in ("stochastic", "greedy")}})
+    return SimpleNamespace(episodes=pd.DataFrame(rows), config=SimpleNamespace(final_window=2, eval_policy="stochastic"))
 
 
 SEEDS = (200, 300, 400, 500)
@@ -65,9 +66,10 @@ def test_fig7_shades_only_real_reductions_inside_the_run():
 
 
 def _training_results(scenarios, llm_only_scores):
-    rows = [{"scenario": sc, "system": system, "episode": e, "performance": 0.1 * e}
-            for sc in scenarios for system in ("MARL", "MARLIN") for e in range(1, 9)]
-    rows += [{"scenario": sc, "system": "LLM-only", "episode": 1, "performance": p} for sc in scenarios for p in llm_only_scores]
+    rows = [{"scenario": sc, "system": system, "seed": seed, "episode": e, "performance": 0.1 * e + 0.05 * seed}
+            for sc in scenarios for system in ("MARL", "MARLIN") for seed in (0, 1) for e in range(1, 9)]
+    rows += [{"scenario": sc, "system": "LLM-only", "seed": 0, "episode": 1, "performance": p}
+             for sc in scenarios for p in llm_only_scores]
     return marlin.Results(pd.DataFrame(rows), pd.DataFrame())
 
 
@@ -77,6 +79,7 @@ def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
     assert fig.get_figwidth() <= 7.5
     legend_texts = [t.get_text() for ax in fig.axes for legend in [ax.get_legend()] if legend for t in legend.get_texts()]
     assert any(text.startswith("LLM-only, 3 runs") for text in legend_texts)
+    assert "MARL: range over 2 seeds" in legend_texts, "the over-seed band is drawn and named"
     diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
     assert len(diamonds) == len(scenarios), "a constant LLM-only score must still be visible"
 

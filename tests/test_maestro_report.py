@@ -21,10 +21,11 @@ def _results(means: dict[str, list[float]]) -> AblationResults:
             for episode in range(config.final_window):
                 rows.append({"ablation": ablation, "seed": seed, "episode": episode, "score": mean + (episode % 2 - 0.5),
                              "env_return": mean, "train_return": mean, "eval_return": mean, "difficulty": 1.0,
-                             **{f"eval_{k}": 100.0 + mean for k in report.TRAFFIC}})
+                             **{f"eval_{k}_{policy}": 100.0 + mean for k in (*report._METRICS, "score", "return", "vehicles")
+                                for policy in ("stochastic", "greedy")}})
     sidecar = {"engine_version": "test", "llm": "scripted"}
     return AblationResults(config, "smoke", pd.DataFrame(rows), pd.DataFrame(), {"run": sidecar},
-                           Calibration(1.0, 0.0), {}, Path("."))
+                           Calibration(1.0, 0.0), {}, Path("."), pd.DataFrame({"controller": []}))
 
 
 def test_table1_prints_the_papers_own_percentages():
