@@ -40,7 +40,7 @@ def matched_table(results: marlin.Results, settings: dict[str, Any], paper_copie
                 ours = episode * copies / settings["n_envs"]
                 matched = round(ours)
                 values = curve.loc[matched] if 1 <= matched <= curve.index.max() else None
-                paper = MARLIN_TABLE1[scenario][episode][0]
+                paper = float(MARLIN_TABLE1[scenario][episode][0])  # stored as the paper prints it
                 mean = float(values.mean()) if values is not None else np.nan
                 rows.append({"scenario": scenario, "paper_episode": episode, "paper_copies": copies,
                              "copy_episodes": episode * copies, "our_episode": matched,

@@ -204,4 +204,4 @@ def test_replay_only_runs_say_that_marlinkit_llm_is_not_used(monkeypatch, tmp_pa
 
     monkeypatch.setenv(llm_config.ENV_VAR, "openai:http://127.0.0.1:9/v1#m")
     with pytest.warns(UserWarning, match="is not used here"):
-        llm_config.cached_backend("scripted", "demo", replay_only=True, root=tmp_path)
+        llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path)
