@@ -384,6 +384,13 @@ Generator = Callable[[core.CorridorState, np.ndarray], np.ndarray]
 EpisodeCallback = Callable[[int, MAPPO, np.ndarray, np.ndarray], None]
 
 
+def rollout_buffers(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Zeroed rollout storage of ``shape`` (steps, [runs,] copies, agents): observations, actions, log-probs,
+    logits, rewards, dones; shared by the one-run and the batched trainer."""
+    return (np.zeros((*shape, OBS_SIZE), np.float32), np.zeros(shape, np.int64), np.zeros(shape, np.float32),
+            np.zeros((*shape, core.N_ACTIONS), np.float32), np.zeros(shape, np.float32), np.zeros(shape, np.float32))
+
+
 def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
           generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> MAPPO:
     """Train one shared policy on ``n_envs`` copies for ``episodes`` episodes per copy.
@@ -398,12 +405,7 @@ def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_en
     arrays = core.layout_arrays(layout(0) if callable(layout) else layout)
     horizon = max(1, round(config.steps_per_iteration / n_envs))  # steps per copy per update
     shape = (horizon, n_envs, core.N_AGENTS)
-    obs_buf = np.zeros((*shape, OBS_SIZE), np.float32)
-    action_buf = np.zeros(shape, np.int64)
-    logp_buf = np.zeros(shape, np.float32)
-    logits_buf = np.zeros((*shape, core.N_ACTIONS), np.float32)
-    reward_buf = np.zeros(shape, np.float32)
-    done_buf = np.zeros(shape, np.float32)
+    obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = rollout_buffers(shape)
 
     def choose(state):
         obs = core.observe(arrays, state).astype(np.float32)

@@ -266,12 +266,7 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
     arrays = [core.layout_arrays(f(0)) for f in layout_of]
     horizon = max(1, round(config.steps_per_iteration / n_envs))
     shape = (horizon, R, n_envs, core.N_AGENTS)
-    obs_buf = np.zeros((*shape, mappo.OBS_SIZE), np.float32)
-    action_buf = np.zeros(shape, np.int64)
-    logp_buf = np.zeros(shape, np.float32)
-    logits_buf = np.zeros((*shape, core.N_ACTIONS), np.float32)
-    reward_buf = np.zeros(shape, np.float32)
-    done_buf = np.zeros(shape, np.float32)
+    obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = mappo.rollout_buffers(shape)
 
     def choose(states):
         obs = np.stack([core.observe(a, s) for a, s in zip(arrays, states)]).astype(np.float32)  # [R, B, 2, 4]
