@@ -331,6 +331,8 @@ def validate_settings(settings: dict[str, Any]) -> None:
             raise ValueError(f"{key} must be >= 1, got {settings[key]}")
     if settings.get("trainer", "one-at-a-time") not in TRAINERS:
         raise ValueError(f"trainer must be one of {TRAINERS}, got {settings['trainer']!r}")
+    if settings.get("batch_runs") is not None and int(settings["batch_runs"]) < 1:
+        raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {settings['batch_runs']}")
     if settings.get("plan_budget") is not None and int(settings["plan_budget"]) < 1:
         raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {settings['plan_budget']}")
     _settings_parts(settings)
@@ -435,6 +437,21 @@ def _run_tables(name: str, config: dict[str, Any], settings: dict[str, Any],
     return tables
 
 
+def training_batches(trained: list[tuple[str, dict[str, Any]]], workers: int, batch_runs: int) -> list[list]:
+    """Cut the trainings of a grid into batches for the batched trainer: at least one per worker, at most
+    ``batch_runs`` runs each, seed by seed (a batch's runs are saved when it finishes, so a long grid whose
+    batches hold one seed each resumes seed by seed). A run's numbers do not depend on its batch."""
+    ordered = sorted(trained, key=lambda job: job[1]["seed"])  # stable: scenario and system order kept within a seed
+    count = min(len(ordered), max(workers, -(-len(ordered) // max(int(batch_runs), 1))))
+    size, extra = divmod(len(ordered), count)
+    batches, start = [], 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        batches.append(ordered[start:end])
+        start = end
+    return batches
+
+
 def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = None, root: Path | None = None,
              progress: bool = True) -> Results:
     """Run (or load) every scenario x system x seed of ``settings``; finished runs are never redone.
@@ -466,7 +483,7 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
                            settings.get("ray_address"), progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
         if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin_batched)
             trained = [(name, config) for name, config in todo if config["system"] != "LLM-only"]
-            batches = [trained[w::workers] for w in range(workers) if trained[w::workers]]
+            batches = training_batches(trained, workers, settings.get("batch_runs") or len(trained))
             executors.run_jobs(_run_batch, [(batch, settings, source) for batch in batches], executor, workers,
                                settings.get("ray_address"), progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
@@ -601,8 +618,14 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Markdown number formats of Table I's shown columns: the paper's values keep the four decimals it prints ("0.9700").
+TABLE1_MARKDOWN_FLOATFMT = ["g"] * 10 + [".4f", ".4f"]
+
+
 def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way).
+
+    Save the Markdown with ``markdown_floatfmt=TABLE1_MARKDOWN_FLOATFMT`` so the paper's values keep their trailing zeros.
 
     MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the per-run one.
     """

@@ -63,15 +63,18 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bo
     return written
 
 
-def save_table(table: pd.DataFrame, out_dir: Path, name: str, caption: str, latex_table: str | None = None) -> list[Path]:
+def save_table(table: pd.DataFrame, out_dir: Path, name: str, caption: str, latex_table: str | None = None,
+               markdown_floatfmt: str | list[str] = "g") -> list[Path]:
     """Write a table as CSV, Markdown (with the caption) and LaTeX (caption included).
 
     ``latex_table`` replaces the generated LaTeX body, for tables that need bold cells.
+    ``markdown_floatfmt``: tabulate's number format, one for all columns or one per column (the Markdown
+    writer reads numeric-looking strings as numbers: "0.9700" prints as 0.97 under the default "g").
     """
     out_dir = Path(out_dir)
     csv_path, md_path, tex_path = (out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
     atomic_write_text(csv_path, table.to_csv(index=False))
-    atomic_write_text(md_path, f"{caption}\n\n{table.to_markdown(index=False)}\n")
+    atomic_write_text(md_path, f"{caption}\n\n{table.to_markdown(index=False, floatfmt=markdown_floatfmt)}\n")
     body = latex_table if latex_table is not None else table.to_latex(index=False, escape=True)
     atomic_write_text(tex_path, f"% {caption}\n{body}")
     return [csv_path, md_path, tex_path]

@@ -105,6 +105,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
             "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
+            "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
             "plan_source": "llm",  # MARLIN's plans: marlin.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
             "episodes": 8,
             "n_envs": 4,
@@ -212,6 +213,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2],
             "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 120,
             "n_envs": 15,
@@ -310,6 +312,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2, 3, 4],
             "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "batch_runs": 10,  # one seed of the 5 x 2 grid per batch: the grid is saved, and resumes, seed by seed
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,

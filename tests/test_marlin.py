@@ -209,7 +209,7 @@ def test_paired_ttest_matches_the_formula_and_flags_degenerate_pairs():
         stats.paired_ttest([1.0, 2.0], [1.0, 2.0, 3.0])
 
 
-def test_table1_pairs_runs_by_seed_and_bolds_significant_cells():
+def test_table1_pairs_runs_by_seed_and_bolds_significant_cells(tmp_path):
     rng = np.random.default_rng(0)
     rows = []
     for seed in (0, 1):
@@ -228,6 +228,13 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells():
     assert shown.paper_MARL.iloc[0] == "0.4300" and " 0.4300 " in latex  # the paper's trailing zeros kept
     csv = table.to_csv(index=False)
     assert ",0.4300,0.4271" in csv  # the CSV too (a float column would write 0.43)
+    from marlinkit import plots
+
+    written = plots.save_table(shown, tmp_path, "table1", "caption", latex_table=latex,
+                               markdown_floatfmt=marlin.TABLE1_MARKDOWN_FLOATFMT)
+    markdown = written[1].read_text()
+    assert " 0.4300 |" in markdown  # not 0.43: tabulate reads the string as a number
+    assert " 0.43 |" not in markdown
 
 
 def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_test():
@@ -299,3 +306,15 @@ def test_runner_rejects_bad_settings_before_compute(tmp_path):
     with pytest.raises(ValueError, match="unknown mappo setting"):
         marlin.run_grid({**TINY, "mappo": {"learning_rate": 1.0}}, "test", root=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
+    grid = [(f"{sc}__{sy}__seed{se}", {"scenario": sc, "system": sy, "seed": se})
+            for sc in ("a", "b", "c", "d", "e") for sy in ("MARL", "MARLIN") for se in range(5)]
+    per_seed = marlin.training_batches(grid, workers=2, batch_runs=10)
+    assert [sorted({c["seed"] for _, c in batch}) for batch in per_seed] == [[0], [1], [2], [3], [4]]
+    assert sorted(name for batch in per_seed for name, _ in batch) == sorted(name for name, _ in grid)
+    assert [len(b) for b in marlin.training_batches(grid[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
+    assert [len(b) for b in marlin.training_batches(grid[:3], workers=4, batch_runs=10)] == [1, 1, 1]
+    with pytest.raises(ValueError, match="batch_runs"):
+        marlin.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))
