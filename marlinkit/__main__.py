@@ -24,10 +24,10 @@ EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUG = 2, 3, 4
 #: ``add_arguments(parser)``. Modules keep heavy imports inside ``run`` so the CLI starts fast.
 COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
-    "check-reward": "marlinkit.llm.sandbox_cli",
+    "check-reward": "marlinkit.maestro.sandbox.cli",
     "data": "marlinkit.envs.traffic.fetch",
     "verify": "marlinkit.verify",
-    "maestro-sweep": "marlinkit.maestro_sweep",
+    "maestro-sweep": "marlinkit.maestro.sweep",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

@@ -50,7 +50,7 @@ def configured_llm(kinds: dict[str, bool]) -> dict[str, Any]:
     if not kinds.get(kind, False):
         return {"available": False, "detail": f"{value} from {source}: the {kind} backend is not installed"}
     if kind == "transformers":
-        from marlinkit.llm.transformers_backend import resolve_model_path
+        from marlinkit.llm.backends.transformers import resolve_model_path
 
         try:
             resolve_model_path(arg)
@@ -62,7 +62,7 @@ def configured_llm(kinds: dict[str, bool]) -> dict[str, Any]:
 
 def llm_threads() -> dict[str, Any]:
     """The torch threads a local LLM generates with, and why (``transformers_backend.GENERATION_THREADS``)."""
-    from marlinkit.llm import transformers_backend as tb
+    from marlinkit.llm.backends import transformers as tb
 
     try:
         threads = tb.generation_threads()

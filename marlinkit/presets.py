@@ -157,7 +157,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 160,
             "n_envs": 15,
@@ -175,7 +175,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
@@ -212,7 +212,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 120,
@@ -256,7 +256,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {
         "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
@@ -274,7 +274,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "dynamic_env": {  # the authors' extension: maze-like from episode 1001 on
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "scenario": "single_slot",
             "new_layout": "maze_like",
@@ -311,7 +311,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin_batched)
+            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
             "batch_runs": 10,  # one seed of the 5 x 2 grid per batch: the grid is saved, and resumes, seed by seed
             "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from marlinkit import curriculum
+from marlinkit.maestro import curriculum
 from marlinkit.envs.traffic.context import TrafficContext, context_for_difficulty
 from marlinkit.envs.traffic.data import find_data_dir, load_network
-from marlinkit.llm import architect as arch
-from marlinkit.llm import sandbox
-from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.maestro import architect as arch
+from marlinkit.maestro import sandbox
+from marlinkit.llm.backends.scripted import ScriptedBackend
 
 LIMITS = sandbox.SandboxLimits(cpu_seconds=5, memory_bytes=128 * 2**20, wall_seconds=30.0)
 

@@ -12,7 +12,7 @@ import pytest
 from marlinkit import __main__ as cli
 from marlinkit import paths
 
-REWARD_EXAMPLE = paths.REPO_ROOT / "marlinkit" / "llm" / "reward_example.py"
+REWARD_EXAMPLE = paths.PACKAGE_DIR / "maestro" / "sandbox" / "reward_example.py"
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

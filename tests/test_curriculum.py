@@ -8,7 +8,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from marlinkit import curriculum as cur
+from marlinkit.maestro import curriculum as cur
 
 CONFIG = cur.CurriculumConfig()  # the paper's constants: target 165, bars 173.25 / 156.75
 

@@ -8,7 +8,9 @@ import statistics
 import pandas as pd
 import pytest
 
-from marlinkit import executors, maestro, marlin
+from marlinkit import executors
+from marlinkit.maestro import ablation as maestro
+from marlinkit.marlin import algorithm1 as marlin
 
 # Smoke-sized grid: one scenario, MARL + MARLIN + LLM-only, 3 episodes of 2 copies.
 GRID = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 3, "n_envs": 2, "checkpoints": [1, 3], "eval_runs": 4,

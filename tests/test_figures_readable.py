@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import maestro_report as report
-from marlinkit import marlin, scalability
-from marlinkit.llm.dialogue_plot import draw_dialogue
+from marlinkit.maestro import report
+from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import fig6_scalability as scalability
+from marlinkit.marlin.fig2_negotiation import draw_dialogue
 
 
 @pytest.fixture(autouse=True)

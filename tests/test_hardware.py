@@ -9,7 +9,7 @@ from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.core import ACTION_DELTAS, LLM_ACTION_NAMES
 from marlinkit.envs.corridor.layouts import get_layout
-from marlinkit.hardware import (
+from marlinkit.marlin.hardware import (
     ActuationNoise,
     DriveConfig,
     VelocityCommand,

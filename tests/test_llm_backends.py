@@ -11,10 +11,10 @@ import pytest
 
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.base import GenerationSettings, LLMError, check_messages
-from marlinkit.llm.openai_backend import OpenAIBackend
-from marlinkit.llm.scripted import ScriptedBackend
-from marlinkit.llm.tiny import EOS_TOKENS, build_tiny_llama
-from marlinkit.llm.transformers_backend import TransformersBackend, eos_ids, resolve_model_path
+from marlinkit.llm.backends.openai import OpenAIBackend
+from marlinkit.llm.backends.scripted import ScriptedBackend
+from marlinkit.llm.backends.tiny import EOS_TOKENS, build_tiny_llama
+from marlinkit.llm.backends.transformers import TransformersBackend, eos_ids, resolve_model_path
 
 CHAT = [{"role": "system", "content": "You are Alice."}, {"role": "user", "content": "Bob is at (1, 7). Move?"}]
 
@@ -184,7 +184,7 @@ def test_system_prompt_kv_cache_gives_the_same_greedy_reply(tiny):
 def test_local_models_generate_with_the_fixed_thread_count_and_restore_the_callers(monkeypatch):
     import torch
 
-    from marlinkit.llm import transformers_backend as tb
+    from marlinkit.llm.backends import transformers as tb
     from marlinkit.llm.base import LLMError
 
     before = torch.get_num_threads()

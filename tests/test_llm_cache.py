@@ -10,8 +10,8 @@ import pytest
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm.base import GenerationSettings
 from marlinkit.llm.cache import TranscriptCache, TranscriptMiss, call_key
-from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
-from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
+from marlinkit.llm.backends.scripted import ScriptedBackend
 
 LAYOUT = get_layout("two_path")
 

@@ -8,10 +8,10 @@ import pytest
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.llm.base import LLMError
-from marlinkit.llm.negotiation import (
+from marlinkit.marlin.negotiation import (
     CORRECTION, Negotiation, NegotiationConfig, parse_reply, render_grid, system_prompt, task_prompt,
 )
-from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.llm.backends.scripted import ScriptedBackend
 
 SLOT = get_layout("single_slot")
 STARTS = np.array(SLOT.starts)

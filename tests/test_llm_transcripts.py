@@ -8,10 +8,10 @@ import pytest
 from marlinkit import presets
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.llm import experiments
+from marlinkit.marlin import llm_only as experiments
 from marlinkit.llm.cache import TranscriptCache
-from marlinkit.llm.negotiation import Negotiation
-from marlinkit.llm.smollm2 import MODEL_NAME
+from marlinkit.marlin.negotiation import Negotiation
+from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 
 def test_smoke_negotiation_replays_from_committed_smollm2_transcripts():

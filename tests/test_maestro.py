@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import curriculum, maestro
+from marlinkit.maestro import curriculum
+from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
-from marlinkit.llm import reward_example
+from marlinkit.maestro.sandbox import reward_example
 from marlinkit.runs import ResultStore
 
 TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
@@ -132,8 +133,8 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
 def test_a_reward_over_its_episode_budget_is_retired_and_logged():
     """The per-episode tick budget: deterministic, the reason in runtime_failure and the generation log."""
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
-    from marlinkit.llm import architect as arch
-    from marlinkit.llm.scripted import ScriptedBackend
+    from marlinkit.maestro import architect as arch
+    from marlinkit.llm.backends.scripted import ScriptedBackend
 
     source = Path(reward_example.__file__).read_text()  # 7 ticks per call: 16 x 7 = 112 per step
     config = curriculum.CurriculumConfig()

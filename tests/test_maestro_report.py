@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from marlinkit import maestro_report as report
-from marlinkit.maestro import AblationResults, Calibration, load_config
+from marlinkit.maestro import report
+from marlinkit.maestro.ablation import AblationResults, Calibration, load_config
 
 SEEDS = (200, 300, 400, 500)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import maestro_sweep
+from marlinkit.maestro import sweep as maestro_sweep
 
 
 def _args(out, **overrides):

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from marlinkit import marlin, marlin_batched
+from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import batched as marlin_batched
 from marlinkit.algos import mappo, mappo_batched
 from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
 from marlinkit.envs.corridor.layouts import get_layout

@@ -8,7 +8,8 @@ import pytest
 
 from pathlib import Path
 
-from marlinkit import marlin, paths, presets, stats
+from marlinkit import paths, presets, stats
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, LAYOUTS, get_layout, shortest_path_length
@@ -316,5 +317,6 @@ def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
     assert sorted(name for batch in per_seed for name, _ in batch) == sorted(name for name, _ in grid)
     assert [len(b) for b in marlin.training_batches(grid[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
     assert [len(b) for b in marlin.training_batches(grid[:3], workers=4, batch_runs=10)] == [1, 1, 1]
+    assert marlin.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
         marlin.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))

@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from marlinkit import marlin, marlin_extensions, presets
+from marlinkit import presets
+from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import extensions as marlin_extensions
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import get_layout
-from marlinkit.hardware import VelocityCommand, integrate
+from marlinkit.marlin.hardware import VelocityCommand, integrate
 
 
 def test_fig5_checkpoints_follow_the_paper_schedule():

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import marlin, marlin_fidelity
+from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import fidelity as marlin_fidelity
 from marlinkit.paper_values import MARLIN_TABLE1
 
 

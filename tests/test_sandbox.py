@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marlinkit import curriculum, paths
-from marlinkit.llm import sandbox
+from marlinkit import paths
+from marlinkit.maestro import curriculum
+from marlinkit.maestro import sandbox
 
 # Small limits keep the corpus fast; wall time is generous because the test machine is shared.
 LIMITS = sandbox.SandboxLimits(cpu_seconds=1, memory_bytes=128 * 2**20, wall_seconds=30.0)
@@ -177,7 +178,7 @@ def _reference(source, metrics, difficulty):
 
 
 def test_the_shipped_example_is_accepted_with_exact_values():
-    source = (paths.PACKAGE_DIR / "llm" / "reward_example.py").read_text()
+    source = (paths.PACKAGE_DIR / "maestro" / "sandbox" / "reward_example.py").read_text()
     verdict = sandbox.validate(source, SAMPLES, LIMITS)
     assert verdict.accepted and verdict.stage is None, verdict
     assert verdict.sample_outputs == _reference(source, *SAMPLES)
@@ -367,7 +368,7 @@ def test_reads_and_file_creation_are_denied_where_landlock_is_available():
 def test_workers_die_with_their_parent():
     # The parent hands its worker an endless batch, so the worker is busy, not waiting on its pipe.
     script = (
-        "from marlinkit.llm import sandbox\n"
+        "from marlinkit.maestro import sandbox\n"
         "limits = sandbox.SandboxLimits(cpu_seconds=120, wall_seconds=120.0, call_ticks=10**15, mean_ticks=1e15)\n"
         "w = sandbox.RewardWorker('def compute_reward(metrics, difficulty):\\n    while True:\\n        pass\\n', limits)\n"
         "print(w.pid, flush=True)\n"
@@ -429,7 +430,7 @@ def test_a_malformed_binary_reply_is_a_sandbox_error(monkeypatch):
 
 
 def test_cli_accepts_the_example_and_rejects_a_hostile_file(tmp_path):
-    example = paths.PACKAGE_DIR / "llm" / "reward_example.py"
+    example = paths.PACKAGE_DIR / "maestro" / "sandbox" / "reward_example.py"
     hostile = tmp_path / "hostile.py"
     hostile.write_text(reward("return ().__class__.__bases__[0].__subclasses__()"))
     results = {}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from marlinkit import paths
-from marlinkit.llm import sandbox
+from marlinkit.maestro import sandbox
 
 CORPUS = sorted((Path(__file__).parent / "sandbox_attacks").glob("*.py"))
 
@@ -44,7 +44,7 @@ def test_validation_runs_a_real_episode_in_order_then_synthetic_rows():
     assert (metrics["queue_length"][:n_real] == metrics["queue_length"][:n_real].round()).all()  # real: integers
     assert metrics["queue_length"][:5760].max() > 10  # queues build up over the real-flow episode
     assert metrics["queue_length"][5760:n_real].max() > 50  # and more in the hardest curriculum context
-    source = (paths.PACKAGE_DIR / "llm" / "reward_example.py").read_text()
+    source = (paths.PACKAGE_DIR / "maestro" / "sandbox" / "reward_example.py").read_text()
     verdict = sandbox.validate(source)
     assert verdict.accepted, verdict.reason
     assert verdict.cost["calls"] == n_real + 64 and verdict.cost["max"] <= 10  # the example: a handful of ticks
@@ -55,7 +55,7 @@ def test_the_recorded_rows_are_what_the_simulator_gives_now():
     """The committed rows are reproducible: the first 20 s of each episode, recorded again, match to the bit."""
     import numpy as np
 
-    from marlinkit.llm import reward_rows
+    from marlinkit.maestro.sandbox import reward_rows
 
     metrics, index = reward_rows.load()
     stored = np.column_stack([index] + [metrics[name] for name in sandbox.FIELD_NAMES])

@@ -6,13 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import paths, scalability
+from marlinkit import paths
+from marlinkit.marlin import fig6_scalability as scalability
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.envs.corridor.layouts import to_ascii
 from marlinkit.envs.corridor.plans import Plan
-from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
-from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
+from marlinkit.llm.backends.scripted import ScriptedBackend
 
 WORLD = crowd.crowd_map_from_ascii()
 BOTTOM_LEFT = 0  # corridor (2, 2)-(2, 3), mouths (2, 1) below and (2, 4) above

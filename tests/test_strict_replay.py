@@ -13,13 +13,14 @@ import warnings
 import pandas as pd
 import pytest
 
-from marlinkit import curriculum, maestro
+from marlinkit.maestro import curriculum
+from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.data import find_data_dir, load_network
-from marlinkit.llm import architect as arch
+from marlinkit.maestro import architect as arch
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.base import GenerationSettings
 from marlinkit.llm.cache import TranscriptCache, TranscriptFileError, TranscriptMiss, transcript_context
-from marlinkit.llm.scripted import ScriptedBackend
+from marlinkit.llm.backends.scripted import ScriptedBackend
 from marlinkit.runs import ResultFileError, ResultStore
 
 STATS = {"episode": 3, "window mean score (target 165)": 44.7, "last score": 40.2}
@@ -90,7 +91,7 @@ def test_a_miss_names_the_run_and_preset_and_a_changed_setting(tmp_path, network
 def test_a_genuine_llm_failure_while_recording_is_the_papers_fallback_and_is_logged(tmp_path, network, caplog):
     cache = TranscriptCache(ScriptedBackend([], model="down"), tmp_path / "t.jsonl", replay_only=False)
     log = arch.GenerationLog()
-    with caplog.at_level(logging.WARNING, logger="marlinkit.llm.architect"):
+    with caplog.at_level(logging.WARNING, logger="marlinkit.maestro.architect"):
         context, from_llm = arch.CurriculumArchitect(cache, network, log=log).propose(0.3, STATS, 3, seed=7, duration_s=120)
     assert not from_llm and log.records[-1]["fallback"] and "LLM call failed" in log.records[0]["reason"]
     assert sum("LLM call failed" in r.message for r in caplog.records) == 3  # every failed attempt is logged
@@ -179,8 +180,9 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
 
 
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):
-    from marlinkit import marlin, presets
-    from marlinkit.llm import experiments
+    from marlinkit import presets
+    from marlinkit.marlin import algorithm1 as marlin
+    from marlinkit.marlin import llm_only as experiments
 
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")  # nothing recorded there
     monkeypatch.delenv(llm_config.RECORD_VAR, raising=False)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from marlinkit import marlin
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.algos import surrogate_planner
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.algos.surrogate_planner import CALIBRATION_TOLERANCE, CalibratedSurrogatePlanner

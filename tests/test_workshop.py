@@ -7,13 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from marlinkit import presets, workshop
+from marlinkit import presets
+from marlinkit.marlin import workshop
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import TranscriptCache
-from marlinkit.llm.scripted import ScriptedBackend
-from marlinkit.llm.smollm2 import MODEL_NAME
+from marlinkit.llm.backends.scripted import ScriptedBackend
+from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 
 def test_random_floor_is_seeded_and_below_the_planner():

@@ -105,7 +105,7 @@ class CalibratedSurrogatePlanner:
 
 def llm_only_mean(scenario: str, rate: float, trials: int, seed: int) -> float:
     """The surrogate's LLM-only performance at ``rate``, measured by ``marlin.llm_only`` itself."""
-    from marlinkit import marlin
+    from marlinkit.marlin import algorithm1 as marlin
 
     return float(marlin.llm_only(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
 

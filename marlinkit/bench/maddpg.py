@@ -84,7 +84,8 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     """Time one A7 run of ``episodes`` episodes; per-episode components and the ``paper`` projection."""
     import tempfile
 
-    from marlinkit import maestro, maestro_report
+    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import report as maestro_report
 
     settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
                 "record": False, "workers": 1, "checkpoint_every": 0}
@@ -133,7 +134,7 @@ def _traffic_env(seconds: int):
 
 def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
     """Wall time of ``episodes`` training episodes of ``seeds`` stacked seeds and of the first seed alone."""
-    from marlinkit import maestro
+    from marlinkit.maestro import ablation as maestro
     from marlinkit.algos.maddpg_seeds import SubprocessEnv, train_seeds
 
     paper = maestro.load_config("paper")
@@ -158,7 +159,7 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
 
 def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
     """Hours of the 3 x ``seeds_per_config`` ablation at paper length, alone and stacked, LLM time as replayed."""
-    from marlinkit import maestro
+    from marlinkit.maestro import ablation as maestro
 
     paper = maestro.load_config("paper")
     configs, episodes, stacked = len(paper.ablations), paper.episodes, len(batch["batch_seeds"])
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from marlinkit import maestro
+    from marlinkit.maestro import ablation as maestro
     from marlinkit.algos.maddpg import MADDPG, MADDPGConfig, ReplayBuffer
 
     if args.updates < 1:

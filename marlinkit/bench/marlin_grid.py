@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from marlinkit import marlin, marlin_batched, presets
+    from marlinkit import presets
+    from marlinkit.marlin import algorithm1 as marlin
+    from marlinkit.marlin import batched as marlin_batched
     from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
 
     if args.episodes < 1 or args.seeds < 1:

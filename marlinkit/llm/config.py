@@ -58,19 +58,19 @@ def make_backend(value: str | None = None) -> ChatBackend:
     value = setting(value)
     kind, _, arg = value.partition(":")
     if kind == "smollm2" and not arg:
-        from marlinkit.llm.smollm2 import SmolLM2Backend
+        from marlinkit.llm.backends.smollm2 import SmolLM2Backend
 
         return SmolLM2Backend()
     if kind == "scripted" and not arg:
-        from marlinkit.llm.scripted import ScriptedBackend
+        from marlinkit.llm.backends.scripted import ScriptedBackend
 
         return ScriptedBackend()
     if kind == "transformers" and arg:
-        from marlinkit.llm.transformers_backend import TransformersBackend
+        from marlinkit.llm.backends.transformers import TransformersBackend
 
         return TransformersBackend(arg)
     if kind == "openai":
-        from marlinkit.llm.openai_backend import OpenAIBackend
+        from marlinkit.llm.backends.openai import OpenAIBackend
 
         url, _, model = arg.partition("#")
         return OpenAIBackend(url or None, model or None)

@@ -1,7 +1,7 @@
 """The plan-source seam of MARLIN (the paper's G_IAN): a corridor state in, a joint plan out.
 
 Implementations: the exact joint planner (``marlinkit.algos.joint_planner``, an upper bound,
-not an LLM) and the LLM negotiation (``marlinkit.llm.negotiation``). Algorithm 1 only sees
+not an LLM) and the LLM negotiation (``marlinkit.marlin.negotiation``). Algorithm 1 only sees
 this interface, so swapping the planner for an LLM changes no training code.
 """
 

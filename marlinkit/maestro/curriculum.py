@@ -2,7 +2,7 @@
 
 Each rule maps an immutable state and one episode's outcome to the next state, so a run can be
 replayed, checked against hand-worked trajectories and resumed from its JSON (``dataclasses.asdict``).
-The LLM calls live in ``marlinkit.llm.architect``; this module decides *when* to call and *how much*
+The LLM calls live in ``marlinkit.maestro.architect``; this module decides *when* to call and *how much*
 the generated reward weighs. Nothing here imports torch, an LLM or an environment.
 
 Where the paper's text admits two readings, we took the one below (also stated where it applies):

@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from marlinkit import marlin, paths, presets
+from marlinkit import paths, presets
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
-from marlinkit.hardware import DriveConfig, move_to_commands
+from marlinkit.marlin.hardware import DriveConfig, move_to_commands
 
 ENGINE = "corridor core (numpy)"
 FIG5_SCENARIO = "maze_like"  # the paper's physical experiment used the hardest corridor only

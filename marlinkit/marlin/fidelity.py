@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from marlinkit import marlin, presets
+from marlinkit import presets
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 

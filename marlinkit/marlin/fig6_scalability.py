@@ -20,7 +20,7 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
-from marlinkit.llm.experiments import negotiator, trial_seed
+from marlinkit.marlin.llm_only import negotiator, trial_seed
 from marlinkit.runs import ResultStore, run_name
 
 SECTION = "fig6_scalability"

@@ -5,7 +5,7 @@ Sandboxed Execution: sample rollouts to confirm runtime behavior; Safety Check: 
 finite-value verification". This module makes each one concrete:
 
 1. ``syntax``: the source parses and uses only an allow-list of Python, checked on the whole
-   module (:mod:`marlinkit.llm.sandbox_ast`): no import, class, try, with, global, raise, yield,
+   module (:mod:`marlinkit.maestro.sandbox.static_check`): no import, class, try, with, global, raise, yield,
    f-string or decorator; no name or attribute starting with ``_``; names bound in the file or
    one of :data:`ALLOWED_BUILTINS` / ``math``; attributes only ``math.<allowed>`` and the
    dict/list methods in :data:`ALLOWED_METHODS`; only defs and constants at module level, each
@@ -14,7 +14,7 @@ finite-value verification". This module makes each one concrete:
    two positional parameters ``(metrics, difficulty)``.
 2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
    whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
-   Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.llm.reward_rows`) followed
+   Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.maestro.sandbox.reward_rows`) followed
    by synthetic edge cases, in a separate process (``sandbox_worker``) locked in by rlimits
    (hard = soft), Landlock where the kernel has it, a uid of its own when started as root, and
    ``PR_SET_PDEATHSIG``. Its cost is metered in
@@ -27,7 +27,7 @@ finite-value verification". This module makes each one concrete:
 The paper gives no signature for r_LLM; ours is ``compute_reward(metrics, difficulty) -> float``,
 called once per intersection per 1-s step with the floats of :data:`REWARD_FIELDS` and the current
 curriculum difficulty. The value is expected in [-1, 1] because the combined reward multiplies it by
-170.0 to reach the environment reward's scale (``marlinkit.curriculum.combined_reward``).
+170.0 to reach the environment reward's scale (``marlinkit.maestro.curriculum.combined_reward``).
 
 During training, :class:`RewardWorker` runs one episode (a fresh process per episode) under the
 same limits and a tick budget for the episode derived from the validation measurement
@@ -53,12 +53,12 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
-from marlinkit.llm import sandbox_ast
-from marlinkit.llm.sandbox_ast import ALLOWED_BUILTINS, ALLOWED_MATH, ALLOWED_METHODS, FUNCTION_NAME  # noqa: F401
+from marlinkit.maestro.sandbox import static_check as sandbox_ast
+from marlinkit.maestro.sandbox.static_check import ALLOWED_BUILTINS, ALLOWED_MATH, ALLOWED_METHODS, FUNCTION_NAME  # noqa: F401
 
 STAGES = ("syntax", "execution", "safety")
 BATCH_ROWS = 16  # rows per batch in validation: one step of the 16 intersections, as in training
-_WORKER_SOURCE = (Path(__file__).with_name("sandbox_worker.py")).read_text()
+_WORKER_SOURCE = (Path(__file__).with_name("worker.py")).read_text()
 
 
 class Field(NamedTuple):
@@ -343,14 +343,14 @@ def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], 
 def validation_rows(synthetic: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
     """The default validation set: the recorded episodes in time order, then synthetic edge cases.
 
-    Returns ``(metrics, difficulty, n_real)``. The recorded rows (:mod:`marlinkit.llm.reward_rows`,
+    Returns ``(metrics, difficulty, n_real)``. The recorded rows (:mod:`marlinkit.maestro.sandbox.reward_rows`,
     2 episodes x 360 s x 16 intersections = 11,520) get the exact difficulty values training uses
-    (:func:`marlinkit.curriculum.difficulty_levels`), cycling step by step so each level meets
+    (:func:`marlinkit.maestro.curriculum.difficulty_levels`), cycling step by step so each level meets
     light and heavy traffic; the synthetic rows are :func:`sample_rollouts`.
     """
-    from marlinkit.llm import reward_rows
+    from marlinkit.maestro.sandbox import reward_rows
 
-    from marlinkit.curriculum import difficulty_levels
+    from marlinkit.maestro.curriculum import difficulty_levels
 
     real, index = reward_rows.load()
     n_real = len(real[FIELD_NAMES[0]])

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from marlinkit.llm import sandbox
+    from marlinkit.maestro import sandbox
 
     check_limits(args)
     if not args.file.is_file():

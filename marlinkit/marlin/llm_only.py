@@ -20,7 +20,7 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
-from marlinkit.llm.negotiation import Negotiation, NegotiationConfig
+from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
 from marlinkit.runs import ResultStore, atomic_write_text, read_json, run_name
 

@@ -1,8 +1,8 @@
-"""MAESTRO's Tables 1-7 and Figures 1-8 from an :class:`~marlinkit.maestro.AblationResults`.
+"""MAESTRO's Tables 1-7 and Figures 1-8 from an :class:`~marlinkit.maestro.ablation.AblationResults`.
 
 Seed-level statistics as in Section 5.3: one number per (config, seed), the mean over the last
 ``final_window`` training episodes (the paper: episodes 180-199). The return compared with the
-paper is our *score* (see :mod:`marlinkit.maestro`: 165 = max-pressure level, 0 = fixed-time
+paper is our *score* (see :mod:`marlinkit.maestro.ablation`: 165 = max-pressure level, 0 = fixed-time
 level, each on the traffic the episode ran on), a per-episode affine map of our environment
 return: CV and the absolute levels are not comparable with the paper's. Traffic metrics come from
 the evaluation episodes on the real Hangzhou flow inside the final window, of the evaluated policy
@@ -21,8 +21,8 @@ import pandas as pd
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
-from marlinkit.llm.sandbox import STAGES
-from marlinkit.maestro import ABLATIONS, EVAL_POLICIES, AblationResults
+from marlinkit.maestro.sandbox import STAGES
+from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults
 
 #: Primary traffic metrics (the paper's mean delay, queue length and throughput).
 TRAFFIC = {"avg_delay_s": "Avg delay (s)", "avg_queue": "Avg queue (veh)", "throughput": "Throughput (veh/ep)"}
@@ -440,7 +440,7 @@ def _arrow(ax, start, end, text="", color="#333333", offset=(0.0, 0.02), ha="cen
 
 def framework_diagram(ax, results: AblationResults) -> None:
     """Figure 1: the dual loop, labelled with this run's components, rules and measured call counts."""
-    from marlinkit import curriculum as cur
+    from marlinkit.maestro import curriculum as cur
 
     c = cur.CurriculumConfig(target=results.config.target_paper)
     gen = results.generations[~results.generations["fallback"]]

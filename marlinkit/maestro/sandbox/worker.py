@@ -1,6 +1,6 @@
 """Child side of the reward sandbox: runs one LLM-written reward function, nothing else.
 
-Started by ``marlinkit.llm.sandbox`` as ``python -I -S -c <this file's text> CPU MEM RECURSION PARENT``
+Started by ``marlinkit.maestro.sandbox`` as ``python -I -S -c <this file's text> CPU MEM RECURSION PARENT``
 (isolated mode, no site-packages, no file read of its own). Standard library only. Before it reads
 any untrusted byte it imports everything it will ever need and locks itself in, in this order:
 
@@ -18,7 +18,7 @@ any untrusted byte it imports everything it will ever need and locks itself in, 
 The reward code then runs with a handful of whitelisted builtins (the sequence-walking ones wrapped
 to charge the meter) and a read-only ``math`` namespace; ``open``, ``__import__``, ``exec``,
 ``getattr`` and friends do not exist in its namespace. The meter counts deterministic *ticks*
-(see ``marlinkit.llm.sandbox_ast``): a call above ``call_ticks`` or a process above
+(see ``marlinkit.maestro.sandbox.static_check``): a call above ``call_ticks`` or a process above
 ``total_ticks`` ends in ``TickBudgetExceeded``, which the code cannot catch (no ``try``).
 
 Protocol on stdin/stdout: frames of a 4-byte big-endian length and a payload. First a JSON frame
@@ -43,7 +43,7 @@ import types
 
 MAX_ERROR_CHARS = 300
 UID_BASE = 0x60000000  # + pid: a uid no account uses, one per live worker
-MAX_INT_BITS = 4096  # as marlinkit.llm.sandbox_ast.MAX_INT_BITS
+MAX_INT_BITS = 4096  # as marlinkit.maestro.sandbox.static_check.MAX_INT_BITS
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446  # the same on x86-64 and arm64
 SEQUENCES = (list, tuple, str)

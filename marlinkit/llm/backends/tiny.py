@@ -3,7 +3,7 @@
 Byte-level BPE trained on a few strings, the Llama 3.1 special tokens and chat format, no pad
 token and three EOS ids (as the real model), a 2-layer ``LlamaConfig`` with llama3 rope scaling.
 Its text is noise; tests use it for the plumbing and a scripted backend for the protocol.
-``python -m marlinkit.llm.tiny DIR`` builds one for trying ``transformers:DIR``.
+``python -m marlinkit.llm.backends.tiny DIR`` builds one for trying ``transformers:DIR``.
 """
 
 from __future__ import annotations
@@ -60,5 +60,5 @@ def build_tiny_llama(out_dir: str | Path, seed: int = 0) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m marlinkit.llm.tiny OUT_DIR")
+        sys.exit("usage: python -m marlinkit.llm.backends.tiny OUT_DIR")
     print(build_tiny_llama(sys.argv[1]))

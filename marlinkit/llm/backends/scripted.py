@@ -67,7 +67,7 @@ def _next_step(free: set, start: tuple, goal: tuple, other: tuple) -> str:
 
 def greedy_robots(messages: list[dict[str, str]]) -> str:
     """A protocol-following robot: reads the grid and the task from the chat, proposes or agrees."""
-    from marlinkit.llm.negotiation import AGREE_MARK, NAMES, STOP_MARK, TASK_RE
+    from marlinkit.marlin.negotiation import AGREE_MARK, NAMES, STOP_MARK, TASK_RE
 
     system = messages[0]["content"]
     free_line = next((line for line in system.splitlines() if line.startswith("Free cells:")), "")

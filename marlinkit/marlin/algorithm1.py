@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from marlinkit import executors, hardware, paths, presets, runs
+from marlinkit import executors, paths, presets, runs
+from marlinkit.marlin import hardware
 from marlinkit.progress import Progress
 from marlinkit.paper_values import AUTHORS_LLM_ONLY, MARLIN_TABLE1
 from marlinkit.algos import mappo
@@ -307,7 +308,7 @@ def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = 
 
 
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
-#: (``marlinkit.marlin_batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
+#: (``marlinkit.marlin.batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
 TRAINERS = ("one-at-a-time", "batched")
 
 
@@ -387,7 +388,7 @@ def _run_batch(batch: list[tuple[str, dict[str, Any]]], settings: dict[str, Any]
     """Several MARL/MARLIN runs trained together by the batched trainer (one torch thread); their tables to save."""
     import torch
 
-    from marlinkit import marlin_batched
+    from marlinkit.marlin import batched as marlin_batched
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -442,6 +443,8 @@ def training_batches(trained: list[tuple[str, dict[str, Any]]], workers: int, ba
     ``batch_runs`` runs each, seed by seed (a batch's runs are saved when it finishes, so a long grid whose
     batches hold one seed each resumes seed by seed). A run's numbers do not depend on its batch."""
     ordered = sorted(trained, key=lambda job: job[1]["seed"])  # stable: scenario and system order kept within a seed
+    if not ordered:
+        return []
     count = min(len(ordered), max(workers, -(-len(ordered) // max(int(batch_runs), 1))))
     size, extra = divmod(len(ordered), count)
     batches, start = [], 0
@@ -481,7 +484,7 @@ def run_grid(settings: dict[str, Any], preset: str, source: PlanSource | None = 
     with transcript_context(preset=preset):  # a transcript miss's recording hint names the preset
         executors.run_jobs(_run_job, [(name, config, settings, source) for name, config in single], executor, workers,
                            settings.get("ray_address"), progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
-        if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin_batched)
+        if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin.batched)
             trained = [(name, config) for name, config in todo if config["system"] != "LLM-only"]
             batches = training_batches(trained, workers, settings.get("batch_runs") or len(trained))
             executors.run_jobs(_run_batch, [(batch, settings, source) for batch in batches], executor, workers,
@@ -537,14 +540,14 @@ def run_training(preset: str, plan_source: str | None = None, llm: str | None = 
     the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
     ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
     smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
-    threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.llm.experiments``, the
+    threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.marlin.llm_only``, the
     runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
     an LLM, with the authors' Llama 3.1 8B thresholds.
     """
     plan_source, settings, source, label = plan_source_settings(preset, "marlin_training", plan_source, **overrides)
     if plan_source != "llm":
         return Training(run_grid(settings, preset, source=source, progress=progress), settings, label)
-    from marlinkit.llm import experiments
+    from marlinkit.marlin import llm_only as experiments
 
     protocol = presets.get(preset, "llm_only")
     missing = sorted(set(settings["scenarios"]) - set(protocol["scenarios"]))

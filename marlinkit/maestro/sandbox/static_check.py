@@ -1,7 +1,7 @@
 """Stage 1 of the reward sandbox on the whole module, and the cost meter compiled into accepted code.
 
 :func:`check_syntax` decides what Python an LLM-written reward may be written in (see
-:mod:`marlinkit.llm.sandbox` for the stages). Beyond the node/name/attribute allow-lists it checks
+:mod:`marlinkit.maestro.sandbox` for the stages). Beyond the node/name/attribute allow-lists it checks
 the *module*, not only the reward's ``def`` (issue 16: ``compute_reward = lambda ..., calls=[]:``
 after a compliant ``def`` kept state across calls):
 
