@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from marlinkit.progress import in_notebook  # noqa: E402
-from marlinkit.runs import atomic_write_bytes, atomic_write_text  # noqa: E402
+from marlinkit.files import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import platform
-import tempfile
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -23,9 +21,7 @@ from typing import Any
 import pandas as pd
 
 from marlinkit import numerics
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)  # read once: the only way to learn the umask is to set it
+from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text, read_json, read_jsonl  # noqa: F401 (also read from here)
 
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
 
@@ -45,54 +41,6 @@ def config_hash(config: dict[str, Any]) -> str:
     """A short stable hash of a JSON-serialisable configuration."""
     blob = json.dumps(config, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never a half file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; results are ordinary files
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-class ResultFileError(RuntimeError):
-    """A result table or sidecar is damaged or unreadable; the message names the file."""
-
-
-def read_json(path: Path) -> Any:
-    """A JSON result file (transcripts of a run, a sidecar); a damaged one raises ``ResultFileError`` naming it."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ResultFileError(f"result file {path} is damaged or unreadable: {error}") from error
-
-
-def read_jsonl(path: Path) -> list[Any]:
-    """The records of a JSONL result file (a generation log); a damaged line raises ``ResultFileError`` naming file:line."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultFileError(f"result file {path} cannot be read: {error}") from error
-    records = []
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ResultFileError(f"result file {path}:{number} is damaged: {error}; delete the run's files "
-                                      "to recompute it") from error
-    return records
 
 
 def run_name(*parts: Any) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from marlinkit.maestro import report
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import fig3_training, grid
 from marlinkit.marlin import fig6_scalability as scalability
 from marlinkit.marlin.fig2_negotiation import draw_dialogue
 
@@ -71,12 +71,12 @@ def _training_results(scenarios, llm_only_scores):
             for sc in scenarios for system in ("MARL", "MARLIN") for seed in (0, 1) for e in range(1, 9)]
     rows += [{"scenario": sc, "system": "LLM-only", "seed": 0, "episode": 1, "performance": p}
              for sc in scenarios for p in llm_only_scores]
-    return marlin.Results(pd.DataFrame(rows), pd.DataFrame())
+    return grid.Results(pd.DataFrame(rows), pd.DataFrame())
 
 
 def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
     scenarios = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
-    fig = marlin.figure3(_training_results(scenarios, [0.0, 0.0, 0.0]), scenarios, source_label="LLM-only")
+    fig = fig3_training.figure3(_training_results(scenarios, [0.0, 0.0, 0.0]), scenarios, source_label="LLM-only")
     assert fig.get_figwidth() <= 7.5
     legend_texts = [t.get_text() for ax in fig.axes for legend in [ax.get_legend()] if legend for t in legend.get_texts()]
     assert any(text.startswith("LLM-only, 3 runs") for text in legend_texts)

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import algorithm1, grid
 from marlinkit.marlin import batched as marlin_batched
 from marlinkit.algos import mappo, mappo_batched
-from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
+from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
 from marlinkit.envs.corridor.layouts import get_layout
 
 SETTINGS = {"scenarios": ["single_slot", "maze_like"], "seeds": [0, 1], "episodes": 6, "n_envs": 3, "checkpoints": [3, 6],
@@ -31,7 +31,7 @@ def test_two_runs_batched_give_the_bytes_of_each_run_alone():
         alone_episodes, alone_evaluations = marlin_batched.train_systems([job], SETTINGS, CalibratedSurrogatePlanner())[0]
         assert _tables_equal(episodes, alone_episodes) and _tables_equal(evaluations, alone_evaluations), job
     marlin_runs = both[1][0]
-    assert set(marlin_runs.generator) == {marlin.SAMPLING, marlin.PLAN}  # Algorithm 1 switched per copy inside the batch
+    assert set(marlin_runs.generator) == {algorithm1.SAMPLING, algorithm1.PLAN}  # Algorithm 1 switched per copy inside the batch
     assert len(both[0][1]) == 2 * SETTINGS["eval_runs"]
 
     config = mappo.MAPPOConfig(update_epochs=2, steps_per_iteration=150)
@@ -66,17 +66,17 @@ def test_grid_runner_trains_a_workers_runs_as_one_batch_and_resumes(tmp_path):
     settings = {**SETTINGS, "scenarios": ["single_slot"], "seeds": [0, 1], "episodes": 4, "checkpoints": [4], "llm_only_trials": 2,
                 "trainer": "batched"}
     source = CalibratedSurrogatePlanner()
-    results = marlin.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
-    assert set(results.episodes.system) == set(marlin.SYSTEMS) and set(results.evaluations.seed) == {0, 1}
+    results = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
+    assert set(results.episodes.system) == set(algorithm1.SYSTEMS) and set(results.evaluations.seed) == {0, 1}
     alone_episodes, alone_evaluations = marlin_batched.train_systems([("single_slot", "MARLIN", 1)], settings, CalibratedSurrogatePlanner())[0]
     ours = results.episodes[(results.episodes.system == "MARLIN") & (results.episodes.seed == 1)].reset_index(drop=True)
     assert _tables_equal(ours[alone_episodes.columns], alone_episodes)
     sidecar = next(tmp_path.glob("single_slot__marlin-*seed1.json")).read_text()
     assert '"trainer": "batched"' in sidecar
-    again = marlin.run_grid(settings, "test", source=source, root=tmp_path, progress=False)  # loaded, not retrained
+    again = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)  # loaded, not retrained
     assert again.episodes.equals(results.episodes)
     with pytest.raises(ValueError, match="trainer"):
-        marlin.validate_settings({**settings, "trainer": "vmap"})
+        grid.validate_settings({**settings, "trainer": "vmap"})
 
 
 def test_runs_above_the_distinct_capacity_fall_back_to_per_row_and_stay_apart(monkeypatch):

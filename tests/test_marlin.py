@@ -9,14 +9,14 @@ import pytest
 from pathlib import Path
 
 from marlinkit import paths, presets, stats
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import algorithm1, fig3_training, grid
 from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, LAYOUTS, get_layout, shortest_path_length
 from marlinkit.envs.corridor.plans import Plan, plan_key
 
-PAPER = marlin.SwitchConfig()
-CODE = marlin.SwitchConfig(rule="code")
+PAPER = algorithm1.SwitchConfig()
+CODE = algorithm1.SwitchConfig(rule="code")
 
 # Shortest joint plans, derived by hand. Single/two-slot: robot 0 walks 3 up, steps into the slot
 # at (0,3), waits one step while robot 1 passes (1,3), steps back: 7 + 2 moves + 1 wait = 10.
@@ -30,27 +30,27 @@ def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
     history: list[float] = []
     chosen = []
     for episode, performance in enumerate([0.1] * 10 + [0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1]):
-        chosen.append(marlin.choose_generator(episode, history, None, llm, PAPER))
+        chosen.append(algorithm1.choose_generator(episode, history, None, llm, PAPER))
         history.append(performance)
-    s, p = marlin.SAMPLING, marlin.PLAN
+    s, p = algorithm1.SAMPLING, algorithm1.PLAN
     assert chosen[:10] == [s] * 5 + [p] * 5  # m = 5 episodes each
     # mean of the last 5 vs 0.5: .1 .12 .28 .44 -> plan; .6 .76 .9 .74 .58 -> sampling; .42 -> plan again
     assert chosen[10:] == [p, p, p, p, s, s, s, s, s, p]
-    assert marlin.choose_generator(30, [1.0] * 5, 1.0, llm, PAPER) == p, "a perfect cached plan is always used"
-    assert marlin.choose_generator(30, [1.0] * 5, 0.9, llm, PAPER) == s
+    assert algorithm1.choose_generator(30, [1.0] * 5, 1.0, llm, PAPER) == p, "a perfect cached plan is always used"
+    assert algorithm1.choose_generator(30, [1.0] * 5, 0.9, llm, PAPER) == s
 
 
 def test_code_variant_uses_the_median_and_a_plateau():
-    assert marlin.choose_generator(20, [0.0, 0.0, 0.9, 0.9, 0.9], None, 0.5, CODE) == marlin.SAMPLING  # median 0.9
-    assert marlin.choose_generator(20, [0.0, 0.0, 0.0, 0.9, 0.9], None, 0.5, CODE) == marlin.PLAN  # median 0 (mean 0.36 too)
+    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.9, 0.9, 0.9], None, 0.5, CODE) == algorithm1.SAMPLING  # median 0.9
+    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.0, 0.9, 0.9], None, 0.5, CODE) == algorithm1.PLAN  # median 0 (mean 0.36 too)
     flat = [0.7, 0.8, 0.6, 0.7, 0.7] * 2  # median 0.7 twice in a row: a plateau below 1
-    assert marlin.choose_generator(20, flat, None, 0.5, CODE) == marlin.PLAN
-    assert marlin.choose_generator(20, flat, 1.0, 0.5, CODE) == marlin.PLAN
+    assert algorithm1.choose_generator(20, flat, None, 0.5, CODE) == algorithm1.PLAN
+    assert algorithm1.choose_generator(20, flat, 1.0, 0.5, CODE) == algorithm1.PLAN
     rising = [0.6] * 5 + [0.8] * 5
-    assert marlin.choose_generator(20, rising, None, 0.5, CODE) == marlin.SAMPLING
-    assert marlin.choose_generator(20, [1.0] * 10, None, 0.5, CODE) == marlin.SAMPLING, "perfect is no plateau"
+    assert algorithm1.choose_generator(20, rising, None, 0.5, CODE) == algorithm1.SAMPLING
+    assert algorithm1.choose_generator(20, [1.0] * 10, None, 0.5, CODE) == algorithm1.SAMPLING, "perfect is no plateau"
     with pytest.raises(ValueError, match="switch rule"):
-        marlin.SwitchConfig(rule="mean")
+        algorithm1.SwitchConfig(rule="mean")
 
 
 def _plan(performance: float, tag: int) -> Plan:
@@ -58,7 +58,7 @@ def _plan(performance: float, tag: int) -> Plan:
 
 
 def test_plan_cache_keeps_the_better_plan():
-    cache, key = marlin.PlanCache(), ("single_slot", (1, 0, 1, 7), (1, 7, 1, 0))
+    cache, key = algorithm1.PlanCache(), ("single_slot", (1, 0, 1, 7), (1, 7, 1, 0))
     assert cache.get(key) is None
     assert cache.offer(key, _plan(0.5, 1)).performance == 0.5
     assert cache.offer(key, _plan(0.3, 2)).actions[0, 0] == 1, "a worse plan never replaces the cached one"
@@ -84,8 +84,8 @@ class ImprovingSource:
 def test_algorithm1_replans_when_the_cached_plan_is_worse_than_recent_performance():
     layout = get_layout("single_slot")
     source = ImprovingSource()
-    switch = marlin.SwitchConfig(m=1, toggle_probability=0.0)
-    controller = marlin.Algorithm1(layout, source, n_envs=1, llm_only=0.5, config=switch, seed=0)
+    switch = algorithm1.SwitchConfig(m=1, toggle_probability=0.0)
+    controller = algorithm1.Algorithm1(layout, source, n_envs=1, llm_only=0.5, config=switch, seed=0)
     arrays = core.layout_arrays(layout)
     sampled = np.zeros((1, 2), np.int64)
 
@@ -96,9 +96,9 @@ def test_algorithm1_replans_when_the_cached_plan_is_worse_than_recent_performanc
         return controller.end_episode(core.performance(arrays, state))[0], float(core.performance(arrays, state)[0])
 
     info, perf = episode()  # episode 0 < m: sampling (here: always WAIT)
-    assert info["generator"] == marlin.SAMPLING and source.calls == 0
+    assert info["generator"] == algorithm1.SAMPLING and source.calls == 0
     info, perf = episode()  # m <= episode < 2m: plan; none cached -> the weak plan
-    assert info == {"generator": marlin.PLAN, "toggled": False, "plan_cache_hit": False} and perf == 0.0
+    assert info == {"generator": algorithm1.PLAN, "toggled": False, "plan_cache_hit": False} and perf == 0.0
     info, perf = episode()  # p-bar 0 < 0.5 -> plan; cached plan (0.0) is not worse than p-bar -> cache hit
     assert info["plan_cache_hit"] and source.calls == 1
     controller.history[0].extend([0.4] * 5)  # recent performance now above the cached plan's
@@ -109,22 +109,22 @@ def test_algorithm1_replans_when_the_cached_plan_is_worse_than_recent_performanc
 
 def test_toggle_switches_generator_halfway_and_plans_from_there():
     layout = get_layout("two_path")
-    switch = marlin.SwitchConfig(m=2, toggle_probability=1.0)
-    controller = marlin.Algorithm1(layout, ExactJointPlanner(), n_envs=2, llm_only=0.5, config=switch, seed=0)
+    switch = algorithm1.SwitchConfig(m=2, toggle_probability=1.0)
+    controller = algorithm1.Algorithm1(layout, ExactJointPlanner(), n_envs=2, llm_only=0.5, config=switch, seed=0)
     arrays = core.layout_arrays(layout)
     state = core.reset(arrays, 2)
     for _ in range(core.EPISODE_STEPS):  # episode 0: sampling (policy stand-in: WAIT) for 25 steps, then a plan
         state = core.step(arrays, state, controller(state, np.zeros((2, 2), np.int64))).state
     info = controller.end_episode(core.performance(arrays, state))
-    assert all(i["generator"] == marlin.SAMPLING and i["toggled"] for i in info)
+    assert all(i["generator"] == algorithm1.SAMPLING and i["toggled"] for i in info)
     np.testing.assert_array_equal(core.performance(arrays, state), 1.0)  # 25 steps of plan suffice from the start cells
 
 
 def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
     layout = get_layout("two_path")
     source = ImprovingSource()
-    switch = marlin.SwitchConfig(m=1, toggle_probability=1.0)
-    controller = marlin.Algorithm1(layout, source, n_envs=1, llm_only=1.1, config=switch, seed=0, plan_budget=1)
+    switch = algorithm1.SwitchConfig(m=1, toggle_probability=1.0)
+    controller = algorithm1.Algorithm1(layout, source, n_envs=1, llm_only=1.1, config=switch, seed=0, plan_budget=1)
     arrays = core.layout_arrays(layout)
     sampled = np.array([[1, 0]])  # the policy stand-in: robot 0 walks north, so step 25 is not the start state
 
@@ -135,16 +135,16 @@ def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
         return controller.end_episode(core.performance(arrays, state))[0]
 
     first = episode()  # sampling, toggled at step 25 -> the one budgeted plan, from a mid-episode state
-    assert first["generator"] == marlin.SAMPLING and first["toggled"] and source.calls == 1
+    assert first["generator"] == algorithm1.SAMPLING and first["toggled"] and source.calls == 1
     second = episode()  # plan episode from the start cells: none cached there and the budget is spent
-    assert second["generator"] == marlin.SAMPLING and source.calls == 1
+    assert second["generator"] == algorithm1.SAMPLING and source.calls == 1
     assert second["toggled"] and second["plan_cache_hit"], "at step 25 the budget-spent copy reuses the cached mid-episode plan"
-    unlimited = marlin.Algorithm1(layout, ImprovingSource(), n_envs=1, llm_only=1.1, config=switch, seed=0)
+    unlimited = algorithm1.Algorithm1(layout, ImprovingSource(), n_envs=1, llm_only=1.1, config=switch, seed=0)
     controller = unlimited
     episode()
-    assert episode()["generator"] == marlin.PLAN and unlimited.plans_made == 2
+    assert episode()["generator"] == algorithm1.PLAN and unlimited.plans_made == 2
     with pytest.raises(ValueError, match="plan_budget"):
-        marlin.run_grid({**TINY, "plan_budget": 0}, "test", root=Path("/nonexistent"))
+        grid.run_grid({**TINY, "plan_budget": 0}, "test", root=Path("/nonexistent"))
 
 
 def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, monkeypatch):
@@ -152,21 +152,21 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
-    training = marlin.run_training("quick", "llm", llm="scripted", progress=False, **overrides)
+    training = grid.run_training("quick", "llm", llm="scripted", progress=False, **overrides)
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
-    assert set(episodes.system) == set(marlin.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only")["trials"]
+    assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only")["trials"]
     assert training.settings["llm_only_performance"] == {"single_slot": llm_only.performance.mean()}
     names = {f.name for f in (tmp_path / "results" / "marlin" / "quick").glob("*marlin*seed0.json")}
     assert "single_slot__marlin-negotiation-scripted-greedy-robots__seed0.json" in names, names
-    plans = episodes[(episodes.system == "MARLIN") & (episodes.generator == marlin.PLAN)]
+    plans = episodes[(episodes.system == "MARLIN") & (episodes.generator == algorithm1.PLAN)]
     assert len(plans) > 0 and "scripted" in training.plan_source
     transcripts = list((tmp_path / "transcripts").glob("marlin_training__scripted*.jsonl"))
     assert len(transcripts) == 1 and transcripts[0].read_text().count("\n") >= 1
     with pytest.raises(ValueError, match="plan_source"):
-        marlin.run_training("smoke", "gpt", progress=False)
+        grid.run_training("smoke", "gpt", progress=False)
     with pytest.raises(ValueError, match="no trials for"):
-        marlin.run_training("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
+        grid.run_training("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -219,11 +219,11 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells(tmp_path):
             rows.append({"scenario": "maze_like", "system": "MARL", "seed": seed, "checkpoint": 10, "run": run, "performance": base * 0.5})
             rows.append({"scenario": "maze_like", "system": "MARLIN", "seed": seed, "checkpoint": 10, "run": run,
                          "performance": base * 0.5 + 0.3 + 0.01 * rng.standard_normal()})
-    table = marlin.table1(pd.DataFrame(rows), [10])
+    table = fig3_training.table1(pd.DataFrame(rows), [10])
     row = table.iloc[0]
     assert row.runs == 60 and row.significant and row.MARLIN - row.MARL == pytest.approx(0.3, abs=0.01)
     assert (row.paper_episode, row.paper_MARL, row.paper_MARLIN) == (100, "0.4300", "0.4271")
-    shown, latex = marlin.table1_markup(table)
+    shown, latex = fig3_training.table1_markup(table)
     assert shown.MARLIN.iloc[0].startswith("**") and not shown.MARL.iloc[0].startswith("**")
     assert "\\textbf{" in latex and "maze\\_like" in latex
     assert shown.paper_MARL.iloc[0] == "0.4300" and " 0.4300 " in latex  # the paper's trailing zeros kept
@@ -232,7 +232,7 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells(tmp_path):
     from marlinkit import plots
 
     written = plots.save_table(shown, tmp_path, "table1", "caption", latex_table=latex,
-                               markdown_floatfmt=marlin.TABLE1_MARKDOWN_FLOATFMT)
+                               markdown_floatfmt=fig3_training.TABLE1_MARKDOWN_FLOATFMT)
     markdown = written[1].read_text()
     assert " 0.4300 |" in markdown  # not 0.43: tabulate reads the string as a number
     assert " 0.43 |" not in markdown
@@ -250,7 +250,7 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
             rows.append({"scenario": "two_path", "system": "MARLIN", "seed": seed, "checkpoint": 5, "run": run,
                          "performance": base + gain + 0.01 * rng.standard_normal()})
     frame = pd.DataFrame(rows)
-    row = marlin.table1(frame, [5]).iloc[0]
+    row = fig3_training.table1(frame, [5]).iloc[0]
     per_seed = frame.groupby(["seed", "system"]).performance.mean().unstack()
     assert row.seeds == 3 and row.runs == 120
     assert row.MARL_seed_sd == pytest.approx(per_seed.MARL.std(ddof=1))
@@ -260,11 +260,11 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
     assert row.diff_ci_low < difference.mean() < row.diff_ci_high and row.diff_ci_low < 0 < row.diff_ci_high
     # Thousands of evaluation runs make the per-run test "significant"; three trainings do not.
     assert row.significant and not row.significant_seeds
-    shown, latex = marlin.table1_markup(marlin.table1(frame, [5]))
+    shown, latex = fig3_training.table1_markup(fig3_training.table1(frame, [5]))
     assert "±" in shown.MARL.iloc[0] and r"$\pm$" in latex and "p\\_value\\_seeds" in latex
-    one_seed = marlin.table1(frame[frame.seed == 0], [5]).iloc[0]
+    one_seed = fig3_training.table1(frame[frame.seed == 0], [5]).iloc[0]
     assert one_seed.seeds == 1 and np.isnan(one_seed.p_value_seeds) and np.isnan(one_seed.MARL_seed_sd)
-    caption = marlin.table1_caption(marlin.table1(frame, [5]), {"checkpoints": [5], "seeds": [0, 1, 2]}, "footer")
+    caption = fig3_training.table1_caption(fig3_training.table1(frame, [5]), {"checkpoints": [5], "seeds": [0, 1, 2]}, "footer")
     assert "evaluation noise" in caption and "the seed is the unit" in caption
 
 
@@ -274,24 +274,24 @@ TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, 
 
 
 def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
-    first = marlin.run_grid(TINY, "test", root=tmp_path / "a", progress=False)
+    first = grid.run_grid(TINY, "test", root=tmp_path / "a", progress=False)
     episodes = first.episodes
-    assert set(episodes.system) == set(marlin.SYSTEMS)
+    assert set(episodes.system) == set(algorithm1.SYSTEMS)
     trained = episodes[episodes.system != "LLM-only"]
     assert len(trained) == 2 * 4 * 3 and set(trained.episode) == {1, 2, 3, 4} and set(trained.env_copy) == {0, 1, 2}
     for column in ("scenario", "seed", "generator", "toggled", "performance", "return", "steps", "plan_cache_hit", "wall_time_s"):
         assert column in episodes
     marlin_rows = episodes[episodes.system == "MARLIN"]
-    assert (marlin_rows[marlin_rows.episode <= 4].generator == marlin.SAMPLING).all()  # episodes 0..m-1 (m=5) sample
+    assert (marlin_rows[marlin_rows.episode <= 4].generator == algorithm1.SAMPLING).all()  # episodes 0..m-1 (m=5) sample
     np.testing.assert_array_equal(episodes[episodes.system == "LLM-only"].performance, 1.0)
     evaluations = first.evaluations
     assert len(evaluations) == 2 * 2 * 6 and set(evaluations.checkpoint) == {2, 4}
     files = sorted((tmp_path / "a").iterdir())
     stamps = {f: f.stat().st_mtime_ns for f in files}
-    again = marlin.run_grid(TINY, "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
+    again = grid.run_grid(TINY, "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
     assert {f: f.stat().st_mtime_ns for f in sorted((tmp_path / "a").iterdir())} == stamps
     pd.testing.assert_frame_equal(again.episodes, episodes)
-    repeat = marlin.run_grid(TINY, "test", root=tmp_path / "b", progress=False)
+    repeat = grid.run_grid(TINY, "test", root=tmp_path / "b", progress=False)
     deterministic = [c for c in episodes.columns if c != "wall_time_s"]
     pd.testing.assert_frame_equal(repeat.episodes[deterministic], episodes[deterministic])
     pd.testing.assert_frame_equal(repeat.evaluations, evaluations)
@@ -299,24 +299,24 @@ def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
 
 def test_runner_rejects_bad_settings_before_compute(tmp_path):
     with pytest.raises(ValueError, match="unknown scenario"):
-        marlin.run_grid({**TINY, "scenarios": ["corridor9"]}, "test", root=tmp_path)
+        grid.run_grid({**TINY, "scenarios": ["corridor9"]}, "test", root=tmp_path)
     with pytest.raises(ValueError, match="checkpoints"):
-        marlin.run_grid({**TINY, "checkpoints": [5]}, "test", root=tmp_path)
+        grid.run_grid({**TINY, "checkpoints": [5]}, "test", root=tmp_path)
     with pytest.raises(ValueError, match="switch rule"):
-        marlin.run_grid({**TINY, "switch_rule": "median"}, "test", root=tmp_path)
+        grid.run_grid({**TINY, "switch_rule": "median"}, "test", root=tmp_path)
     with pytest.raises(ValueError, match="unknown mappo setting"):
-        marlin.run_grid({**TINY, "mappo": {"learning_rate": 1.0}}, "test", root=tmp_path)
+        grid.run_grid({**TINY, "mappo": {"learning_rate": 1.0}}, "test", root=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
 def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
     grid = [(f"{sc}__{sy}__seed{se}", {"scenario": sc, "system": sy, "seed": se})
             for sc in ("a", "b", "c", "d", "e") for sy in ("MARL", "MARLIN") for se in range(5)]
-    per_seed = marlin.training_batches(grid, workers=2, batch_runs=10)
+    per_seed = grid.training_batches(grid, workers=2, batch_runs=10)
     assert [sorted({c["seed"] for _, c in batch}) for batch in per_seed] == [[0], [1], [2], [3], [4]]
     assert sorted(name for batch in per_seed for name, _ in batch) == sorted(name for name, _ in grid)
-    assert [len(b) for b in marlin.training_batches(grid[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
-    assert [len(b) for b in marlin.training_batches(grid[:3], workers=4, batch_runs=10)] == [1, 1, 1]
-    assert marlin.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
+    assert [len(b) for b in grid.training_batches(grid[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
+    assert [len(b) for b in grid.training_batches(grid[:3], workers=4, batch_runs=10)] == [1, 1, 1]
+    assert grid.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
-        marlin.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))
+        grid.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import grid
 from marlinkit.marlin import fidelity as marlin_fidelity
 from marlinkit.paper_values import MARLIN_TABLE1
 
@@ -15,7 +15,7 @@ def test_matched_table_reads_our_curve_at_the_papers_sample_count():
     rows = [{"scenario": "two_path", "system": "MARL", "seed": seed, "episode": e, "env_copy": c,
              "performance": min(1.0, e / 1000) + 0.01 * seed}
             for seed in (0, 1) for e in range(1, 1001) for c in range(3)]
-    results = marlin.Results(pd.DataFrame(rows), pd.DataFrame())
+    results = grid.Results(pd.DataFrame(rows), pd.DataFrame())
     table = marlin_fidelity.matched_table(results, {"n_envs": 15}, [6, 9, 15], window=1)
     row = table[(table.paper_episode == 850) & (table.paper_copies == 9)].iloc[0]
     assert row.our_episode == 510 and row.copy_episodes == 7650

@@ -21,7 +21,8 @@ from marlinkit.llm import config as llm_config
 from marlinkit.llm.base import GenerationSettings
 from marlinkit.llm.cache import TranscriptCache, TranscriptFileError, TranscriptMiss, transcript_context
 from marlinkit.llm.backends.scripted import ScriptedBackend
-from marlinkit.runs import ResultFileError, ResultStore
+from marlinkit.runs import ResultStore
+from marlinkit.files import ResultFileError
 
 STATS = {"episode": 3, "window mean score (target 165)": 44.7, "last score": 40.2}
 
@@ -181,7 +182,7 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
 
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):
     from marlinkit import presets
-    from marlinkit.marlin import algorithm1 as marlin
+    from marlinkit.marlin import grid
     from marlinkit.marlin import llm_only as experiments
 
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")  # nothing recorded there
@@ -191,5 +192,5 @@ def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypat
     source = experiments.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
     with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "
                                              r"replay: .*marlin_training__smollm2__.*PRESET=smoke"):
-        marlin.run_grid({**settings, "systems": ["MARLIN"]}, "smoke", source, root=tmp_path / "results", progress=False)
+        grid.run_grid({**settings, "systems": ["MARLIN"]}, "smoke", source, root=tmp_path / "results", progress=False)
     assert not (tmp_path / "transcripts").exists()  # strict replay never writes a transcript

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from marlinkit.marlin import algorithm1 as marlin
-from marlinkit.algos import surrogate_planner
+from marlinkit.marlin import algorithm1, grid, systems
+from marlinkit.marlin import surrogate_planner
 from marlinkit.algos.joint_planner import ExactJointPlanner
-from marlinkit.algos.surrogate_planner import CALIBRATION_TOLERANCE, CalibratedSurrogatePlanner
+from marlinkit.marlin.surrogate_planner import CALIBRATION_TOLERANCE, CalibratedSurrogatePlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
@@ -20,10 +20,10 @@ HELD_OUT_SEED, HELD_OUT_TRIALS = 7, 200  # the rates were calibrated on seed 0 (
 
 def test_calibrated_llm_only_performance_matches_the_authors_llama_values_on_a_held_out_seed():
     record = json.loads(surrogate_planner.RATES_FILE.read_text())
-    assert record["command"].startswith("python -m marlinkit.algos.surrogate_planner")
+    assert record["command"].startswith("python -m marlinkit.marlin.surrogate_planner")
     source = CalibratedSurrogatePlanner()
     for scenario in LAYOUT_NAMES:
-        measured = marlin.llm_only(scenario, HELD_OUT_SEED, HELD_OUT_TRIALS, source).performance
+        measured = systems.llm_only(scenario, HELD_OUT_SEED, HELD_OUT_TRIALS, source).performance
         assert abs(measured.mean() - AUTHORS_LLM_ONLY[scenario]) <= CALIBRATION_TOLERANCE, (scenario, measured.mean())
         assert 0.0 < source.rates[scenario] < 1.0
         assert measured.std() > 0  # an imperfect planner: plans differ in quality
@@ -57,7 +57,7 @@ def test_corruption_is_deterministic_per_seed_and_grows_with_the_rate():
 def test_the_rates_enter_the_run_name_and_a_damaged_rates_file_is_named(tmp_path):
     a, b = CalibratedSurrogatePlanner({"maze_like": 0.2}), CalibratedSurrogatePlanner({"maze_like": 0.3})
     assert a.name != b.name and a.name.startswith(surrogate_planner.NAME)
-    assert marlin.system_tag("MARLIN", a.name) == "marlin-calibrated-surrogate-planner"
+    assert grid.system_tag("MARLIN", a.name) == "marlin-calibrated-surrogate-planner"
     broken = tmp_path / "rates.json"
     broken.write_text('{"scenarios": {"maze_like": {"rate": 0.2}')
     with pytest.raises(ValueError, match="rates.json"):
@@ -70,12 +70,12 @@ def test_the_rates_enter_the_run_name_and_a_damaged_rates_file_is_named(tmp_path
 
 
 def test_marlin_with_the_surrogate_switches_generators_without_any_llm(tmp_path):
-    name, settings, source, label = marlin.plan_source_settings("quick", "marlin_training", "surrogate")
+    name, settings, source, label = grid.plan_source_settings("quick", "marlin_training", "surrogate")
     assert name == "surrogate" and settings["plan_budget"] is None and "NOT an LLM" in label
     settings = {**settings, "scenarios": ["maze_like"], "seeds": [0], "episodes": 25, "n_envs": 4, "checkpoints": [25],
                 "eval_runs": 4, "llm_only_trials": 5, "workers": 1, "mappo": {"update_epochs": 2, "steps_per_iteration": 200}}
-    results = marlin.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
+    results = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
     runs = results.episodes[(results.episodes.system == "MARLIN") & (results.episodes.episode > 10)]
-    share = (runs.generator == marlin.PLAN).mean()
+    share = (runs.generator == algorithm1.PLAN).mean()
     assert 0.0 < share < 1.0, f"Algorithm 1 should switch with an imperfect planner, plan share {share}"
     assert (tmp_path / "maze_like__marlin-calibrated-surrogate-planner__seed0.csv").exists()

@@ -34,9 +34,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from marlinkit import presets
-    from marlinkit.marlin import algorithm1 as marlin
     from marlinkit.marlin import batched as marlin_batched
-    from marlinkit.algos.surrogate_planner import CalibratedSurrogatePlanner
+    from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
 
     if args.episodes < 1 or args.seeds < 1:
         raise ValueError(f"--episodes and --seeds must be >= 1, got {args.episodes} and {args.seeds}")

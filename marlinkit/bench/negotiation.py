@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from marlinkit import presets
-    from marlinkit.marlin import algorithm1 as marlin
+    from marlinkit.marlin import algorithm1, systems
     from marlinkit.envs.corridor.layouts import get_layout
     from marlinkit.llm import config as llm_config
     from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                            n_envs=args.n_envs)
     settings["plan_budget"] = None  # the paper's unlimited re-planning: count what the cache alone saves
     counting = _Counting(Negotiation(ScriptedBackend(), config))
-    episodes, _ = marlin.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
+    episodes, _ = systems.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
     copy_episodes = len(episodes)
     per_1000 = 1000 * counting.plans / copy_episodes
     result.update(marlin_episodes=copy_episodes, marlin_plans_made=counting.plans,
-                  plan_episodes=int((episodes.generator == marlin.PLAN).sum()),
+                  plan_episodes=int((episodes.generator == algorithm1.PLAN).sum()),
                   plans_per_1000_episodes=per_1000,
                   scripted_llm_calls_per_1000_episodes=1000 * counting.calls / copy_episodes,
                   episodes_counted_as="per environment copy (n_envs copies per training episode, as Fig. 3)")

@@ -2,7 +2,7 @@
 
 ``train_systems`` trains a list of (scenario, system, seed) runs of one settings dict together with
 ``marlinkit.algos.mappo_batched``; each run keeps its own Algorithm 1 switch (per run and per copy),
-its own records and checkpoint evaluations, built by the same ``marlin.system_run`` as a training
+its own records and checkpoint evaluations, built by the same ``systems.system_run`` as a training
 alone. A run's numbers do not depend on which runs share its batch (tested), so a grid may be cut
 into batches in any way, e.g. one batch per worker process.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import systems
 from marlinkit.algos import mappo_batched
 from marlinkit.envs.corridor.plans import PlanSource
 
@@ -24,8 +24,8 @@ def train_systems(jobs: list[tuple[str, str, int]], settings: dict[str, Any],
     """Train every (scenario, system, seed) of ``jobs`` (MARL or MARLIN) in one batch; tables per job, in order."""
     if any(system not in ("MARL", "MARLIN") for _, system, _ in jobs):
         raise ValueError(f"the batched trainer trains MARL and MARLIN runs only, got {sorted({j[1] for j in jobs})}")
-    config, _ = marlin._settings_parts(settings)
-    runs = [marlin.system_run(scenario, system, seed, settings, source) for scenario, system, seed in jobs]
+    config, _ = systems.settings_parts(settings)
+    runs = [systems.system_run(scenario, system, seed, settings, source) for scenario, system, seed in jobs]
     specs = [mappo_batched.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
              for run, (_, _, seed) in zip(runs, jobs)]
     mappo_batched.train(config, specs, n_envs=settings["n_envs"], episodes=settings["episodes"])
@@ -40,5 +40,5 @@ def timed(jobs: list[tuple[str, str, int]], settings: dict[str, Any], source: Pl
         train_systems(jobs, settings, source)
     else:
         for scenario, system, seed in jobs:
-            marlin.train_system(scenario, system, seed, settings, source)
+            systems.train_system(scenario, system, seed, settings, source)
     return time.perf_counter() - started, time.process_time() - cpu_started

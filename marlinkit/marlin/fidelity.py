@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import presets
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import grid
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 
-def marl_runs(preset: str, progress: bool = False) -> tuple[marlin.Results, dict[str, Any]]:
+def marl_runs(preset: str, progress: bool = False) -> tuple[grid.Results, dict[str, Any]]:
     """The MARL trainings of the preset's ``marlin_training`` grid (loaded when Fig. 3 made them)."""
     settings = {**presets.get(preset, "marlin_training"), "systems": ["MARL"]}
-    return marlin.run_grid(settings, preset, progress=progress), settings
+    return grid.run_grid(settings, preset, progress=progress), settings
 
 
 def training_curve(episodes: pd.DataFrame, window: int = 5) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def training_curve(episodes: pd.DataFrame, window: int = 5) -> pd.DataFrame:
     return curve.rolling(window, min_periods=1, center=True).mean()
 
 
-def matched_table(results: marlin.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5) -> pd.DataFrame:
+def matched_table(results: grid.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5) -> pd.DataFrame:
     """Per scenario, paper episode and assumed paper copies: our MARL training performance at the same sample count."""
     rows = []
     for scenario, data in results.episodes[results.episodes.system == "MARL"].groupby("scenario", sort=False):
@@ -50,7 +50,7 @@ def matched_table(results: marlin.Results, settings: dict[str, Any], paper_copie
     return pd.DataFrame(rows)
 
 
-def figure(results: marlin.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5):
+def figure(results: grid.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5):
     """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed copies."""
     import matplotlib.pyplot as plt
 

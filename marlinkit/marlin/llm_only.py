@@ -22,7 +22,8 @@ from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
 from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
-from marlinkit.runs import ResultStore, atomic_write_text, read_json, run_name
+from marlinkit.runs import ResultStore, run_name
+from marlinkit.files import atomic_write_text, read_json
 
 TRANSCRIPT_PURPOSE = "llm_only"
 

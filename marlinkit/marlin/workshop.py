@@ -3,7 +3,7 @@
 Sizes come from the ``workshop`` preset section. ``smoke`` is what nbval runs (seconds; the LLM's
 replies replay from the committed ``data/transcripts/workshop_smoke__*.jsonl``, no model load);
 ``quick`` is the teaching session (minutes; smollm2 is called live and recorded to
-``workshop_quick__*.jsonl``). Training goes through ``marlin.run_grid``, so runs are cached by
+``workshop_quick__*.jsonl``). Training goes through ``grid.run_grid``, so runs are cached by
 configuration and written atomically with it under ``data/results/workshop/<preset>/``.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths, presets
-from marlinkit.marlin import algorithm1 as marlin
+from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.env import CorridorParallelEnv
@@ -75,7 +75,7 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebooks 02 and 04: training through marlin.run_grid
+# Notebooks 02 and 04: training through grid.run_grid
 
 
 def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
@@ -88,10 +88,10 @@ def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
             "workers": 1, "executor": "local", "ray_address": None, "switch_rule": "paper", "llm_only_performance": None}
 
 
-def run_training(preset: str, root: Path | None = None, progress: bool = False) -> marlin.Results:
+def run_training(preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
     """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
     grid = {**_grid_settings(settings(preset), "training"), "systems": ["MARL"]}
-    return marlin.run_grid(grid, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+    return grid.run_grid(grid, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
 
 
 def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
@@ -106,7 +106,7 @@ def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
 
 
 class Comparison(NamedTuple):
-    episodes: pd.DataFrame  # marlin.run_grid rows plus "curve" (MARL, MARLIN (<source>), LLM-only (<source>))
+    episodes: pd.DataFrame  # grid.run_grid rows plus "curve" (MARL, MARLIN (<source>), LLM-only (<source>))
     evaluations: pd.DataFrame  # checkpoint evaluations plus "curve"
     thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
 
@@ -126,10 +126,10 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
                EXACT_LABEL: ("exact", ExactJointPlanner())}
     episodes, evaluations, thresholds = [], [], {}
     for label, (folder, source) in sources.items():
-        alone = marlin.run_grid({**base, "systems": ["LLM-only"]}, preset, source, root / folder, progress).episodes
+        alone = grid.run_grid({**base, "systems": ["LLM-only"]}, preset, source, root / folder, progress).episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
-        trained = marlin.run_grid({**base, "systems": systems, "llm_only_performance": {section["scenario"]: thresholds[label]}},
+        trained = grid.run_grid({**base, "systems": systems, "llm_only_performance": {section["scenario"]: thresholds[label]}},
                                   preset, source, root / folder, progress)
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
             out.append(table.assign(curve=np.where(table.system == "MARL", "MARL", table.system + " (" + label + ")")))
@@ -143,7 +143,7 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
     checkpoints = sorted(evaluations.checkpoint.unique())
     for label, threshold in comparison.thresholds.items():
         pair = evaluations[(evaluations.system == "MARL") | (evaluations.curve == f"MARLIN ({label})")]
-        table = marlin.table1(pair, checkpoints)
+        table = fig3_training.table1(pair, checkpoints)
         tables.append(table.assign(plan_source=label, llm_only=threshold))
     columns = ["plan_source", "llm_only", "episode", "MARL", "MARLIN", "p_value", "runs"]
     return pd.concat(tables, ignore_index=True)[columns]

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from marlinkit.envs.traffic.data import APPROACHES, MOVEMENTS, Network
-from marlinkit.runs import atomic_write_text
+from marlinkit.files import atomic_write_text
 
 D_MIN, D_MAX = 0.3, 1.0
 #: Longest route a sampled vehicle may take (roads); the real flow's longest is 16.

@@ -8,11 +8,11 @@ call gives the same plan. The corrupted plan is played from the given positions 
 performance is the plan's performance, as for every plan source.
 
 The rate of each scenario is calibrated (``calibrate``, a measured bisection over the rate with
-the LLM-only protocol of ``marlin.llm_only``) so that the surrogate's LLM-only performance matches
+the LLM-only protocol of ``systems.llm_only``) so that the surrogate's LLM-only performance matches
 the authors' measured Llama 3.1 8B LLM-only performance (``paper_values.AUTHORS_LLM_ONLY``). The
 calibrated rates are package data, ``surrogate_planner_rates.json`` beside this file, written by::
 
-    python -m marlinkit.algos.surrogate_planner --trials 400 --seed 0
+    python -m marlinkit.marlin.surrogate_planner --trials 400 --seed 0
 
 What it matches is the *mean* LLM-only performance from the start state; it does not imitate an
 LLM's kind of mistakes, its plans from other states, or its cost.
@@ -68,7 +68,7 @@ def load_rates(path: Path = RATES_FILE) -> dict[str, float]:
         rates = {str(k): float(v["rate"]) for k, v in record["scenarios"].items()}
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"cannot read the surrogate planner's calibrated rates from {path}: {error!r}; "
-                         f"recreate it with: python -m marlinkit.algos.surrogate_planner") from error
+                         f"recreate it with: python -m marlinkit.marlin.surrogate_planner") from error
     bad = {k: v for k, v in rates.items() if not 0.0 <= v <= 1.0}
     if bad:
         raise ValueError(f"{path}: corruption rates must lie in [0, 1], got {bad}")
@@ -104,10 +104,10 @@ class CalibratedSurrogatePlanner:
 
 
 def llm_only_mean(scenario: str, rate: float, trials: int, seed: int) -> float:
-    """The surrogate's LLM-only performance at ``rate``, measured by ``marlin.llm_only`` itself."""
-    from marlinkit.marlin import algorithm1 as marlin
+    """The surrogate's LLM-only performance at ``rate``, measured by ``systems.llm_only`` itself."""
+    from marlinkit.marlin import systems
 
-    return float(marlin.llm_only(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
+    return float(systems.llm_only(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
 
 
 def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from marlinkit.runs import atomic_write_text
+    from marlinkit.files import atomic_write_text
 
     parser = argparse.ArgumentParser(description="calibrate the surrogate planner's corruption rates (writes the package data)")
     parser.add_argument("--trials", type=int, default=400, help="LLM-only trials per rate tried (default 400)")
@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     for scenario in LAYOUT_NAMES:
         scenarios[scenario] = calibrate(scenario, AUTHORS_LLM_ONLY[scenario], args.trials, args.seed)
         print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
-    record = {"command": f"python -m marlinkit.algos.surrogate_planner --trials {args.trials} --seed {args.seed}",
+    record = {"command": f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}",
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
-              "protocol": "marlin.llm_only: plans from the start positions, seed * 1000003 + trial per plan",
+              "protocol": "systems.llm_only: plans from the start positions, seed * 1000003 + trial per plan",
               "trials": args.trials, "seed": args.seed, "scenarios": scenarios}
     atomic_write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")
 

@@ -8,35 +8,35 @@ import numpy as np
 import pytest
 
 from marlinkit import presets
-from marlinkit.marlin import algorithm1 as marlin
-from marlinkit.marlin import extensions as marlin_extensions
+from marlinkit.marlin import algorithm1, grid, systems
+from marlinkit.marlin import dynamic_env, fig5_hardware
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.marlin.hardware import VelocityCommand, integrate
 
 
 def test_fig5_checkpoints_follow_the_paper_schedule():
-    assert marlin_extensions.fig5_checkpoints(1600, 100, 250) == [100, 350, 600, 850, 1100, 1350, 1600]
-    settings = marlin_extensions.fig5_settings(presets.get("paper", "fig5_hardware"))
+    assert fig5_hardware.fig5_checkpoints(1600, 100, 250) == [100, 350, 600, 850, 1100, 1350, 1600]
+    settings = fig5_hardware.fig5_settings(presets.get("paper", "fig5_hardware"))
     assert settings["scenarios"] == ["maze_like"] and settings["checkpoints"][-1] == settings["episodes"] == 1600
     with pytest.raises(ValueError, match="checkpoint_start"):
-        marlin_extensions.fig5_checkpoints(50, 100, 250)
+        fig5_hardware.fig5_checkpoints(50, 100, 250)
 
 
 def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     noise = {"p_fail": 1.0, "p_slip": 0.0}  # robots that never move: every score must be 0
-    results = marlin_extensions.run_fig5("smoke", root=tmp_path, progress=False, actuation_noise=noise, llm_only_trials=2)
+    results = fig5_hardware.run_fig5("smoke", root=tmp_path, progress=False, actuation_noise=noise, llm_only_trials=2)
     evaluations = results.evaluations
     assert sorted(evaluations.checkpoint.unique()) == [1, 3, 5] and set(evaluations.system) == {"MARL", "MARLIN"}
     assert (evaluations.performance == 0.0).all() and (evaluations.layout == "maze_like").all()
     llm = results.episodes[results.episodes.system == "LLM-only"]
     assert len(llm) == 2 and (llm.performance == 0.0).all()
-    clean = marlin.llm_only("maze_like", 0, 2)  # the same plans without noise reach the goals
+    clean = systems.llm_only("maze_like", 0, 2)  # the same plans without noise reach the goals
     assert (clean.performance == 1.0).all()
 
 
 def test_velocity_commands_drive_each_robot_of_the_maze_plan_to_its_goal():
-    table = marlin_extensions.velocity_commands_table()
+    table = fig5_hardware.velocity_commands_table()
     layout = get_layout("maze_like")
     for robot, rows in table.groupby("robot"):
         start, goal = np.asarray(layout.starts[robot]), np.asarray(layout.goals[robot])
@@ -63,7 +63,7 @@ def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_pl
     settings = {**presets.get("smoke", "marlin_training"), "episodes": 10, "n_envs": 2, "checkpoints": [7, 10],
                 "layout_schedule": [[7, "maze_like"]], "plan_budget": None}  # the paper's unlimited re-planning
     source = RecordingPlanner()
-    episodes, evaluations = marlin.train_system("single_slot", "MARLIN", 0, settings, source)
+    episodes, evaluations = systems.train_system("single_slot", "MARLIN", 0, settings, source)
     assert (episodes[episodes.episode <= 7].layout == "single_slot").all()
     assert (episodes[episodes.episode > 7].layout == "maze_like").all()
     assert evaluations.groupby("checkpoint").layout.first().to_dict() == {7: "single_slot", 10: "maze_like"}
@@ -71,17 +71,17 @@ def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_pl
     assert get_layout("maze_like").starts == get_layout("single_slot").starts  # same start key: only the layout tells them apart
     # Episodes 6-10 are Algorithm 1's plan episodes (m = 5): a plan from the start for each layout, though one was cached.
     assert ("single_slot", starts) in source.asked and ("maze_like", starts) in source.asked
-    plan_runs = episodes[(episodes.generator == marlin.PLAN) & ~episodes.toggled]
+    plan_runs = episodes[(episodes.generator == algorithm1.PLAN) & ~episodes.toggled]
     assert set(plan_runs.episode) >= {6, 7, 8, 9, 10}
     # A single-slot plan replayed in the maze walks into walls; the maze's own plan reaches the goals.
     assert (plan_runs.performance == 1.0).all()
 
 
 def test_dynamic_settings_and_bad_schedules(tmp_path):
-    settings = marlin_extensions.dynamic_settings(presets.get("paper", "dynamic_env"))
+    settings = dynamic_env.dynamic_settings(presets.get("paper", "dynamic_env"))
     assert settings["layout_schedule"] == [[1000, "maze_like"]] and settings["checkpoints"] == [1000, 1600]
-    base = marlin_extensions.dynamic_settings(presets.get("smoke", "dynamic_env"))
+    base = dynamic_env.dynamic_settings(presets.get("smoke", "dynamic_env"))
     for schedule in ([[12, "maze_like"]], [[3, "maze9"]]):
         with pytest.raises(ValueError, match="layout_schedule"):
-            marlin.run_grid({**base, "layout_schedule": schedule}, "test", root=tmp_path)
+            grid.run_grid({**base, "layout_schedule": schedule}, "test", root=tmp_path)
     assert not any(tmp_path.iterdir())

@@ -1,0 +1,95 @@
+"""The dynamic environment (the authors' extension): training starts on one layout and continues on another.
+
+A MARLIN grid in ``data/results/marlin/<preset>/dynamic_env``: ``scenario`` until ``change_episode``, then
+``new_layout`` (paper preset: maze-like after episode 1000). Plans stay cached per layout, so none made for the
+old layout is replayed on the new one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import paths
+from marlinkit.marlin import algorithm1, grid
+from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.envs.corridor.plans import PlanSource
+
+
+# ---------------------------------------------------------------------------------------------
+# The dynamic environment
+
+
+def dynamic_settings(section: dict[str, Any]) -> dict[str, Any]:
+    """``run_grid`` settings of the ``dynamic_env`` preset section (MARL and MARLIN; checkpoints at the change and the end)."""
+    settings = {k: v for k, v in section.items() if k not in ("scenario", "new_layout", "change_episode")}
+    settings.update(scenarios=[section["scenario"]], systems=["MARL", "MARLIN"],
+                    layout_schedule=[[section["change_episode"], section["new_layout"]]],
+                    checkpoints=sorted({section["change_episode"], section["episodes"]}),
+                    llm_only_trials=1)  # required by run_grid; there are no LLM-only runs here
+    return settings
+
+
+def run_dynamic(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
+                plan_source: str | None = None, **overrides: Any) -> grid.Results:
+    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section (plan source as ``run_fig5``)."""
+    settings, source = grid.section_settings_and_source(preset, "dynamic_env", plan_source, source, overrides)
+    return grid.run_grid(dynamic_settings(settings), preset, source,
+                           Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env", progress)
+
+
+def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:
+    """Per system: median performance just before and after the change and at the end, and episodes to reach ``level`` again.
+
+    Curves are medians over all copies and seeds; the end evaluation's spread over seeds is its own column.
+    """
+    rows = []
+    for system, data in results.episodes.groupby("system", sort=True):
+        curve = data.groupby("episode").performance.median()
+        after = curve[curve.index > change_episode]
+        reached = after[after >= level]
+        system_evaluations = results.evaluations[results.evaluations.system == system]
+        evaluations = system_evaluations.groupby("checkpoint").performance.mean()
+        end_per_seed = system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()].groupby("seed").performance.mean()
+        rows.append({"system": system,
+                     f"before (last {window})": curve[(curve.index > change_episode - window) & (curve.index <= change_episode)].mean(),
+                     f"after (first {window})": after.iloc[:window].mean(), f"end (last {window})": after.iloc[-window:].mean(),
+                     f"episodes after change to median >= {level}": int(reached.index[0] - change_episode) if len(reached) else None,
+                     "eval at change (old layout)": evaluations.get(change_episode, np.nan),
+                     "eval at end (new layout)": evaluations.iloc[-1],
+                     "eval at end: SD over seeds": end_per_seed.std(ddof=1), "seeds": len(end_per_seed),
+                     "plan share after change": (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
+    return pd.DataFrame(rows)
+
+
+def dynamic_figure(results: grid.Results, change_episode: int):
+    """Median training performance per episode around the layout change, and MARLIN's share of plan episodes."""
+    import matplotlib.pyplot as plt
+
+    from marlinkit.plots import PAPER_COLORS
+
+    episodes = results.episodes
+    fig, (ax, share) = plt.subplots(2, 1, figsize=(6.0, 4.2), sharex=True, height_ratios=(3, 1))
+    for system in ("MARL", "MARLIN"):
+        curve = episodes[episodes.system == system].groupby("episode").performance.median()
+        ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.2)
+    marlin_rows = episodes[episodes.system == "MARLIN"]
+    plans = marlin_rows.groupby("episode").generator.apply(lambda g: (g == algorithm1.PLAN).mean())
+    share.bar(plans.index, plans.values, width=1.0, color=PAPER_COLORS["MARLIN"], alpha=0.6)
+    before, after = (get_layout(episodes[episodes.episode == e].layout.iloc[0]).title for e in (1, int(episodes.episode.max())))
+    for axis in (ax, share):
+        axis.axvline(change_episode + 0.5, color="k", ls="--", lw=1)
+        axis.grid(alpha=0.3)
+    ax.text(change_episode * 0.98, 1.02, f"{before}  |", ha="right", va="bottom", fontsize=8)
+    ax.text(change_episode * 1.02, 1.02, f"  {after}", ha="left", va="bottom", fontsize=8)
+    ax.set_ylim(-0.02, 1.12)
+    ax.set_ylabel("median performance")
+    ax.legend(loc="lower left", fontsize=8)
+    share.set_ylabel("MARLIN\nplan share", fontsize=8)
+    share.set_ylim(0, 1)
+    share.set_xlabel(f"episode (per environment copy); layout changes after episode {change_episode}")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig

@@ -1,0 +1,184 @@
+"""Fig. 3 (training curves of MARL, MARLIN and the plan source alone) and Table I (checkpoint means and tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit.paper_values import MARLIN_TABLE1
+from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.marlin.grid import Results
+
+
+# Figure 3 and Table I
+
+SIGNIFICANCE = 0.001  # Table I bolds p < 0.001
+SEED_SIGNIFICANCE = 0.05  # the across-seed test, with 3-5 seeds, at the conventional level
+
+
+def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
+    """Mean checkpoint performance of MARL and MARLIN with two tests, and the over-seed spread.
+
+    ``p_value``: paired t-test over the evaluation runs sharing (seed, run): the unit is one evaluation
+    run of the trained policies, so it measures the evaluation noise of those policies, not how much
+    training on another seed would change them. ``p_value_seeds``: paired t-test over the per-seed means
+    (the seed is the unit; NaN with fewer than 2 seeds). ``*_seed_sd``: standard deviation over seeds of
+    the per-seed means; ``diff_ci_low/high``: 95 % t interval of the mean MARLIN - MARL difference over
+    seeds. The i-th checkpoint is set beside the paper's i-th column (episodes 100, 850, 1600).
+    """
+    from scipy import stats as scipy_stats
+
+    from marlinkit import stats
+
+    paper_episodes = (100, 850, 1600)
+    rows = []
+    for scenario, group in evaluations.groupby("scenario", sort=False):
+        for i, checkpoint in enumerate(sorted(checkpoints)):
+            at = group[group.checkpoint == checkpoint]
+            pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
+            test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
+            per_seed = pairs.groupby("seed")[["performance_marl", "performance_marlin"]].mean()
+            n_seeds = len(per_seed)
+            difference = per_seed.performance_marlin - per_seed.performance_marl
+            if n_seeds >= 2:
+                seed_test = stats.paired_ttest(per_seed.performance_marl, per_seed.performance_marlin)
+                half = float(scipy_stats.t.ppf(0.975, n_seeds - 1) * difference.std(ddof=1) / np.sqrt(n_seeds))
+            else:
+                seed_test, half = None, np.nan
+            paper_episode = paper_episodes[i] if i < len(paper_episodes) else None
+            paper = MARLIN_TABLE1.get(scenario, {}).get(paper_episode, ("", ""))  # strings as printed
+            p_seeds = seed_test.p_value if seed_test else np.nan
+            rows.append({"scenario": scenario, "episode": checkpoint, "MARL": pairs.performance_marl.mean(),
+                         "MARLIN": pairs.performance_marlin.mean(), "p_value": test.p_value, "runs": test.n,
+                         "significant": bool(test.p_value < SIGNIFICANCE), "seeds": n_seeds,
+                         "MARL_seed_sd": per_seed.performance_marl.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "MARLIN_seed_sd": per_seed.performance_marlin.std(ddof=1) if n_seeds >= 2 else np.nan,
+                         "diff_ci_low": difference.mean() - half, "diff_ci_high": difference.mean() + half,
+                         "p_value_seeds": p_seeds, "significant_seeds": bool(p_seeds < SEED_SIGNIFICANCE),
+                         "paper_episode": paper_episode, "paper_MARL": paper[0], "paper_MARLIN": paper[1]})
+    return pd.DataFrame(rows)
+
+
+#: Markdown number formats of Table I's shown columns: the paper's values keep the four decimals it prints ("0.9700").
+TABLE1_MARKDOWN_FLOATFMT = ["g"] * 10 + [".4f", ".4f"]
+
+
+def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way).
+
+    Save the Markdown with ``markdown_floatfmt=TABLE1_MARKDOWN_FLOATFMT`` so the paper's values keep their trailing zeros.
+
+    MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the per-run one.
+    """
+    shown = table.copy()
+    for column in ("MARL", "MARLIN"):  # the paper_* columns are already the paper's own strings
+        sd = table[f"{column}_seed_sd"]
+        shown[column] = [f"{m:.4f}" if np.isnan(d) else f"{m:.4f} ± {d:.4f}" for m, d in zip(table[column], sd)]
+    for column in ("p_value", "p_value_seeds"):
+        shown[column] = table[column].map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
+    shown["diff_ci95"] = [("n/a" if np.isnan(lo) else f"[{lo:+.3f}, {hi:+.3f}]") for lo, hi in zip(table.diff_ci_low, table.diff_ci_high)]
+    latex = shown.copy()
+    for i, row in table.iterrows():
+        if row.significant:
+            better = "MARLIN" if row.MARLIN > row.MARL else "MARL"
+            shown.loc[i, better] = f"**{shown.loc[i, better]}**"
+            latex.loc[i, better] = f"\\textbf{{{latex.loc[i, better]}}}"
+    latex["scenario"] = latex.scenario.str.replace("_", r"\_")
+    latex["MARL"] = latex.MARL.str.replace("±", r"$\pm$")
+    latex["MARLIN"] = latex.MARLIN.str.replace("±", r"$\pm$")
+    columns = ["scenario", "episode", "MARL", "MARLIN", "p_value", "runs", "seeds", "p_value_seeds", "diff_ci95",
+               "paper_episode", "paper_MARL", "paper_MARLIN"]
+    body = latex[columns].rename(columns=lambda c: c.replace("_", r"\_")).to_latex(index=False, escape=False)
+    return shown[columns], body
+
+
+def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM-only"):
+    """The plan source alone (LLM-only; the exact planner when it is the source): a box over its runs from
+    minimum to maximum and a diamond at the mean, visible even when every run scores the same."""
+    from marlinkit.plots import PAPER_COLORS
+
+    values = np.asarray(values, float)
+    if not len(values):
+        return None
+    color = PAPER_COLORS["LLM-only"]
+    ax.boxplot([values], positions=[x], widths=width, manage_ticks=False, patch_artist=True, whis=(0, 100),
+               boxprops={"facecolor": color, "alpha": 0.45}, medianprops={"color": "black", "lw": 1})
+    return ax.plot([x], [values.mean()], "D", color=color, mec="black", mew=0.6, ms=6, zorder=4,
+                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox min-max, diamond mean")[0]
+
+
+def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
+    """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
+    runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
+    spread = f"± SD over {seeds} seeds {list(settings['seeds'])}" if seeds > 1 else f"one seed {list(settings['seeds'])}: no spread"
+    return (f"Table I (reproduction): mean performance at checkpoints {sorted(settings['checkpoints'])} "
+            f"({spread}). p_value: paired t-test over {runs} evaluation runs "
+            f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
+            f"so it measures the evaluation noise of those policies, not the variation between trainings. "
+            f"p_value_seeds: paired t-test over the {seeds} per-seed means (the seed is the unit), "
+            f"diff_ci95: 95 % t interval of MARLIN - MARL over seeds. "
+            f"paper_* = the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B). {footer}")
+
+
+def seed_curves(episodes: pd.DataFrame, system: str) -> pd.DataFrame:
+    """Median performance over copies per episode (rows) and seed (columns) of one system."""
+    data = episodes[episodes.system == system]
+    return data.groupby(["episode", "seed"]).performance.median().unstack("seed")
+
+
+def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None):
+    """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
+    at the right of each panel. Panels in rows of three, sized for a two-column paper figure.
+
+    The line is the mean over seeds of each seed's median over copies; the band spans the seeds' medians
+    (min to max) when there are several seeds.
+    """
+    import matplotlib.pyplot as plt
+
+    from marlinkit.plots import PAPER_COLORS
+
+    episodes = results.episodes
+    columns = min(3, len(scenarios))
+    rows = -(-len(scenarios) // columns)
+    legend_below = len(scenarios) == rows * columns  # no spare panel to hold the legend
+    fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below + 0.3 * bool(title)),
+                             sharey=True, squeeze=False)
+    n_seeds = episodes[episodes.system == "MARL"].seed.nunique()
+    handles = {}
+    for ax, scenario in zip(axes.flat, scenarios):
+        data = episodes[episodes.scenario == scenario]
+        last = int(data.episode.max())
+        for system in ("MARL", "MARLIN"):
+            curves = seed_curves(data, system)
+            handles[system], = ax.plot(curves.index, curves.mean(axis=1), color=PAPER_COLORS[system], label=system, lw=1.0)
+            if curves.shape[1] > 1:
+                handles[system + " band"] = ax.fill_between(
+                    curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0,
+                    label=f"{system}: range over {n_seeds} seeds")
+        alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08, source_label)
+        if alone is not None:
+            handles["alone"] = alone
+        ax.set_xlim(0, last * 1.18)
+        ax.set_title(get_layout(scenario).title, fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(scenarios):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"median performance\n(mean of {n_seeds} seed{'s' * (n_seeds > 1)})", fontsize=8)
+    for ax in axes.flat[max(0, len(scenarios) - columns):len(scenarios)]:
+        ax.set_xlabel("episode (per environment copy)", fontsize=8)
+    axes[0][0].set_ylim(-0.02, 1.05)
+    spare = axes.flat[len(scenarios)] if len(scenarios) < axes.size else None
+    if spare is not None:
+        spare.legend(handles=list(handles.values()), loc="center", fontsize=8, frameon=False)
+    else:
+        height = fig.get_figheight()  # inches: the footer takes the lowest ~0.35, the legend ~0.5 above it
+        fig.legend(handles=list(handles.values()), loc="lower center", ncol=min(3, len(handles)), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.35 / height))
+    if title:
+        fig.suptitle(title, fontsize=8)
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight() if spare is not None else 0.9 / fig.get_figheight(), 1, 1))
+    return fig

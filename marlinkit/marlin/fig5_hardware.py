@@ -1,0 +1,119 @@
+"""Fig. 5 in simulation: MARL and MARLIN on the maze-like corridor, checkpoints evaluated under actuation noise.
+
+A MARLIN grid (``grid.run_grid``) in its own result folder ``data/results/marlin/<preset>/fig5_hardware``: MARL and
+MARLIN checkpoints every ``checkpoint_every`` episodes from ``checkpoint_start`` (paper: 250 from 100) are evaluated
+under ``hardware.ActuationNoise``, and the LLM-only system plays its plans on the same noisy robots, re-planning
+after a deviation. Simulated actuation noise, **not physical robots**.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from marlinkit import paths
+from marlinkit.marlin import fig3_training, grid
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.envs.corridor.plans import PlanSource
+from marlinkit.marlin.hardware import DriveConfig, move_to_commands
+
+
+ENGINE = "corridor core (numpy)"
+FIG5_SCENARIO = "maze_like"  # the paper's physical experiment used the hardest corridor only
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 5 in simulation
+
+
+def fig5_checkpoints(episodes: int, start: int, every: int) -> list[int]:
+    """The paper's evaluation episodes: ``start``, ``start + every``, ... up to ``episodes`` (100, 350, ..., 1600)."""
+    if not (1 <= start <= episodes and every >= 1):
+        raise ValueError(f"need 1 <= checkpoint_start <= episodes and checkpoint_every >= 1, got {start}, {every}, {episodes}")
+    return list(range(start, episodes + 1, every))
+
+
+def fig5_settings(section: dict[str, Any]) -> dict[str, Any]:
+    """``run_grid`` settings of the ``fig5_hardware`` preset section."""
+    settings = {k: v for k, v in section.items() if k not in ("checkpoint_start", "checkpoint_every")}
+    settings.update(scenarios=[FIG5_SCENARIO],
+                    checkpoints=fig5_checkpoints(section["episodes"], section["checkpoint_start"], section["checkpoint_every"]))
+    return settings
+
+
+
+def run_fig5(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
+             plan_source: str | None = None, **overrides: Any) -> grid.Results:
+    """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise.
+
+    The plan source is ``source``, else ``plan_source`` ("surrogate" or "exact"), else the section's ``plan_source``.
+    """
+    settings, source = grid.section_settings_and_source(preset, "fig5_hardware", plan_source, source, overrides)
+    return grid.run_grid(fig5_settings(settings), preset, source,
+                           Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware", progress)
+
+
+def fig5_table(results: grid.Results) -> pd.DataFrame:
+    """Median and quartiles of the noisy checkpoint evaluations per system and episode (all seeds' runs pooled),
+    and the spread over seeds: ``seed_sd``, the standard deviation of the per-seed means (NaN with one seed)."""
+    evaluations = results.evaluations
+    grouped = evaluations.groupby(["system", "checkpoint"]).performance
+    table = grouped.agg(median="median", q25=lambda p: p.quantile(0.25), q75=lambda p: p.quantile(0.75), mean="mean", runs="size")
+    per_seed = evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean().groupby(["system", "checkpoint"])
+    table["seeds"] = per_seed.size()
+    table["seed_sd"] = per_seed.std(ddof=1)
+    return table.reset_index()
+
+
+def figure5(results: grid.Results, noise: dict[str, float], source_label: str = "exact planner alone"):
+    """Median noisy performance vs episode for MARL and MARLIN (quartile bands); the plan source alone (here
+    the exact joint planner, not an LLM) at the right."""
+    import matplotlib.pyplot as plt
+
+    from marlinkit.plots import PAPER_COLORS
+
+    table = fig5_table(results)
+    last = int(table.checkpoint.max())
+    fig, ax = plt.subplots(figsize=(6.0, 4.1))
+    for system in ("MARL", "MARLIN"):
+        rows = table[table.system == system]
+        ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=f"{system}: median", lw=1.4, ms=4)
+        ax.fill_between(rows.checkpoint, rows.q25, rows.q75, color=PAPER_COLORS[system], alpha=0.15, lw=0,
+                        label=f"{system}: quartiles over evaluation runs")
+    alone = results.episodes[results.episodes.system == "LLM-only"].performance  # this figure's plan source: the planner
+    fig3_training.draw_plan_source_alone(ax, alone, last * 1.12, last * 0.08, source_label)
+    ax.set_xlim(0, last * 1.2)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("training episode of the evaluated checkpoint (per environment copy)")
+    ax.set_ylabel("median performance")
+    ax.set_title(f"Maze-Like corridor, SIMULATED actuation noise (not physical robots)\n"
+                 f"move fails p={noise['p_fail']}, slips sideways p={noise['p_slip']}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def velocity_commands_table(scenario: str = FIG5_SCENARIO, config: DriveConfig | None = None,
+                            source: PlanSource | None = None) -> pd.DataFrame:
+    """The wheel commands a plan from the start becomes, one row per ``cmd_vel`` command and robot.
+
+    Each robot starts facing along the corridor towards its goal (north if its goal lies north).
+    """
+    layout, config = get_layout(scenario), config or DriveConfig()
+    plan = (source or ExactJointPlanner()).make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS)
+    rows = []
+    for robot, (start, goal) in enumerate(zip(layout.starts, layout.goals, strict=True)):
+        heading = math.pi / 2 if goal[1] > start[1] else -math.pi / 2
+        for step, action in enumerate(plan.actions[:, robot], start=1):
+            move = core.LLM_ACTION_NAMES[action]
+            commands, heading = move_to_commands(move, heading, config)
+            rows.extend({"robot": robot, "step": step, "move": move, "linear_x_m_s": c.linear_x, "angular_z_rad_s": round(c.angular_z, 4),
+                         "duration_s": round(c.duration_s, 3)} for c in commands)
+    return pd.DataFrame(rows)

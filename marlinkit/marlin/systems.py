@@ -1,0 +1,137 @@
+"""One training of one MARLIN system (MARL, MARLIN, LLM-only): the parts a trainer takes, and its tables.
+
+``system_run`` sets up a MARL or MARLIN training (``train_system`` runs it alone with ``mappo.train``;
+``marlinkit.marlin.batched`` runs many together); ``llm_only`` plays the plan source alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from marlinkit.marlin import hardware
+from marlinkit.progress import Progress
+from marlinkit.paper_values import AUTHORS_LLM_ONLY
+from marlinkit.algos import mappo
+from marlinkit.algos.joint_planner import ExactJointPlanner
+from marlinkit.envs.corridor import core
+from marlinkit.envs.corridor.layouts import Layout, get_layout
+from marlinkit.envs.corridor.plans import PlanSource
+from marlinkit.marlin.algorithm1 import PLAN, SAMPLING, Algorithm1, SwitchConfig
+
+
+def settings_parts(settings: dict[str, Any]) -> tuple[mappo.MAPPOConfig, SwitchConfig]:
+    overrides = settings.get("mappo") or {}
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(mappo.MAPPOConfig)})
+    if unknown:
+        raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
+    return mappo.MAPPOConfig(**overrides), SwitchConfig(rule=settings.get("switch_rule", "paper"))
+
+
+def llm_only_threshold(settings: dict[str, Any], scenario: str) -> float:
+    """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
+    values = {**AUTHORS_LLM_ONLY, **(settings.get("llm_only_performance") or {})}
+    if scenario not in values:
+        raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
+    return float(values[scenario])
+
+
+def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int], Layout]:
+    """The layout of each 0-based episode: ``scenario``, then ``name`` after ``k`` episodes for each ``[k, name]``."""
+    steps = sorted((int(k), get_layout(name)) for k, name in changes or [])
+    first = get_layout(scenario)
+
+    def layout_at(episode: int) -> Layout:
+        return next((layout for k, layout in reversed(steps) if episode >= k), first)
+
+    return layout_at
+
+
+class SystemRun(NamedTuple):
+    """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
+
+    layout_at: Callable[[int], Layout]
+    generator: Algorithm1 | None  # MARLIN's switch for this run (None: MARL)
+    on_episode_end: mappo.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
+    tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
+
+
+def system_run(scenario: str, system: str, seed: int, settings: dict[str, Any], source: PlanSource | None = None) -> SystemRun:
+    """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
+    layout_at = layout_schedule(scenario, settings.get("layout_schedule"))
+    _, switch = settings_parts(settings)
+    n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
+    noise = settings.get("actuation_noise")
+    controller = None
+    if system == "MARLIN":
+        controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, layout_at(0).name),
+                                switch, seed, settings.get("plan_budget"))
+    records, evaluations = [], []
+    clock = [time.perf_counter()]
+    episodes_done = Progress.episodes(settings["episodes"], f"{scenario} {system} seed {seed}")
+
+    def on_episode_end(episode, agent, performance, team_return):
+        now = time.perf_counter()
+        layout = layout_at(episode - 1)
+        info = controller.end_episode(performance) if controller else [{"generator": SAMPLING, "toggled": False, "plan_cache_hit": False}] * n_envs
+        for c in range(n_envs):
+            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c, "layout": layout.name,
+                            **info[c], "performance": float(performance[c]), "return": float(team_return[c]),
+                            "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
+        if episode in checkpoints:
+            runs_, stream = settings["eval_runs"], (seed, episode)
+            actuate = hardware.ActuationNoise(**noise).actuator(stream, runs_) if noise else None
+            scores = mappo.evaluate(agent, layout, runs_, stream, actuate)
+            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "layout": layout.name,
+                                "run": r, "performance": float(s)} for r, s in enumerate(scores))
+        if controller:
+            controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
+        episodes_done.update()
+        clock[0] = time.perf_counter()
+
+    return SystemRun(layout_at, controller, on_episode_end, lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
+
+
+def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
+                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
+
+    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
+    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    """
+    run = system_run(scenario, system, seed, settings, source)
+    config, _ = settings_parts(settings)
+    mappo.train(config, run.layout_at, n_envs=settings["n_envs"], episodes=settings["episodes"], seed=seed,
+                generator=run.generator, on_episode_end=run.on_episode_end)
+    return run.tables()
+
+
+def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
+             noise: dict[str, float] | None = None) -> pd.DataFrame:
+    """The plan source alone: ``trials`` plans from the start, each played out on the core.
+
+    With ``noise`` (``hardware.ActuationNoise`` settings) each trial runs on noisy robots and re-plans after a deviation.
+    """
+    layout, source = get_layout(scenario), source or ExactJointPlanner()
+    arrays = core.layout_arrays(layout)
+    rows = []
+    for trial in range(trials):
+        started = time.perf_counter()
+        if noise:
+            performance, total, _ = hardware.play_plans_under_noise(layout, source, hardware.ActuationNoise(**noise), (seed, trial),
+                                                                    plan_seed=(seed * 1_000_003 + trial) * core.EPISODE_STEPS)
+        else:
+            plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)
+            padded = np.zeros((core.EPISODE_STEPS, core.N_AGENTS), np.int64)
+            padded[:len(plan.actions)] = plan.actions[:core.EPISODE_STEPS]
+            end, rewards = core.rollout(arrays, padded)
+            performance, total = float(core.performance(arrays, end)[0]), float(rewards.sum())
+        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0, "layout": scenario,
+                     "generator": PLAN, "toggled": False, "plan_cache_hit": False, "performance": performance, "return": total,
+                     "steps": core.EPISODE_STEPS, "wall_time_s": time.perf_counter() - started})
+    return pd.DataFrame(rows)
