@@ -310,13 +310,13 @@ def test_runner_rejects_bad_settings_before_compute(tmp_path):
 
 
 def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
-    grid = [(f"{sc}__{sy}__seed{se}", {"scenario": sc, "system": sy, "seed": se})
+    runs = [(f"{sc}__{sy}__seed{se}", {"scenario": sc, "system": sy, "seed": se})
             for sc in ("a", "b", "c", "d", "e") for sy in ("MARL", "MARLIN") for se in range(5)]
-    per_seed = grid.training_batches(grid, workers=2, batch_runs=10)
+    per_seed = grid.training_batches(runs, workers=2, batch_runs=10)
     assert [sorted({c["seed"] for _, c in batch}) for batch in per_seed] == [[0], [1], [2], [3], [4]]
-    assert sorted(name for batch in per_seed for name, _ in batch) == sorted(name for name, _ in grid)
-    assert [len(b) for b in grid.training_batches(grid[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
-    assert [len(b) for b in grid.training_batches(grid[:3], workers=4, batch_runs=10)] == [1, 1, 1]
+    assert sorted(name for batch in per_seed for name, _ in batch) == sorted(name for name, _ in runs)
+    assert [len(b) for b in grid.training_batches(runs[:30], workers=2, batch_runs=30)] == [15, 15]  # one per worker
+    assert [len(b) for b in grid.training_batches(runs[:3], workers=4, batch_runs=10)] == [1, 1, 1]
     assert grid.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
         grid.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))

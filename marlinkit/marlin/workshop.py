@@ -90,8 +90,8 @@ def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
 
 def run_training(preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
     """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
-    grid = {**_grid_settings(settings(preset), "training"), "systems": ["MARL"]}
-    return grid.run_grid(grid, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+    section = {**_grid_settings(settings(preset), "training"), "systems": ["MARL"]}
+    return grid.run_grid(section, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
 
 
 def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
