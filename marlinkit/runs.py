@@ -16,7 +16,7 @@ import platform
 import warnings
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -96,6 +96,17 @@ class ResultStore:
             **provenance,
         }
         atomic_write_text(self.sidecar_path(name), json.dumps(sidecar, indent=2, sort_keys=True, default=str))
+
+    def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame], **provenance: Any) -> pd.DataFrame:
+        """The run's table: loaded when complete with this configuration, else ``compute()``-d and saved.
+
+        The one cache-or-compute step of every runner that computes a run in this process.
+        """
+        if self.is_complete(name, config):
+            return self.load(name)
+        table = compute()
+        self.save(name, table, config, **provenance)
+        return table
 
     def _check_table(self, name: str, sidecar: dict[str, Any]) -> bytes:
         path = self.table_path(name)

@@ -64,24 +64,23 @@ def run_scalability(preset: str, llm: str | None = None, progress: bool = True, 
         source, llm_label = _source(system, settings, llm)
         run_config = {**settings, "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
         name = run_name(SECTION, system, llm_config.slug(llm_label))
-        if store.is_complete(name, run_config):
-            tables.append(store.load(name))
-            continue
-        rows = []
-        for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every agent count
-            for n_agents in settings["agents"]:
-                seed = trial_seed(settings["seed"], f"agents{n_agents}", trial)
-                with transcript_context(run=f"{name} {n_agents} agents trial {trial}", preset=preset):
-                    counts = crowd.run_episode(world, n_agents, source, seed, config)
-                rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
-                if progress:
-                    print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "
-                          f"{counts['resolved']} resolved, {counts['llm_calls']} LLM calls, {counts['steps']} steps, "
-                          f"{counts['agents_inside']} inside", flush=True)
-        table = pd.DataFrame(rows)
-        store.save(name, table, run_config, llm=llm_label, engine=ENGINE,
-                   transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None)
-        tables.append(table)
+
+        def compute() -> pd.DataFrame:  # called at once, in this iteration
+            rows = []
+            for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every agent count
+                for n_agents in settings["agents"]:
+                    seed = trial_seed(settings["seed"], f"agents{n_agents}", trial)
+                    with transcript_context(run=f"{name} {n_agents} agents trial {trial}", preset=preset):
+                        counts = crowd.run_episode(world, n_agents, source, seed, config)
+                    rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
+                    if progress:
+                        print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "
+                              f"{counts['resolved']} resolved, {counts['llm_calls']} LLM calls, {counts['steps']} steps, "
+                              f"{counts['agents_inside']} inside", flush=True)
+            return pd.DataFrame(rows)
+
+        tables.append(store.cached(name, run_config, compute, llm=llm_label, engine=ENGINE,
+                                   transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None))
     return pd.concat(tables, ignore_index=True)
 
 

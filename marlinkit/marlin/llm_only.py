@@ -59,26 +59,27 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
     run_config = {**settings, "llm": llm_config.label(backend)}
     store = ResultStore(paths.results_dir("marlin", preset))
     name = _run_name(backend)
-    if store.is_complete(name, run_config):
-        return store.load(name)
-    rows, transcripts = [], {}
-    for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every scenario
-        for scenario in settings["scenarios"]:
-            layout = get_layout(scenario)
-            seed = trial_seed(settings["seed"], scenario, trial)
-            with transcript_context(run=f"{name} {scenario} trial {trial}", preset=preset):
-                plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
-            stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
-            rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
-                         "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})
-            transcripts[f"{scenario}/{trial}"] = plan.transcript
-            if progress:
-                print(f"{scenario} trial {trial}: performance {plan.performance:.3f}, {stats['llm_calls']} calls, "
-                      f"{stats['llm_seconds']:.0f} s of LLM time", flush=True)
-    table = pd.DataFrame(rows)
-    atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
-    store.save(name, table, run_config, llm=llm_config.label(backend), transcript_file=str(backend.path))
-    return table
+
+    def compute() -> pd.DataFrame:
+        rows, transcripts = [], {}
+        for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every scenario
+            for scenario in settings["scenarios"]:
+                layout = get_layout(scenario)
+                seed = trial_seed(settings["seed"], scenario, trial)
+                with transcript_context(run=f"{name} {scenario} trial {trial}", preset=preset):
+                    plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
+                stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
+                rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
+                             "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})
+                transcripts[f"{scenario}/{trial}"] = plan.transcript
+                if progress:
+                    print(f"{scenario} trial {trial}: performance {plan.performance:.3f}, {stats['llm_calls']} calls, "
+                          f"{stats['llm_seconds']:.0f} s of LLM time", flush=True)
+        table = pd.DataFrame(rows)
+        atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
+        return table
+
+    return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=str(backend.path))
 
 
 def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
