@@ -11,7 +11,7 @@ import pytest
 
 from marlinkit.maestro import report
 from marlinkit.marlin import fig3_training, grid
-from marlinkit.marlin import fig6_scalability as scalability
+from marlinkit.marlin import fig6_scalability
 from marlinkit.marlin.fig2_negotiation import draw_dialogue
 
 
@@ -88,12 +88,12 @@ def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
 def test_fig6_legend_is_outside_the_panels_and_every_panel_has_a_y_label():
     table = pd.DataFrame([{"system": system, "agents": n, "conflicts": 1.0, "negotiations": 1.0, "resolved": 1.0,
                            "llm_calls": 2.0 if system == "llm" else 0.0, "steps": 40.0}
-                          for system in scalability.SYSTEMS for n in (4, 8, 12)])
-    fig = scalability.figure(table, max_steps=150)
+                          for system in fig6_scalability.SYSTEMS for n in (4, 8, 12)])
+    fig = fig6_scalability.figure(table, max_steps=150)
     assert all(ax.get_ylabel() for ax in fig.axes)
     assert all(ax.get_legend() is None for ax in fig.axes) and fig.legends
-    llm, = [line for line in fig.axes[0].lines if line.get_label() == scalability.SYSTEM_LABELS["llm"]]
-    exact, = [line for line in fig.axes[0].lines if line.get_label() == scalability.SYSTEM_LABELS["exact"]]
+    llm, = [line for line in fig.axes[0].lines if line.get_label() == fig6_scalability.SYSTEM_LABELS["llm"]]
+    exact, = [line for line in fig.axes[0].lines if line.get_label() == fig6_scalability.SYSTEM_LABELS["exact"]]
     assert llm.get_zorder() > exact.get_zorder(), "the LLM line is drawn over the planner's"
 
 

@@ -31,7 +31,7 @@ def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     assert (evaluations.performance == 0.0).all() and (evaluations.layout == "maze_like").all()
     llm = results.episodes[results.episodes.system == "LLM-only"]
     assert len(llm) == 2 and (llm.performance == 0.0).all()
-    clean = systems.llm_only("maze_like", 0, 2)  # the same plans without noise reach the goals
+    clean = systems.plan_source_alone("maze_like", 0, 2)  # the same plans without noise reach the goals
     assert (clean.performance == 1.0).all()
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from marlinkit import paths
-from marlinkit.marlin import fig6_scalability as scalability
+from marlinkit.marlin import fig6_scalability
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.envs.corridor.layouts import to_ascii
@@ -140,24 +140,24 @@ def test_seeded_episodes_reproduce():
 def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("an episode ran"))
     with pytest.raises(ValueError, match=message):
-        scalability.run_scalability("smoke", progress=False, **override)
+        fig6_scalability.run_scalability("smoke", progress=False, **override)
 
 
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    first = scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False)
+    first = fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False)
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()
     real = crowd.run_episode
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("a finished run was recomputed"))
-    pd.testing.assert_frame_equal(scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False), first)
+    pd.testing.assert_frame_equal(fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False), first)
     monkeypatch.setattr(crowd, "run_episode", real)
-    assert len(scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], trials=2, progress=False)) == 4
+    assert len(fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], trials=2, progress=False)) == 4
 
 
 def test_the_smoke_preset_replays_its_llm_negotiation_from_the_committed_transcript(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    table = scalability.run_scalability("smoke", progress=False)
+    table = fig6_scalability.run_scalability("smoke", progress=False)
     llm, exact = (table[table.system == s].iloc[0] for s in ("llm", "exact"))
     assert llm.negotiations == exact.negotiations == 1 and llm.llm_calls > 0 and exact.llm_calls == 0
-    summary = scalability.summary(table)
+    summary = fig6_scalability.summary(table)
     assert set(summary.system) == {"llm", "exact"} and summary.negotiations.tolist() == [1.0, 1.0]

@@ -183,13 +183,13 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):
     from marlinkit import presets
     from marlinkit.marlin import grid
-    from marlinkit.marlin import llm_only as experiments
+    from marlinkit.marlin import llm_only
 
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")  # nothing recorded there
     monkeypatch.delenv(llm_config.RECORD_VAR, raising=False)
     settings = presets.get("smoke", "marlin_training", scenarios=["single_slot"], workers=1,
                            llm_only_performance={"single_slot": 0.99})  # a high threshold: Algorithm 1 asks for a plan
-    source = experiments.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
+    source = llm_only.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
     with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "
                                              r"replay: .*marlin_training__smollm2__.*PRESET=smoke"):
         grid.run_grid({**settings, "systems": ["MARLIN"]}, "smoke", source, root=tmp_path / "results", progress=False)

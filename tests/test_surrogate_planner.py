@@ -23,7 +23,7 @@ def test_calibrated_llm_only_performance_matches_the_authors_llama_values_on_a_h
     assert record["command"].startswith("python -m marlinkit.marlin.surrogate_planner")
     source = CalibratedSurrogatePlanner()
     for scenario in LAYOUT_NAMES:
-        measured = systems.llm_only(scenario, HELD_OUT_SEED, HELD_OUT_TRIALS, source).performance
+        measured = systems.plan_source_alone(scenario, HELD_OUT_SEED, HELD_OUT_TRIALS, source).performance
         assert abs(measured.mean() - AUTHORS_LLM_ONLY[scenario]) <= CALIBRATION_TOLERANCE, (scenario, measured.mean())
         assert 0.0 < source.rates[scenario] < 1.0
         assert measured.std() > 0  # an imperfect planner: plans differ in quality

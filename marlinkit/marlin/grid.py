@@ -22,7 +22,7 @@ from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
 from marlinkit.marlin.algorithm1 import PLAN, SYSTEMS
-from marlinkit.marlin.systems import llm_only, llm_only_threshold, settings_parts, train_system
+from marlinkit.marlin.systems import llm_only_threshold, plan_source_alone, settings_parts, train_system
 
 
 
@@ -149,7 +149,7 @@ def _run_tables(name: str, config: dict[str, Any], settings: dict[str, Any],
     started, cpu_started = time.perf_counter(), time.process_time()
     tables = []
     if config["system"] == "LLM-only":
-        episodes = llm_only(config["scenario"], config["seed"], config["trials"], source, settings.get("actuation_noise"))
+        episodes = plan_source_alone(config["scenario"], config["seed"], config["trials"], source, settings.get("actuation_noise"))
     else:
         episodes, evaluations = train_system(config["scenario"], config["system"], config["seed"], settings, source)
         tables.append((name + "__eval", evaluations, {}))
@@ -285,16 +285,16 @@ def run_training(preset: str, plan_source: str | None = None, llm: str | None = 
     plan_source, settings, source, label = plan_source_settings(preset, "marlin_training", plan_source, **overrides)
     if plan_source != "llm":
         return Training(run_grid(settings, preset, source=source, progress=progress), settings, label)
-    from marlinkit.marlin import llm_only as experiments
+    from marlinkit.marlin import llm_only
 
     protocol = presets.get(preset, "llm_only")
     missing = sorted(set(settings["scenarios"]) - set(protocol["scenarios"]))
     if missing:
         raise ValueError(f"preset {preset!r}: the llm_only section has no trials for {missing}; "
                          "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
-    source = experiments.negotiator(protocol, llm, purpose="marlin_training")
+    source = llm_only.negotiator(protocol, llm, purpose="marlin_training")
     validate_settings(settings)
-    trials = experiments.run_llm_only(preset, llm, progress=progress)
+    trials = llm_only.run_llm_only(preset, llm, progress=progress)
     measured = trials.groupby("scenario").performance.mean().to_dict()
     settings = {**settings, "systems": ["MARL", "MARLIN"],
                 "llm_only_performance": settings["llm_only_performance"] or {s: measured[s] for s in settings["scenarios"]}}

@@ -8,7 +8,7 @@ call gives the same plan. The corrupted plan is played from the given positions 
 performance is the plan's performance, as for every plan source.
 
 The rate of each scenario is calibrated (``calibrate``, a measured bisection over the rate with
-the LLM-only protocol of ``systems.llm_only``) so that the surrogate's LLM-only performance matches
+the LLM-only protocol of ``systems.plan_source_alone``) so that the surrogate's LLM-only performance matches
 the authors' measured Llama 3.1 8B LLM-only performance (``paper_values.AUTHORS_LLM_ONLY``). The
 calibrated rates are package data, ``surrogate_planner_rates.json`` beside this file, written by::
 
@@ -104,10 +104,10 @@ class CalibratedSurrogatePlanner:
 
 
 def llm_only_mean(scenario: str, rate: float, trials: int, seed: int) -> float:
-    """The surrogate's LLM-only performance at ``rate``, measured by ``systems.llm_only`` itself."""
+    """The surrogate's LLM-only performance at ``rate``, measured by ``systems.plan_source_alone`` itself."""
     from marlinkit.marlin import systems
 
-    return float(systems.llm_only(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
+    return float(systems.plan_source_alone(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
 
 
 def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
     record = {"command": f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}",
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
-              "protocol": "systems.llm_only: plans from the start positions, seed * 1000003 + trial per plan",
+              "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
               "trials": args.trials, "seed": args.seed, "scenarios": scenarios}
     atomic_write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")
 

@@ -111,8 +111,8 @@ def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any]
     return run.tables()
 
 
-def llm_only(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
-             noise: dict[str, float] | None = None) -> pd.DataFrame:
+def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
+                      noise: dict[str, float] | None = None) -> pd.DataFrame:
     """The plan source alone: ``trials`` plans from the start, each played out on the core.
 
     With ``noise`` (``hardware.ActuationNoise`` settings) each trial runs on noisy robots and re-plans after a deviation.

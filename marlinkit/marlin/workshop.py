@@ -22,7 +22,7 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.env import CorridorParallelEnv
 from marlinkit.envs.corridor.layouts import Layout, get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.marlin import llm_only as experiments
+from marlinkit.marlin import llm_only
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation
@@ -102,7 +102,7 @@ def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
 
 def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
     """The negotiation plan source with the workshop's protocol settings (rounds, moves, tokens)."""
-    return Negotiation(backend, experiments.negotiation_config(settings(preset)["negotiation"]))
+    return Negotiation(backend, llm_only.negotiation_config(settings(preset)["negotiation"]))
 
 
 class Comparison(NamedTuple):
