@@ -45,12 +45,30 @@ _WORKSHOP_SESSION = {
                "plan_budget": 8, "mappo": {}},
 }
 
+def _marlin_grid(trainer: str, workers: int, mappo: dict[str, Any]) -> dict[str, Any]:
+    """The settings every MARLIN grid section shares (Fig. 3 / Table I, Fig. 5, the dynamic environment)."""
+    return {
+        "trainer": trainer,  # grid.TRAINERS: "one-at-a-time" (one mappo.train per run) or "batched" (stacked runs, marlin.batched)
+        "plan_source": "surrogate",  # MARLIN's plans: grid.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+        "workers": workers,
+        "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
+        "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
+        "switch_rule": "paper",  # Algorithm 1 as printed; "code": the authors' code variant (algorithm1.SwitchConfig)
+        "llm_only_performance": None,  # None: the authors' Llama 3.1 8B LLM-only values (paper_values.AUTHORS_LLM_ONLY)
+        "mappo": mappo,  # MAPPOConfig overrides (marlinkit.algos.mappo)
+    }
+
+
+#: Seconds per notebook: one run at a time, one worker, short MAPPO updates.
+_SMOKE_GRID = _marlin_grid("one-at-a-time", 1, {"update_epochs": 2, "steps_per_iteration": 100})
+#: The quick and paper presets: each worker's runs as one stacked computation, the paper's MAPPO.
+_GRID = _marlin_grid("batched", 2, {})
+
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
             "seeds": [0],
-            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_SMOKE_GRID,
             "episodes": 6,
             "n_envs": 2,
             "checkpoint_start": 1,
@@ -58,29 +76,16 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 5,
             "llm_only_trials": 5,
             "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-            "workers": 1,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {"update_epochs": 2, "steps_per_iteration": 100},
         },
         "dynamic_env": {  # seconds: the layout changes after episode 6 of 12
             "seeds": [0],
-            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_SMOKE_GRID,
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 6,
             "episodes": 12,
             "n_envs": 2,
             "eval_runs": 5,
-            "workers": 1,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {"update_epochs": 2, "steps_per_iteration": 100},
         },
         "paper_audit": {"bootstrap_resamples": 1000, "bootstrap_seed": 0, "rounding_samples": 20},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
@@ -104,20 +109,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
-            "trainer": "one-at-a-time",  # marlin.TRAINERS: one mappo.train per run (the batched trainer is tested against it)
+            **_SMOKE_GRID,
             "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
-            "plan_source": "llm",  # MARLIN's plans: marlin.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
+            "plan_source": "llm",  # MARLIN's plans: grid.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
             "episodes": 8,
             "n_envs": 4,
             "checkpoints": [2, 4, 8],
             "eval_runs": 10,
             "llm_only_trials": 5,
             "plan_budget": 1,  # new LLM negotiations per training, plan_source "llm" only (None: the paper's unlimited re-planning)
-            "workers": 1,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "switch_rule": "paper",
-            "llm_only_performance": None,
             "mappo": {"update_epochs": 4, "steps_per_iteration": 400},
         },
         "traffic_baselines": {  # seconds: short episodes in this process
@@ -157,8 +157,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_GRID,
             "episodes": 160,
             "n_envs": 15,
             "checkpoint_start": 10,
@@ -166,29 +165,16 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 50,
             "llm_only_trials": 50,
             "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-            "workers": 2,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_GRID,
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 60,
             "episodes": 120,
             "n_envs": 15,
             "eval_runs": 50,
-            "workers": 2,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 200},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
@@ -212,21 +198,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
+            **_GRID,
             "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 120,
             "n_envs": 15,
             "checkpoints": [20, 60, 120],
             "eval_runs": 50,
             "llm_only_trials": 20,
             "plan_budget": 2,  # plan_source "llm" only: smollm2 on CPU takes ~45 s per negotiated plan; the paper re-plans without limit
-            "workers": 2,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "traffic_baselines": {  # the full hour on each engine for both baselines; ~2-3 min on 2 cores
             "engines": ["sumo", "cityflow"],
@@ -256,8 +235,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {
         "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_GRID,
             "episodes": 1600,
             "n_envs": 15,
             "checkpoint_start": 100,
@@ -265,29 +243,16 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 50,
             "llm_only_trials": 50,
             "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-            "workers": 2,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "dynamic_env": {  # the authors' extension: maze-like from episode 1001 on
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
+            **_GRID,
             "scenario": "single_slot",
             "new_layout": "maze_like",
             "change_episode": 1000,
             "episodes": 1600,
             "n_envs": 15,
             "eval_runs": 50,
-            "workers": 2,
-            "executor": "local",
-            "ray_address": None,
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 2000},
         "fig1_scenarios": {"scenarios": _SCENARIOS},
@@ -311,21 +276,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2, 3, 4],
-            "trainer": "batched",  # marlin.TRAINERS: each worker's runs as one stacked computation (marlinkit.marlin.batched)
+            **_GRID,
             "batch_runs": 10,  # one seed of the 5 x 2 grid per batch: the grid is saved, and resumes, seed by seed
-            "plan_source": "surrogate",  # MARLIN's plans: marlin.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
             "episodes": 1600,
             "n_envs": 15,
             "checkpoints": [100, 850, 1600],
             "eval_runs": 50,
             "llm_only_trials": 50,
             "plan_budget": None,
-            "workers": 2,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "switch_rule": "paper",
-            "llm_only_performance": None,
-            "mappo": {},
         },
         "traffic_baselines": {
             "engines": ["sumo", "cityflow"],
