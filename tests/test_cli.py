@@ -68,3 +68,19 @@ def test_every_command_has_a_description_and_every_option_has_help():
         for action in sub._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, f"{name} {action.option_strings}: no help"
+
+
+def test_cli_info_prints_one_json_object_last():
+    done = _run("info", "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    assert info["versions"]["torch"].startswith("2.13.0")
+    assert info["device"]["torch_device"] in ("cpu", "cuda")
+    assert set(info["llm_backends"]) >= {"scripted", "transformers", "smollm2", "openai"}
+    assert "sumo" in info["traffic_engines"]
+
+
+def test_cli_rejects_an_unknown_preset_with_a_clear_error():
+    done = _run("presets", "--check", "fast", "--json")
+    assert done.returncode == 2
+    assert "unknown preset 'fast'" in json.loads(done.stdout.strip().splitlines()[-1])["error"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import nbformat
-import pytest
 
 from marlinkit import executors, progress
 

@@ -9,7 +9,7 @@ import torch
 from marlinkit.algos import maddpg
 from marlinkit.algos.maddpg import MADDPGConfig
 from marlinkit.algos.maddpg_seeds import SubprocessEnv, train_seeds
-from tests.test_maddpg import SMALL, SignalMatchEnv, _random_batch
+from tests.algos.test_maddpg import SMALL, SignalMatchEnv, _random_batch
 
 NETS = ("actor", "critic", "target_actor", "target_critic")
 

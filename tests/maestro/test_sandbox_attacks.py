@@ -1,4 +1,4 @@
-"""Our attack corpus (tests/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
+"""Our attack corpus (tests/maestro/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
 
 Every file starts with ``# expect: <stage> | <reason fragment>``. Validation runs as the training
 path runs it: the default rows (two recorded episodes in order, then synthetic edge cases) and

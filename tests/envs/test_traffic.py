@@ -1,4 +1,4 @@
-"""The traffic environment on SUMO via libsumo (CityFlow: tests/test_traffic_cityflow.py).
+"""The traffic environment on SUMO via libsumo (CityFlow: tests/envs/test_traffic_cityflow.py).
 
 libsumo holds one simulation per process: each test closes its environment before the next
 opens one, and cross-process determinism goes through run_in_subprocess.

@@ -1,0 +1,43 @@
+"""Result files: one run per configuration, resumed by its hash."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from marlinkit.runs import ResultStore, config_hash
+
+
+def test_result_store_resumes_only_for_the_same_configuration(tmp_path):
+    store = ResultStore(tmp_path)
+    table = pd.DataFrame({"episode": [0, 1], "performance": [0.25, 1.0]})
+    config = {"scenario": "single_slot", "seed": 0}
+    assert not store.is_complete("run", config)
+    store.save("run", table, config, llm_backend="none")
+    assert store.is_complete("run", config)
+    assert not store.is_complete("run", {**config, "seed": 1})
+    pd.testing.assert_frame_equal(store.load("run"), table)
+    sidecar = store.load_sidecar("run")
+    assert sidecar["config"] == config and sidecar["llm_backend"] == "none"
+    assert sidecar["config_hash"] == config_hash(config) and "numpy" in sidecar["versions"]
+    assert not list(tmp_path.glob("*.tmp")), "temporary files must not be left behind"
+    assert store.table_path("run").stat().st_mode & 0o044, "result files are readable by others, like any file"
+
+
+def test_result_store_cached_computes_once_per_configuration(tmp_path):
+    store, calls = ResultStore(tmp_path), []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"trial": [0, 1], "performance": [0.5, 0.75]})
+
+    first = store.cached("run", {"seed": 0}, compute, llm="scripted")
+    again = store.cached("run", {"seed": 0}, compute, llm="scripted")
+    pd.testing.assert_frame_equal(first, again)
+    assert len(calls) == 1 and store.load_sidecar("run")["llm"] == "scripted"
+    store.cached("run", {"seed": 1}, compute)  # another configuration: computed again
+    assert len(calls) == 2
+
+
+def test_config_hash_ignores_key_order_but_not_values():
+    assert config_hash({"a": 1, "b": 2}) == config_hash({"b": 2, "a": 1})
+    assert config_hash({"a": 1}) != config_hash({"a": 2})
