@@ -95,8 +95,9 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM-only"):
-    """The plan source alone (LLM-only; the exact planner when it is the source): a box over its runs from
-    minimum to maximum and a diamond at the mean, visible even when every run scores the same."""
+    """The plan source alone (LLM-only; the exact planner when it is the source): a box from the first to the third
+    quartile of its runs with the median, whiskers to the minimum and maximum, and a diamond at the mean (visible
+    even when every run scores the same)."""
     from marlinkit.plots import PAPER_COLORS
 
     values = np.asarray(values, float)
@@ -106,7 +107,7 @@ def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM
     ax.boxplot([values], positions=[x], widths=width, manage_ticks=False, patch_artist=True, whis=(0, 100),
                boxprops={"facecolor": color, "alpha": 0.45}, medianprops={"color": "black", "lw": 1})
     return ax.plot([x], [values.mean()], "D", color=color, mec="black", mew=0.6, ms=6, zorder=4,
-                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox min-max, diamond mean")[0]
+                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox quartiles, whiskers min-max, diamond mean")[0]
 
 
 def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
