@@ -313,7 +313,7 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
 
 
 def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> dict[str, np.ndarray]:
-    """``mappo._update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
+    """``mappo.training_rows`` and ``MAPPO.update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
     cfg = agent.config
     T, R = obs.shape[:2]
     critic_in = mappo.critic_inputs(obs, actions)
