@@ -11,6 +11,8 @@ from pettingzoo.test import parallel_api_test
 
 from marlinkit.algos import maddpg
 from marlinkit.algos.maddpg import MADDPGConfig
+from marlinkit.algos.replay_buffer import ReplayBuffer
+from marlinkit.algos.stacked_mlp import StackedMLP
 
 
 class SignalMatchEnv(ParallelEnv):
@@ -120,7 +122,7 @@ def test_clip_grad_norm_per_agent_scales_each_agent_alone():
 
 
 def test_stacked_mlp_agent_slices_are_independent_networks():
-    net = maddpg.StackedMLP(3, [4, 5, 2])
+    net = StackedMLP(3, [4, 5, 2])
     x = torch.randn(3, 7, 4)
     out = net(x)
     for i in range(3):
@@ -130,7 +132,7 @@ def test_stacked_mlp_agent_slices_are_independent_networks():
 
 
 def test_shared_input_forward_equals_the_expanded_input():
-    net = maddpg.StackedMLP(3, [6, 5, 2])
+    net = StackedMLP(3, [6, 5, 2])
     x = torch.randn(7, 6)
     torch.testing.assert_close(net(x), net(x.expand(3, -1, -1)), atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(net.run(x, "loop"), net(x), atol=1e-6, rtol=1e-6)
@@ -139,7 +141,7 @@ def test_shared_input_forward_equals_the_expanded_input():
 def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     """The critic's first layer differentiated in each agent's own action: autograd's values on the full input."""
     n, obs, a, batch = 3, 5, 4, 8
-    net = maddpg.StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
+    net = StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
     flat_obs, actions = torch.randn(batch, n * obs), torch.randn(batch, n, a)
     policy = torch.randn(n, batch, a, requires_grad=True)
     q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
@@ -158,7 +160,7 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
 
 def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
     rng = np.random.default_rng(seed)
-    buffer = maddpg.ReplayBuffer(100, n_agents, obs_dim)
+    buffer = ReplayBuffer(100, n_agents, obs_dim)
     for _ in range(100):
         buffer.add(rng.normal(size=(n_agents, obs_dim)), rng.integers(n_actions, size=n_agents),
                    rng.normal(size=n_agents), rng.normal(size=(n_agents, obs_dim)), rng.random(n_agents) < 0.1)
@@ -197,7 +199,7 @@ def test_batched_gradients_equal_per_agent_loop_gradients():
 
 
 def test_replay_buffer_wraps_around():
-    buffer = maddpg.ReplayBuffer(3, 2, 1)
+    buffer = ReplayBuffer(3, 2, 1)
     for k in range(5):
         buffer.add(np.full((2, 1), k), np.array([k, k]), np.zeros(2), np.zeros((2, 1)), np.zeros(2))
     assert buffer.size == 3 and sorted(buffer.actions[:, 0].tolist()) == [2, 3, 4]
