@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -167,21 +169,41 @@ def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
     return buffer.sample(size, rng)
 
 
-def test_batched_update_equals_per_agent_loop():
-    config = MADDPGConfig(hidden=16, batch_size=32, buffer_size=100)
-    learners = {mode: maddpg.MADDPG(4, 5, 4, config) for mode in ("batched", "loop")}
+PARITY = MADDPGConfig(hidden=16, batch_size=32, buffer_size=100)
+NETS = ("actor", "critic", "target_actor", "target_critic")
+
+
+def _three_updates(configs: dict[str, MADDPGConfig]):
+    """A learner per path ("batched", "loop") and configuration, three updates on the same batches and noise."""
+    learners = {mode: maddpg.MADDPG(4, 5, 4, config) for mode, config in configs.items()}
+    losses = []
     for step in range(3):
         batch = _random_batch(seed=step)
         noise = learners["batched"].noise(32)
-        losses = {mode: learner.update(batch, noise, mode) for mode, learner in learners.items()}
-        assert losses["batched"] == pytest.approx(losses["loop"], rel=1e-5)
-    nets = ("actor", "critic", "target_actor", "target_critic")
-    for net in nets:
-        for a, b in zip(getattr(learners["batched"], net).parameters(), getattr(learners["loop"], net).parameters()):
-            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        losses.append({mode: learner.update(batch, noise, mode) for mode, learner in learners.items()})
+    return learners, losses
+
+
+def _weight_pairs(learners):
+    return [(a, b) for net in NETS for a, b in zip(getattr(learners["batched"], net).parameters(),
+                                                   getattr(learners["loop"], net).parameters())]
+
+
+def test_batched_update_equals_per_agent_loop():
+    learners, losses = _three_updates({"batched": PARITY, "loop": PARITY})
+    for step in losses:
+        assert step["batched"] == pytest.approx(step["loop"], rel=1e-5)
+    for a, b in _weight_pairs(learners):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     # and the update really moved the weights (a no-op update would pass the comparison too)
-    fresh = maddpg.MADDPG(4, 5, 4, config)
+    fresh = maddpg.MADDPG(4, 5, 4, PARITY)
     assert not torch.allclose(fresh.actor.weights[0], learners["batched"].actor.weights[0])
+
+
+@pytest.mark.parametrize("term,value", [("gamma", 0.95 * 1.01), ("logit_reg", 1e-3 * 1.01), ("gumbel_temperature", 1.01)])
+def test_the_parity_comparison_fails_when_one_term_of_one_path_is_perturbed_by_1_percent(term, value):
+    learners, _ = _three_updates({"batched": PARITY, "loop": dataclasses.replace(PARITY, **{term: value})})
+    assert max((a - b).abs().max().item() for a, b in _weight_pairs(learners)) > 100 * 1e-5
 
 
 def test_batched_gradients_equal_per_agent_loop_gradients():

@@ -1,8 +1,8 @@
 """MADDPG (Lowe et al., 2017) for discrete actions, hand-written in the CleanRL spirit: MAESTRO's learner.
 
-Decentralised actors pi_i(o_i) -> logits over the agent's actions; centralised critics
-Q_i(o_1..o_N, a_1..a_N); discrete actions through the straight-through Gumbel-softmax; target
-networks with soft (Polyak) updates; one replay buffer of joint transitions.
+Decentralised actors pi_i(o_i) -> logits; centralised critics Q_i(o_1..o_N, a_1..a_N); discrete
+actions through the straight-through Gumbel-softmax; Polyak-averaged target networks; one replay
+buffer of joint transitions (:mod:`~marlinkit.algos.replay_buffer`).
 
 The N agents' networks are *stacked* (:mod:`~marlinkit.algos.stacked_mlp`): every weight has a
 leading agent axis and one batched matmul evaluates all N actors (or critics) at once, so one
@@ -69,9 +69,8 @@ class MADDPGConfig:
     """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
 
     def __post_init__(self) -> None:
-        positive = ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
-                    "gumbel_temperature", "max_grad_norm", "eval_every")
-        for name in positive:
+        for name in ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
+                     "gumbel_temperature", "max_grad_norm", "eval_every"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"MADDPGConfig.{name} must be > 0, got {getattr(self, name)}")
         if not 0 <= self.gamma <= 1 or not 0 < self.tau <= 1:
@@ -256,7 +255,7 @@ class MADDPG:
         draws = [(sample_gumbel(shape, g), sample_gumbel(shape, g)) for g in self.generators]
         return torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws])
 
-    def sample(self, buffers: list["ReplayBuffer"], batch_size: int) -> dict[str, torch.Tensor]:
+    def sample(self, buffers: list[ReplayBuffer], batch_size: int) -> dict[str, torch.Tensor]:
         """One batch per seed from its own buffer and sampler, stacked: (S, B, N, ...)."""
         batches = [buffer.sample(batch_size, rng) for buffer, rng in zip(buffers, self.rngs, strict=True)]
         return {k: torch.stack([b[k] for b in batches]) for k in batches[0]}
@@ -271,12 +270,8 @@ class MADDPG:
             batch = {k: v.unsqueeze(0) for k, v in batch.items()}
         if mode == "loop" and seeds > 1:
             raise ValueError("the per-agent loop path runs one seed")
-        size = batch["obs"].shape[1]
-        rows = seeds * n
-
-        def per_agent(x: torch.Tensor) -> torch.Tensor:  # (S, B, N, ...) -> (S*N, B, ...)
-            return x.transpose(1, 2).reshape(rows, size, *x.shape[3:])
-
+        size, rows = batch["obs"].shape[1], seeds * n
+        per_agent = lambda x: x.transpose(1, 2).reshape(rows, size, *x.shape[3:])  # noqa: E731  (S, B, N, ...) -> (S*N, B, ...)
         obs, next_obs = per_agent(batch["obs"]), per_agent(batch["next_obs"])  # (S*N, B, O)
         actions = F.one_hot(batch["actions"], self.n_actions).float()  # (S, B, N, A)
         flat_obs, flat_next = batch["obs"].reshape(seeds, size, -1), batch["next_obs"].reshape(seeds, size, -1)
@@ -297,17 +292,15 @@ class MADDPG:
             critic_losses = [partial(critic_loss_agent, self.critic, i, critic_in, y) for i in range(n)]
             actor_losses = [partial(actor_loss_agent, self.actor, self.critic, i, obs, flat_obs, actions, noise[1], cfg)
                             for i in range(n)]
-
         critic_loss_value = self._descend(self.critic_opt, self.critic, critic_losses)
         self.critic.requires_grad_(False)  # the actor loss needs gradients through the critic, not of it
         try:
             actor_loss_value = self._descend(self.actor_opt, self.actor, actor_losses)
         finally:
             self.critic.requires_grad_(True)
-        losses = {"critic_loss": critic_loss_value, "actor_loss": actor_loss_value}
         soft_update(self.target_actor, self.actor, cfg.tau)
         soft_update(self.target_critic, self.critic, cfg.tau)
-        return losses
+        return {"critic_loss": critic_loss_value, "actor_loss": actor_loss_value}
 
     def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, losses: list) -> float:
         """One clipped Adam step on ``net``; returns the mean per-agent loss.
@@ -318,8 +311,7 @@ class MADDPG:
         self.actor_opt.zero_grad(set_to_none=False)
         self.critic_opt.zero_grad(set_to_none=False)
         total = 0.0
-        for loss_fn in losses:
-            loss = loss_fn()
+        for loss in (loss_fn() for loss_fn in losses):
             loss.backward()
             total += loss.item()
         clip_grad_norm_per_agent(list(net.parameters()), self.config.max_grad_norm)
@@ -347,13 +339,10 @@ def _stack(per_agent: dict, agents: list[str], dtype=np.float32) -> np.ndarray:
 
 def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBuffer | None = None,
                 step_count: int = 0, generator: torch.Generator | None = None) -> dict[str, float]:
-    """One episode; when ``buffer`` is given, store transitions and update every ``update_every`` steps.
-    ``generator``: the Gumbel noise of exploring actions (default: the learner's own).
-
-    Returns the episode return (sum over steps of the agents' mean reward), steps, updates and the
-    wall time spent in the environment vs in MADDPG (acting and updating). The one-seed case of
-    :func:`run_episodes`: the same code.
-    """
+    """One episode (:func:`run_episodes` with one seed); with ``buffer``, store transitions and update
+    every ``update_every`` steps. ``generator``: the Gumbel noise of exploring actions (default: the
+    learner's own). Returns the episode return (sum over steps of the agents' mean reward), steps,
+    updates and the wall time spent in the environment vs in MADDPG (acting and updating)."""
     return run_episodes([env], learner, [seed], explore, None if buffer is None else [buffer], step_count, generator)[0]
 
 
@@ -364,9 +353,8 @@ def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, b
 
     Every env is reset with its seed, all learners act at once, and with ``buffers`` (one per seed)
     every seed stores its transitions and all seeds update together every ``update_every`` steps.
-    Envs with ``step_async``/``step_wait`` (:class:`marlinkit.algos.env_workers.SubprocessEnv`)
-    simulate in parallel. Returns one dict per seed as :func:`run_episode` describes (the wall
-    times are the shared ones).
+    Envs with ``step_async``/``step_wait`` (:class:`~marlinkit.algos.maddpg_seeds.SubprocessEnv`)
+    simulate in parallel. Returns one dict per seed as :func:`run_episode` says (shared wall times).
     """
     if len(envs) != len(learner.seeds) or len(seeds) != len(envs):
         raise ValueError(f"need one env and one reset seed per stacked seed ({len(learner.seeds)}), "
