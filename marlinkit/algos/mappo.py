@@ -1,21 +1,15 @@
 """MAPPO for the MARLIN corridors (paper Section III), hand-written in the CleanRL style.
 
-Read top to bottom: the losses the update minimises (named as in the MAPPO paper, Yu et al. 2022,
-and RLlib's PPO, the stack the authors used), the hyperparameters, the two networks, then the
-update twice: ``MAPPO.update``, the fast path training runs, and ``update_reference``, the same
-update in plain autograd through the named losses (``tests/test_mappo.py`` holds the two to the
-same gradients on a corridor batch). Then rollouts, training and evaluation.
+Read top to bottom: the losses (named as in the MAPPO paper, Yu et al. 2022, and in RLlib's PPO,
+the authors' stack), the hyperparameters, the networks, then the update twice: ``MAPPO.update``,
+the fast path training runs, and ``update_reference``, the same update by plain autograd through
+the named losses (``tests/test_mappo.py`` holds them to the same gradients on a corridor batch).
+Then rollouts, training and evaluation. Defaults: the authors' values (FACTS §4), else RLlib's.
 
-One actor shared by both robots (4 integer inputs -> 256 tanh -> 256 tanh -> 5 logits) and a
-centralised critic (own obs, other obs, other's one-hot action = 13 inputs -> 16 tanh -> 1).
-Defaults are the authors' values (FACTS §4) and RLlib's PPO defaults for what they left alone.
-
-The fast path (one CPU thread, most time in 128-row minibatches; 2.2x the autograd version's
-throughput): the loss's gradients with respect to logits and values in closed form
-(``loss_gradients``), the two tanh MLPs' backward passes written out (``tanh_mlp_backward``), torch's
-fused Adam kernel called directly, tanh as ``2 sigmoid(2x) - 1`` (``fast_tanh``: half the time of
-torch's CPU tanh, within 2e-7 of it), and the actor run once per distinct observation of a batch
-(``MAPPOConfig.distinct_obs``).
+The fast path (2.2x the autograd version's throughput on one CPU thread): the loss's gradients
+with respect to logits and values in closed form (``loss_gradients``), the MLPs' backward passes
+written out (:mod:`~marlinkit.algos.tanh_mlp`), torch's fused Adam kernel called directly, and the
+actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``).
 
 Actions from outside. ``train`` takes a ``generator(state, sampled) -> actions`` that may replace
 the policy's samples for any copy and step; MARLIN's negotiated plans enter this way. Every taken
@@ -36,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from marlinkit.algos.tanh_mlp import FastTanh, tanh_mlp_backward, tanh_mlp_forward
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
@@ -143,6 +138,7 @@ class MAPPOConfig:
     the same gradients with sums in another order (float rounding only). Batches with more
     distinct observations than 3/4 of a minibatch use the per-row pass."""
 
+
 class Minibatch(NamedTuple):
     """Agent-step rows the PPO loss reads besides the networks' outputs (a whole batch or a minibatch)."""
 
@@ -172,7 +168,8 @@ def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAP
 
 
 # ---------------------------------------------------------------------------------------------
-# Networks
+# Networks (their forward and written-out backward passes: marlinkit.algos.tanh_mlp)
+
 
 def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
     layer = nn.Linear(n_in, n_out)
@@ -181,42 +178,8 @@ def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
     return layer
 
 
-def fast_tanh(x: torch.Tensor) -> torch.Tensor:
-    """tanh as ``2 sigmoid(2x) - 1``: twice as fast as ``torch.tanh`` on CPU, within 2e-7 of it."""
-    return (torch.sigmoid(x * 2.0) - 0.5).mul_(2.0)  # in place only on what no backward needs
-
-
-class FastTanh(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return fast_tanh(x)
-
-
-def tanh_mlp_forward(layers: list[nn.Linear], x: torch.Tensor) -> list[torch.Tensor]:
-    """Every layer's input and the output of a tanh MLP (tanh between layers, none after the last)."""
-    activations = [x]
-    for k, layer in enumerate(layers):
-        z = nn.functional.linear(activations[-1], layer.weight, layer.bias)
-        activations.append(fast_tanh(z) if k < len(layers) - 1 else z)
-    return activations
-
-
-def tanh_mlp_backward(layers: list[nn.Linear], activations: list[torch.Tensor], grad_out: torch.Tensor) -> list[torch.Tensor]:
-    """Gradients [weight, bias] per layer, in ``parameters()`` order, of ``sum(grad_out * output)``.
-
-    ``activations`` is :func:`tanh_mlp_forward`'s list: each hidden layer's tanh output is what
-    its derivative ``1 - h^2`` needs (``aten.tanh_backward``).
-    """
-    grads: list[torch.Tensor] = []
-    grad = grad_out
-    for k in reversed(range(len(layers))):
-        grads[:0] = [grad.t() @ activations[k], grad.sum(0)]
-        if k:
-            grad = torch.ops.aten.tanh_backward(grad @ layers[k].weight, activations[k])
-    return grads
-
-
 class Actor(nn.Sequential):
-    """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 5 logits."""
+    """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 256 tanh -> 256 tanh -> 5 logits."""
 
     def __init__(self, hidden: int = 256):
         super().__init__(_layer(OBS_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, hidden, 2**0.5), FastTanh(),
@@ -232,7 +195,7 @@ class Actor(nn.Sequential):
 
 
 class Critic(nn.Sequential):
-    """Centralised value: own obs, other robot's obs and its one-hot action -> V."""
+    """Centralised value: own obs, other robot's obs and its one-hot action (13 inputs) -> 16 tanh -> V."""
 
     def __init__(self, hidden: int = 16):
         super().__init__(_layer(CRITIC_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, 1, 1.0))
@@ -296,10 +259,11 @@ def training_batch(cfg: MAPPOConfig, obs, critic_in, actions, old_logp, old_logi
                       nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).float(),
                       torch.as_tensor(old_logp, dtype=torch.float32), old_log_probs, old_log_probs.exp(), advantages,
                       torch.as_tensor(returns, dtype=torch.float32))
-    distinct_obs, actor_row = np.unique(obs, axis=0, return_inverse=True)
-    if distinct and len(distinct_obs) <= min(cfg.minibatch_size, len(obs)) * 3 // 4:
-        return (batch._replace(actor_row=torch.as_tensor(actor_row.reshape(-1), dtype=torch.int64)),
-                torch.as_tensor(distinct_obs, dtype=torch.float32))
+    if distinct:
+        distinct_obs, actor_row = np.unique(obs, axis=0, return_inverse=True)
+        if len(distinct_obs) <= min(cfg.minibatch_size, len(obs)) * 3 // 4:
+            return (batch._replace(actor_row=torch.as_tensor(actor_row.reshape(-1), dtype=torch.int64)),
+                    torch.as_tensor(distinct_obs, dtype=torch.float32))
     return batch._replace(actor_row=torch.arange(len(obs))), None
 
 
@@ -425,6 +389,7 @@ def update_reference(agent: MAPPO, obs, critic_in, actions, old_logp, old_logits
 
 # ---------------------------------------------------------------------------------------------
 # Rollouts, training and evaluation on the batched corridor core
+
 
 def critic_inputs(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Centralised critic inputs [..., 2, 13] from obs [..., 2, 4] and joint actions [..., 2]."""
