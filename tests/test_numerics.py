@@ -20,6 +20,7 @@ import hashlib, json, numpy as np
 import marlinkit
 from marlinkit import numerics
 from marlinkit.algos import maddpg
+from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.mappo import MAPPOConfig, train
 from marlinkit.envs.corridor.layouts import get_layout
 
@@ -33,7 +34,7 @@ def digest(*modules):
 agent = train(MAPPOConfig(steps_per_iteration=600, update_epochs=2), get_layout("single_slot"), n_envs=15, episodes=6, seed=0)
 rng = np.random.default_rng(0)
 learner = maddpg.MADDPG(16, 9, 4, maddpg.MADDPGConfig(hidden=64, batch_size=128, buffer_size=512))
-buffer = maddpg.ReplayBuffer(512, 16, 9)
+buffer = ReplayBuffer(512, 16, 9)
 for _ in range(512):
     buffer.add(rng.normal(size=(16, 9)), rng.integers(4, size=16), rng.normal(size=16), rng.normal(size=(16, 9)), rng.random(16) < 0.05)
 for _ in range(3):

@@ -1,13 +1,15 @@
 """MADDPG (Lowe et al., 2017) for discrete actions, hand-written in the CleanRL spirit: MAESTRO's learner.
 
-Decentralised actors pi_i(o_i) -> logits over the agent's actions; centralised critics
-Q_i(o_1..o_N, a_1..a_N); discrete actions through the straight-through Gumbel-softmax; target
-networks with soft (Polyak) updates; one replay buffer of joint transitions.
+Decentralised actors pi_i(o_i) -> logits; centralised critics Q_i(o_1..o_N, a_1..a_N); discrete
+actions through the straight-through Gumbel-softmax; Polyak-averaged target networks; one replay
+buffer of joint transitions (:mod:`~marlinkit.algos.replay_buffer`).
 
-The N agents' networks are *stacked*: every weight has a leading agent axis and one batched
-matmul evaluates all N actors (or critics) at once, so one update covers all agents. The same
-stacked weights can also be run one agent at a time (``mode="loop"``): the reference path the
-parity test holds the batched one to, and the "per-agent loop" of ``bench maddpg``.
+The N agents' networks are *stacked* (:mod:`~marlinkit.algos.stacked_mlp`): every weight has a
+leading agent axis and one batched matmul evaluates all N actors (or critics) at once, so one
+update covers all agents. Each loss is written twice, side by side: ``critic_loss``/``actor_loss``
+for all agents stacked (the path training runs) and ``critic_loss_agent``/``actor_loss_agent`` for
+one agent through its slice of the same weights (``mode="loop"``: the reference the parity tests
+hold the batched path to, and the "per-agent loop" of ``bench maddpg``).
 
 Works with any PettingZoo ``ParallelEnv`` whose agents all have the same ``Box`` observation
 shape and the same ``Discrete`` action space and stay alive for the whole episode (the traffic
@@ -20,7 +22,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Literal
+from functools import partial
 
 import numpy as np
 import torch
@@ -28,7 +30,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
-Mode = Literal["batched", "loop"]
+from marlinkit.algos.replay_buffer import ReplayBuffer
+from marlinkit.algos.stacked_mlp import Mode, StackedMLP
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,8 @@ class MADDPGConfig:
     """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
 
     def __post_init__(self) -> None:
-        positive = ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
-                    "gumbel_temperature", "max_grad_norm", "eval_every")
-        for name in positive:
+        for name in ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
+                     "gumbel_temperature", "max_grad_norm", "eval_every"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"MADDPGConfig.{name} must be > 0, got {getattr(self, name)}")
         if not 0 <= self.gamma <= 1 or not 0 < self.tau <= 1:
@@ -138,126 +140,49 @@ def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) ->
     return norms
 
 
-# --- networks and buffer -----------------------------------------------------------------------
+# --- the losses: all agents stacked (batched) and one agent at a time (the reference) ----------
+# critic_in (S, B, J): each seed's joint observations and actions, shared by its N critics;
+# y (S*N, B): the targets; obs (S*N, B, O) per agent; flat_obs (S, B, N*O); actions (S, B, N, A) one-hot.
 
-class _OwnActionLayer(torch.autograd.Function):
-    """First layer of N frozen critics, x (N, B, in) @ w + b, differentiable in each agent's own action only.
-
-    With S seeds stacked the rows are S*N (seed-major) and each seed's joint action block holds its
-    own N agents: row r = s*N + i is agent i of seed s. Agent i's input x[r] holds ``policy[r]``
-    (detached) in columns ``start + i*A .. start + (i+1)*A``;
-    the backward pass computes the gradient of the N*A joint-action columns only, not of all ``in``
-    of them as autograd would (the actor update's largest matmul: 3232 columns for the traffic
-    network, 64 of them actions). Each entry is the same dot product over the hidden units as in
-    the full product: the same bits with MKL here (a slice narrower than 16 columns was not).
-    """
-
-    @staticmethod
-    def forward(ctx, x, policy, w, b, start, n_agents):
-        ctx.save_for_backward(w)
-        ctx.start, ctx.n_actions, ctx.n_agents = start, policy.shape[-1], n_agents
-        return torch.baddbmm(b.unsqueeze(1), x, w)
-
-    @staticmethod
-    def backward(ctx, grad):
-        if any(ctx.needs_input_grad[k] for k in (0, 2, 3)):
-            raise RuntimeError("_OwnActionLayer differentiates the own actions only: freeze the critic")
-        (w,) = ctx.saved_tensors
-        a, n, rows = ctx.n_actions, ctx.n_agents, w.shape[0]
-        joint = torch.bmm(grad, w[:, ctx.start: ctx.start + n * a].transpose(1, 2))  # (rows, B, N*A)
-        index = torch.arange(rows)
-        return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None
+def critic_loss(critic: StackedMLP, critic_in: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Sum over agents of L(theta_i) = E[(Q_i(x, a_1..a_N) - y_i)^2]: every critic in one batched pass."""
+    q = critic(critic_in, shared=True).squeeze(-1)
+    return ((q - y) ** 2).mean(-1).sum()
 
 
-class StackedMLP(nn.Module):
-    """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis
-    (with S seeds stacked: S*N rows, seed-major)."""
-
-    def __init__(self, n_agents: int, sizes: list[int]):
-        super().__init__()
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = fan_in ** -0.5  # nn.Linear's default range, per agent
-            self.weights.append(nn.Parameter(torch.empty(n_agents, fan_in, fan_out).uniform_(-bound, bound)))
-            self.biases.append(nn.Parameter(torch.empty(n_agents, fan_out).uniform_(-bound, bound)))
-
-    @classmethod
-    def concatenate(cls, parts: list["StackedMLP"]) -> "StackedMLP":
-        """One stack holding ``parts``' rows one after the other (their weights copied)."""
-        out = cls.__new__(cls)
-        nn.Module.__init__(out)
-        out.weights = nn.ParameterList([nn.Parameter(torch.cat([p.weights[k].detach() for p in parts]))
-                                        for k in range(len(parts[0].weights))])
-        out.biases = nn.ParameterList([nn.Parameter(torch.cat([p.biases[k].detach() for p in parts]))
-                                       for k in range(len(parts[0].biases))])
-        return out
-
-    def forward(self, x: torch.Tensor, own_actions: tuple[torch.Tensor, int, int] | None = None,
-                shared: bool = False) -> torch.Tensor:
-        """All agents at once: x (N, B, in) -> (N, B, out), one batched matmul per layer.
-
-        ``shared``: x (G, B, in) is one input per group of rows/G consecutive agents (a centralised
-        critic's: G = the stacked seeds, each seed's agents share its joint input); the first layer
-        is one batched matmul of each group's input against its agents' concatenated weights, which
-        skips the cost of an expanded input (1.8x at B=1024, 16 critics). A 2-D x is one group.
-        ``own_actions=(policy, start, n_agents)``: see :class:`_OwnActionLayer` (frozen critics only).
-        """
-        last = len(self.weights) - 1
-        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if k == 0 and own_actions is not None:
-                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1], own_actions[2])
-            elif k == 0 and (shared or x.dim() == 2):
-                x = x if x.dim() == 3 else x.unsqueeze(0)
-                groups, size = x.shape[:2]
-                rows, fan_in, fan_out = w.shape
-                per = rows // groups
-                joined = w.view(groups, per, fan_in, fan_out).permute(0, 2, 1, 3).reshape(groups, fan_in, per * fan_out)
-                x = torch.baddbmm(b.view(groups, 1, per * fan_out), x, joined)
-                x = x.view(groups, size, per, fan_out).transpose(1, 2).reshape(rows, size, fan_out)
-            else:
-                x = torch.baddbmm(b.unsqueeze(1), x, w)
-            x = F.relu(x) if k < last else x
-        return x
-
-    def forward_agent(self, i: int, x: torch.Tensor) -> torch.Tensor:
-        """Agent i alone: x (B, in) -> (B, out), through its slice of the stacked weights."""
-        last = len(self.weights) - 1
-        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.addmm(b[i], x, w[i])
-            x = F.relu(x) if k < last else x
-        return x
-
-    def run(self, x: torch.Tensor, mode: Mode, shared: bool = False) -> torch.Tensor:
-        """Either path, same result: (N, B, in) or ``shared`` (G, B, in) -> (N, B, out) (loop: one group)."""
-        if mode == "batched":
-            return self(x, shared=shared)
-        n = self.weights[0].shape[0]
-        return torch.stack([self.forward_agent(i, x if x.dim() == 2 else x[0] if shared else x[i]) for i in range(n)])
+def critic_loss_agent(critic: StackedMLP, i: int, critic_in: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Agent i's L(theta_i) alone, through its slice of the stacked critic (one seed)."""
+    q = critic.forward_agent(i, critic_in[0]).squeeze(-1)
+    return ((q - y[i]) ** 2).mean(-1).sum()
 
 
-class ReplayBuffer:
-    """Ring buffer of joint transitions as NumPy arrays (agent axis second)."""
+def policy_objective(q_pi: torch.Tensor, logits: torch.Tensor, logit_reg: float) -> torch.Tensor:
+    """-E[Q_i(x, a_1..mu_i(o_i)..a_N)] + logit_reg * E[logits^2] (Lowe et al.'s code), summed over agents."""
+    return (-q_pi.mean(-1) + logit_reg * (logits ** 2).mean((-2, -1))).sum()
 
-    def __init__(self, capacity: int, n_agents: int, obs_dim: int):
-        self.obs = np.zeros((capacity, n_agents, obs_dim), np.float32)
-        self.next_obs = np.zeros_like(self.obs)
-        self.actions = np.zeros((capacity, n_agents), np.int64)
-        self.rewards = np.zeros((capacity, n_agents), np.float32)
-        self.terminated = np.zeros((capacity, n_agents), np.float32)
-        self.capacity, self.size, self.pos = capacity, 0, 0
 
-    def add(self, obs, actions, rewards, next_obs, terminated) -> None:
-        i = self.pos
-        self.obs[i], self.actions[i], self.rewards[i] = obs, actions, rewards
-        self.next_obs[i], self.terminated[i] = next_obs, terminated
-        self.pos = (self.pos + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
+def actor_loss(actor: StackedMLP, critic: StackedMLP, obs, flat_obs, actions, gumbels, cfg: MADDPGConfig) -> torch.Tensor:
+    """Every agent's :func:`policy_objective` at once: agent i's own action a straight-through
+    Gumbel-softmax sample of pi_i, the others' from the buffer; the frozen critics differentiated
+    in the own action only (:class:`~marlinkit.algos.stacked_mlp._OwnActionLayer`)."""
+    seeds, size, n = actions.shape[:3]
+    logits = actor(obs)
+    policy = gumbel_softmax(logits, gumbels, cfg.gumbel_temperature)  # (S*N, B, A)
+    joint = substitute_own_action(actions, policy.detach().view(seeds, n, size, -1)).reshape(seeds * n, size, -1)
+    q_in = torch.cat([flat_obs.unsqueeze(1).expand(-1, n, -1, -1).reshape(seeds * n, size, -1), joint], -1)
+    q_pi = critic(q_in, own_actions=(policy, flat_obs.shape[-1], n)).squeeze(-1)
+    return policy_objective(q_pi, logits, cfg.logit_reg)
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
-        idx = rng.integers(0, self.size, size=batch_size)
-        return {k: torch.from_numpy(getattr(self, k)[idx])
-                for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
+
+def actor_loss_agent(actor: StackedMLP, critic: StackedMLP, i: int, obs, flat_obs, actions, gumbels,
+                     cfg: MADDPGConfig) -> torch.Tensor:
+    """Agent i's :func:`policy_objective` alone (one seed): its own action spliced into the buffer's joint action."""
+    logits = actor.forward_agent(i, obs[i])
+    policy = gumbel_softmax(logits, gumbels[i], cfg.gumbel_temperature)
+    own = actions[0]
+    joint = torch.cat([own[:, :i], policy[:, None], own[:, i + 1:]], 1).reshape(own.shape[0], -1)
+    q_pi = critic.forward_agent(i, torch.cat([flat_obs[0], joint], -1)).squeeze(-1)
+    return policy_objective(q_pi, logits, cfg.logit_reg)
 
 
 # --- the learner -------------------------------------------------------------------------------
@@ -330,7 +255,7 @@ class MADDPG:
         draws = [(sample_gumbel(shape, g), sample_gumbel(shape, g)) for g in self.generators]
         return torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws])
 
-    def sample(self, buffers: list["ReplayBuffer"], batch_size: int) -> dict[str, torch.Tensor]:
+    def sample(self, buffers: list[ReplayBuffer], batch_size: int) -> dict[str, torch.Tensor]:
         """One batch per seed from its own buffer and sampler, stacked: (S, B, N, ...)."""
         batches = [buffer.sample(batch_size, rng) for buffer, rng in zip(buffers, self.rngs, strict=True)]
         return {k: torch.stack([b[k] for b in batches]) for k in batches[0]}
@@ -345,12 +270,8 @@ class MADDPG:
             batch = {k: v.unsqueeze(0) for k, v in batch.items()}
         if mode == "loop" and seeds > 1:
             raise ValueError("the per-agent loop path runs one seed")
-        size = batch["obs"].shape[1]
-        rows = seeds * n
-
-        def per_agent(x: torch.Tensor) -> torch.Tensor:  # (S, B, N, ...) -> (S*N, B, ...)
-            return x.transpose(1, 2).reshape(rows, size, *x.shape[3:])
-
+        size, rows = batch["obs"].shape[1], seeds * n
+        per_agent = lambda x: x.transpose(1, 2).reshape(rows, size, *x.shape[3:])  # noqa: E731  (S, B, N, ...) -> (S*N, B, ...)
         obs, next_obs = per_agent(batch["obs"]), per_agent(batch["next_obs"])  # (S*N, B, O)
         actions = F.one_hot(batch["actions"], self.n_actions).float()  # (S, B, N, A)
         flat_obs, flat_next = batch["obs"].reshape(seeds, size, -1), batch["next_obs"].reshape(seeds, size, -1)
@@ -364,49 +285,33 @@ class MADDPG:
             y = critic_target(per_agent(batch["rewards"]), per_agent(batch["terminated"]), next_q, cfg.gamma)
 
         critic_in = torch.cat([flat_obs, actions.reshape(seeds, size, -1)], -1)  # (S, B, J), shared per seed
-
-        def critic_loss(agent: int | None) -> torch.Tensor:
-            q = (self.critic(critic_in, shared=True) if agent is None
-                 else self.critic.forward_agent(agent, critic_in[0])).squeeze(-1)
-            return ((q - (y if agent is None else y[agent])) ** 2).mean(-1).sum()
-
-        def actor_loss(agent: int | None) -> torch.Tensor:
-            if agent is None:  # every agent's joint action, its own slot from its policy
-                logits = self.actor(obs)
-                policy = gumbel_softmax(logits, noise[1], cfg.gumbel_temperature)  # (S*N, B, A)
-                joint = substitute_own_action(actions, policy.detach().view(seeds, n, size, -1)).reshape(rows, size, -1)
-                q_in = torch.cat([flat_obs.unsqueeze(1).expand(-1, n, -1, -1).reshape(rows, size, -1), joint], -1)
-                q_pi = self.critic(q_in, own_actions=(policy, flat_obs.shape[-1], n)).squeeze(-1)
-            else:
-                logits = self.actor.forward_agent(agent, obs[agent])
-                policy = gumbel_softmax(logits, noise[1][agent], cfg.gumbel_temperature)
-                own = actions[0]
-                joint = torch.cat([own[:, :agent], policy[:, None], own[:, agent + 1:]], 1).reshape(size, -1)
-                q_pi = self.critic.forward_agent(agent, torch.cat([flat_obs[0], joint], -1)).squeeze(-1)
-            return (-q_pi.mean(-1) + cfg.logit_reg * (logits ** 2).mean((-2, -1))).sum()
-
-        critic_loss_value = self._descend(self.critic_opt, self.critic, critic_loss, mode)
+        if mode == "batched":
+            critic_losses = [partial(critic_loss, self.critic, critic_in, y)]
+            actor_losses = [partial(actor_loss, self.actor, self.critic, obs, flat_obs, actions, noise[1], cfg)]
+        else:
+            critic_losses = [partial(critic_loss_agent, self.critic, i, critic_in, y) for i in range(n)]
+            actor_losses = [partial(actor_loss_agent, self.actor, self.critic, i, obs, flat_obs, actions, noise[1], cfg)
+                            for i in range(n)]
+        critic_loss_value = self._descend(self.critic_opt, self.critic, critic_losses)
         self.critic.requires_grad_(False)  # the actor loss needs gradients through the critic, not of it
         try:
-            actor_loss_value = self._descend(self.actor_opt, self.actor, actor_loss, mode)
+            actor_loss_value = self._descend(self.actor_opt, self.actor, actor_losses)
         finally:
             self.critic.requires_grad_(True)
-        losses = {"critic_loss": critic_loss_value, "actor_loss": actor_loss_value}
         soft_update(self.target_actor, self.actor, cfg.tau)
         soft_update(self.target_critic, self.critic, cfg.tau)
-        return losses
+        return {"critic_loss": critic_loss_value, "actor_loss": actor_loss_value}
 
-    def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, loss_fn, mode: Mode) -> float:
+    def _descend(self, optimizer: torch.optim.Optimizer, net: StackedMLP, losses: list) -> float:
         """One clipped Adam step on ``net``; returns the mean per-agent loss.
 
-        ``loss_fn(None)`` is the sum of all agents' losses (one backward; agents share no weights,
-        so its gradient is each agent's own); ``loss_fn(i)`` is agent i's loss alone (the loop path).
+        ``losses``: one function, the sum of all agents' losses (one backward; agents share no
+        weights, so its gradient is each agent's own), or one per agent (the loop path).
         """
         self.actor_opt.zero_grad(set_to_none=False)
         self.critic_opt.zero_grad(set_to_none=False)
         total = 0.0
-        for agent in [None] if mode == "batched" else range(self.n):
-            loss = loss_fn(agent)
+        for loss in (loss_fn() for loss_fn in losses):
             loss.backward()
             total += loss.item()
         clip_grad_norm_per_agent(list(net.parameters()), self.config.max_grad_norm)
@@ -434,13 +339,10 @@ def _stack(per_agent: dict, agents: list[str], dtype=np.float32) -> np.ndarray:
 
 def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBuffer | None = None,
                 step_count: int = 0, generator: torch.Generator | None = None) -> dict[str, float]:
-    """One episode; when ``buffer`` is given, store transitions and update every ``update_every`` steps.
-    ``generator``: the Gumbel noise of exploring actions (default: the learner's own).
-
-    Returns the episode return (sum over steps of the agents' mean reward), steps, updates and the
-    wall time spent in the environment vs in MADDPG (acting and updating). The one-seed case of
-    :func:`run_episodes`: the same code.
-    """
+    """One episode (:func:`run_episodes` with one seed); with ``buffer``, store transitions and update
+    every ``update_every`` steps. ``generator``: the Gumbel noise of exploring actions (default: the
+    learner's own). Returns the episode return (sum over steps of the agents' mean reward), steps,
+    updates and the wall time spent in the environment vs in MADDPG (acting and updating)."""
     return run_episodes([env], learner, [seed], explore, None if buffer is None else [buffer], step_count, generator)[0]
 
 
@@ -451,9 +353,8 @@ def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, b
 
     Every env is reset with its seed, all learners act at once, and with ``buffers`` (one per seed)
     every seed stores its transitions and all seeds update together every ``update_every`` steps.
-    Envs with ``step_async``/``step_wait`` (:class:`marlinkit.algos.env_workers.SubprocessEnv`)
-    simulate in parallel. Returns one dict per seed as :func:`run_episode` describes (the wall
-    times are the shared ones).
+    Envs with ``step_async``/``step_wait`` (:class:`~marlinkit.algos.maddpg_seeds.SubprocessEnv`)
+    simulate in parallel. Returns one dict per seed as :func:`run_episode` says (shared wall times).
     """
     if len(envs) != len(learner.seeds) or len(seeds) != len(envs):
         raise ValueError(f"need one env and one reset seed per stacked seed ({len(learner.seeds)}), "

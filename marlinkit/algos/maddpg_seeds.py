@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from marlinkit.algos.maddpg import (MADDPG, MADDPGConfig, ReplayBuffer, env_dims, evaluate_seeds, run_episodes,
-                                    seed_everything)
+from marlinkit.algos.maddpg import MADDPG, MADDPGConfig, env_dims, evaluate_seeds, run_episodes, seed_everything
+from marlinkit.algos.replay_buffer import ReplayBuffer
 
 
 def _serve(pipe, make_env: Callable, args: tuple) -> None:

@@ -1,35 +1,28 @@
 """MAPPO for the MARLIN corridors (paper Section III), hand-written in the CleanRL style.
 
-One actor shared by both robots (4 integer inputs -> 256 tanh -> 256 tanh -> 5 logits) and a
-centralised critic (own obs, other obs, other's one-hot action = 13 inputs -> 16 tanh -> 1).
-The loss is RLlib's PPO loss, the stack the authors used: clipped surrogate, adaptive KL penalty,
-squared value error clipped at ``vf_clip`` and weighted by ``vf_coef``, optional entropy bonus.
-Defaults are the authors' values (FACTS §4) and RLlib's PPO defaults for what they left alone.
+Read top to bottom: the losses (named as in the MAPPO paper, Yu et al. 2022, and in RLlib's PPO,
+the authors' stack), the hyperparameters, the networks, then the update twice: ``MAPPO.update``,
+the fast path training runs, and ``update_reference``, the same update by plain autograd through
+the named losses (``tests/test_mappo.py`` holds them to the same gradients on a corridor batch).
+Then rollouts, training and evaluation. Defaults: the authors' values (FACTS §4), else RLlib's.
 
-Training runs ``n_envs`` corridor copies in lock step on the batched core and updates the policy
-every ``steps_per_iteration`` environment steps (all copies together). Speed (one CPU thread,
-most time in 128-row minibatches): no autograd in an update. The loss's gradients with respect
-to logits and values come in closed form (``loss_gradients``) and the two tanh MLPs' backward
-passes are written out (``tanh_mlp_backward``); both are tested against autograd. Adam is torch's
-fused kernel called directly. tanh is computed as ``2 sigmoid(2x) - 1`` (``fast_tanh``): torch's
-CPU tanh takes half as long as the 256 x 256 matrix product, the sigmoid form half that, within
-2e-7 of tanh. The actor runs once per distinct observation of a batch (``distinct_obs``), a few
-dozen rows instead of 128 per minibatch. Together 2.2x the throughput of the autograd version.
+The fast path (2.2x the autograd version's throughput on one CPU thread): the loss's gradients
+with respect to logits and values in closed form (``loss_gradients``), the MLPs' backward passes
+written out (:mod:`~marlinkit.algos.tanh_mlp`), torch's fused Adam kernel called directly, and the
+actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``).
 
 Actions from outside. ``train`` takes a ``generator(state, sampled) -> actions`` that may replace
-the policy's samples for any copy and step (a whole episode or from a step on); MARLIN's
-negotiated plans enter this way. Every taken action is trained on alike: its behaviour
-log-probability (and the behaviour logits of the KL term) is the *current* policy's, computed at
-collection time. For sampled actions that is the exact behaviour probability; for outside actions
-it makes the importance ratio start at 1, so PPO treats them as on-policy and its clip bounds how
-far one iteration moves towards them.
-
-The 50-step episode end is treated as terminal (fixed-horizon task): no bootstrap across it.
+the policy's samples for any copy and step; MARLIN's negotiated plans enter this way. Every taken
+action is trained on alike: its behaviour log-probability (and the behaviour logits of the KL
+term) is the *current* policy's, computed at collection time. For outside actions that makes the
+importance ratio start at 1, so PPO treats them as on-policy and its clip bounds how far one
+iteration moves towards them. The 50-step episode end is terminal (fixed horizon): no bootstrap.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -37,11 +30,67 @@ import numpy as np
 import torch
 from torch import nn
 
+from marlinkit.algos.tanh_mlp import FastTanh, tanh_mlp_backward, tanh_mlp_forward
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
 OBS_SIZE = 4
 CRITIC_SIZE = 2 * OBS_SIZE + core.N_ACTIONS  # own obs, other obs, other's one-hot action
+
+
+# ---------------------------------------------------------------------------------------------
+# The losses (MAPPO paper names; RLlib's PPO loss terms)
+
+
+def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray,
+                gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages A and returns (the value targets A + V) by GAE(gamma, lambda) over arrays [T, ...].
+
+    ``dones[t]`` marks that the episode ended with step ``t``; ``next_value`` is V of the state
+    after the last step (used only where the last step did not end an episode).
+    """
+    advantages = np.zeros_like(values)
+    last = np.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        following = next_value if t == len(rewards) - 1 else values[t + 1]
+        live = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * live - values[t]
+        last = delta + gamma * lam * live * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's clipped surrogate, negated for minimisation: ``-E[min(r A, clip(r, 1-eps, 1+eps) A)]``."""
+    ratio = torch.exp(logp - old_logp)
+    return -torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages).mean()
+
+
+def value_loss(values: torch.Tensor, returns: torch.Tensor, clip: float | None) -> torch.Tensor:
+    """Mean squared value error, each term clipped at ``clip`` (RLlib's vf_clip_param)."""
+    error = (values - returns) ** 2
+    return (error if clip is None else error.clamp(max=clip)).mean()
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Policy entropy S = -sum_a pi(a) log pi(a) per row of logits."""
+    log_probs = torch.log_softmax(logits, -1)
+    return -(log_probs.exp() * log_probs).sum(-1)
+
+
+def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """KL(old || new) per row of two categorical distributions given as logits."""
+    old_logp = torch.log_softmax(old_logits, -1)
+    return (old_logp.exp() * (old_logp - torch.log_softmax(logits, -1))).sum(-1)
+
+
+def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
+    """RLlib's adaptive KL weight: x1.5 when the KL exceeds twice the target, x0.5 below half."""
+    if kl > 2.0 * target:
+        return coeff * 1.5
+    if kl < 0.5 * target:
+        return coeff * 0.5
+    return coeff
 
 
 @dataclass(frozen=True)
@@ -90,6 +139,38 @@ class MAPPOConfig:
     distinct observations than 3/4 of a minibatch use the per-row pass."""
 
 
+class Minibatch(NamedTuple):
+    """Agent-step rows the PPO loss reads besides the networks' outputs (a whole batch or a minibatch)."""
+
+    obs: torch.Tensor  # [n, 4]
+    critic_in: torch.Tensor  # [n, 13]
+    action_onehot: torch.Tensor  # [n, 5], the taken action
+    old_logp: torch.Tensor  # [n], its behaviour log-probability
+    old_log_probs: torch.Tensor  # [n, 5], behaviour log-probabilities of all actions (KL term)
+    old_probs: torch.Tensor  # [n, 5]
+    advantages: torch.Tensor  # [n]
+    returns: torch.Tensor  # [n]
+    actor_row: torch.Tensor | None = None  # [n] int64, the row's distinct observation (MAPPOConfig.distinct_obs)
+
+
+def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAPPOConfig,
+             kl_coeff: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss one minibatch step minimises, and its terms [policy loss, value loss, KL] (detached):
+
+    ``clipped_policy_loss + vf_coef * value_loss + kl_coeff * mean categorical_kl - ent_coef * mean entropy``.
+    """
+    logp = (torch.log_softmax(logits, -1) * mb.action_onehot).sum(-1)
+    policy = clipped_policy_loss(logp, mb.old_logp, mb.advantages, cfg.clip_coef)
+    value = value_loss(values, mb.returns, cfg.vf_clip)
+    kl = categorical_kl(mb.old_log_probs, logits).mean()
+    loss = policy + cfg.vf_coef * value + kl_coeff * kl - cfg.ent_coef * entropy(logits).mean()
+    return loss, torch.stack([policy, value, kl]).detach()
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks (their forward and written-out backward passes: marlinkit.algos.tanh_mlp)
+
+
 def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
     layer = nn.Linear(n_in, n_out)
     nn.init.orthogonal_(layer.weight, std)
@@ -97,42 +178,8 @@ def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
     return layer
 
 
-def fast_tanh(x: torch.Tensor) -> torch.Tensor:
-    """tanh as ``2 sigmoid(2x) - 1``: twice as fast as ``torch.tanh`` on CPU, within 2e-7 of it."""
-    return (torch.sigmoid(x * 2.0) - 0.5).mul_(2.0)  # in place only on what no backward needs
-
-
-class FastTanh(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return fast_tanh(x)
-
-
-def tanh_mlp_forward(layers: list[nn.Linear], x: torch.Tensor) -> list[torch.Tensor]:
-    """Every layer's input and the output of a tanh MLP (tanh between layers, none after the last)."""
-    activations = [x]
-    for k, layer in enumerate(layers):
-        z = nn.functional.linear(activations[-1], layer.weight, layer.bias)
-        activations.append(fast_tanh(z) if k < len(layers) - 1 else z)
-    return activations
-
-
-def tanh_mlp_backward(layers: list[nn.Linear], activations: list[torch.Tensor], grad_out: torch.Tensor) -> list[torch.Tensor]:
-    """Gradients [weight, bias] per layer, in ``parameters()`` order, of ``sum(grad_out * output)``.
-
-    ``activations`` is :func:`tanh_mlp_forward`'s list: each hidden layer's tanh output is what
-    its derivative ``1 - h^2`` needs (``aten.tanh_backward``).
-    """
-    grads: list[torch.Tensor] = []
-    grad = grad_out
-    for k in reversed(range(len(layers))):
-        grads[:0] = [grad.t() @ activations[k], grad.sum(0)]
-        if k:
-            grad = torch.ops.aten.tanh_backward(grad @ layers[k].weight, activations[k])
-    return grads
-
-
 class Actor(nn.Sequential):
-    """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 5 logits."""
+    """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 256 tanh -> 256 tanh -> 5 logits."""
 
     def __init__(self, hidden: int = 256):
         super().__init__(_layer(OBS_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, hidden, 2**0.5), FastTanh(),
@@ -148,7 +195,7 @@ class Actor(nn.Sequential):
 
 
 class Critic(nn.Sequential):
-    """Centralised value: own obs, other robot's obs and its one-hot action -> V."""
+    """Centralised value: own obs, other robot's obs and its one-hot action (13 inputs) -> 16 tanh -> V."""
 
     def __init__(self, hidden: int = 16):
         super().__init__(_layer(CRITIC_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, 1, 1.0))
@@ -162,76 +209,15 @@ class Critic(nn.Sequential):
 
 
 # ---------------------------------------------------------------------------------------------
-# Pure helpers (unit-tested)
-
-
-def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray,
-                gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """Advantages and returns by GAE(gamma, lambda) over arrays [T, ...].
-
-    ``dones[t]`` marks that the episode ended with step ``t``; ``next_value`` is V of the state
-    after the last step (used only where the last step did not end an episode).
-    """
-    advantages = np.zeros_like(values)
-    last = np.zeros_like(next_value)
-    for t in reversed(range(len(rewards))):
-        following = next_value if t == len(rewards) - 1 else values[t + 1]
-        live = 1.0 - dones[t]
-        delta = rewards[t] + gamma * following * live - values[t]
-        last = delta + gamma * lam * live * last
-        advantages[t] = last
-    return advantages, advantages + values
-
-
-def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
-    """PPO's clipped surrogate, negated for minimisation: ``-E[min(r A, clip(r, 1-eps, 1+eps) A)]``."""
-    ratio = torch.exp(logp - old_logp)
-    return -torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages).mean()
-
-
-def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    """KL(old || new) per row of two categorical distributions given as logits."""
-    old_logp = torch.log_softmax(old_logits, -1)
-    return (old_logp.exp() * (old_logp - torch.log_softmax(logits, -1))).sum(-1)
-
-
-def value_loss(values: torch.Tensor, returns: torch.Tensor, clip: float | None) -> torch.Tensor:
-    """Mean squared value error, each term clipped at ``clip`` (RLlib's vf_clip_param)."""
-    error = (values - returns) ** 2
-    return (error if clip is None else error.clamp(max=clip)).mean()
-
-
-def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
-    """RLlib's adaptive KL weight: x1.5 when the KL exceeds twice the target, x0.5 below half."""
-    if kl > 2.0 * target:
-        return coeff * 1.5
-    if kl < 0.5 * target:
-        return coeff * 0.5
-    return coeff
-
-
-class Minibatch(NamedTuple):
-    """Agent-step rows the PPO loss reads besides the networks' outputs (a whole batch or a minibatch)."""
-
-    obs: torch.Tensor  # [n, 4]
-    critic_in: torch.Tensor  # [n, 13]
-    action_onehot: torch.Tensor  # [n, 5], the taken action
-    old_logp: torch.Tensor  # [n], its behaviour log-probability
-    old_log_probs: torch.Tensor  # [n, 5], behaviour log-probabilities of all actions (KL term)
-    old_probs: torch.Tensor  # [n, 5]
-    advantages: torch.Tensor  # [n]
-    returns: torch.Tensor  # [n]
-    actor_row: torch.Tensor | None = None  # [n] int64, the row's distinct observation (MAPPOConfig.distinct_obs)
+# The fast path's loss gradients, and the rows an update reads
 
 
 def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAPPOConfig,
                    kl_coeff: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The PPO loss's gradients with respect to logits [n, 5] and values [n] in closed form, and its terms.
+    """``ppo_loss``'s gradients with respect to logits [n, 5] and values [n] in closed form, and its terms.
 
-    The loss: ``clipped_policy_loss + vf_coef * value_loss + kl_coeff * mean categorical_kl
-    - ent_coef * mean entropy`` (the tests compare with autograd through those functions). A dozen
-    plain tensor ops instead of ~40 autograd ops on 128-row tensors: a sixth of an update's time.
-    Returns the gradients and the terms [policy loss, value loss, KL] as one tensor.
+    A dozen plain tensor ops instead of ~40 autograd ops on 128-row tensors: a sixth of an
+    update's time. Returns the gradients and the terms [policy loss, value loss, KL] as one tensor.
     """
     n = len(logits)
     log_probs = torch.log_softmax(logits, -1)
@@ -258,29 +244,31 @@ def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cf
     return grad_logits, grad_values, terms
 
 
-def critic_inputs(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    """Centralised critic inputs [..., 2, 13] from obs [..., 2, 4] and joint actions [..., 2]."""
-    other_obs = obs[..., ::-1, :]
-    other_action = np.eye(core.N_ACTIONS, dtype=np.float32)[actions[..., ::-1]]
-    return np.concatenate([obs, other_obs, other_action], axis=-1).astype(np.float32)
+def training_batch(cfg: MAPPOConfig, obs, critic_in, actions, old_logp, old_logits, advantages, returns, *,
+                   distinct: bool) -> tuple[Minibatch, torch.Tensor | None]:
+    """One update's rows (flat arrays) as tensors, advantages standardised when ``cfg.norm_adv``.
 
-
-def sample_actions(logits: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Categorical samples from logits [..., 5] by inverse CDF of given uniforms [...] (seedable, batched)."""
-    probs = np.exp(logits - logits.max(-1, keepdims=True))
-    cdf = np.cumsum(probs, -1)
-    return np.minimum((uniforms[..., None] * cdf[..., -1:] > cdf).sum(-1), core.N_ACTIONS - 1)
-
-
-def log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    """log pi(a) for logits [..., 5] and integer actions [...]."""
-    shifted = logits - logits.max(-1, keepdims=True)
-    logp = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    return np.take_along_axis(logp, actions[..., None], -1)[..., 0]
+    With ``distinct`` and few enough distinct observations (``MAPPOConfig.distinct_obs``) also those
+    observations, each row's index into them in ``actor_row``; else None and ``actor_row`` = row.
+    """
+    old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=torch.float32), -1)
+    advantages = torch.as_tensor(advantages, dtype=torch.float32)
+    if cfg.norm_adv:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    batch = Minibatch(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(critic_in, dtype=torch.float32),
+                      nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).float(),
+                      torch.as_tensor(old_logp, dtype=torch.float32), old_log_probs, old_log_probs.exp(), advantages,
+                      torch.as_tensor(returns, dtype=torch.float32))
+    if distinct:
+        distinct_obs, actor_row = np.unique(obs, axis=0, return_inverse=True)
+        if len(distinct_obs) <= min(cfg.minibatch_size, len(obs)) * 3 // 4:
+            return (batch._replace(actor_row=torch.as_tensor(actor_row.reshape(-1), dtype=torch.int64)),
+                    torch.as_tensor(distinct_obs, dtype=torch.float32))
+    return batch._replace(actor_row=torch.arange(len(obs))), None
 
 
 # ---------------------------------------------------------------------------------------------
-# Agent
+# Agent: the fast update
 
 
 class MAPPO:
@@ -309,41 +297,29 @@ class MAPPO:
     def update(self, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
         """PPO epochs over one batch of agent-step rows (flat arrays); returns loss statistics.
 
-        No autograd: the loss's gradients with respect to logits and values come in closed form
-        (``loss_gradients``) and go back through the networks by ``tanh_mlp_backward``.
+        No autograd: each minibatch's gradients come from :meth:`gradients`. ``update_reference`` is
+        the same update by autograd.
         """
         cfg = self.config
-        old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=torch.float32), -1)
-        advantages = torch.as_tensor(advantages, dtype=torch.float32)
-        if cfg.norm_adv:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        batch = Minibatch(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(critic_in, dtype=torch.float32),
-                          nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).float(),
-                          torch.as_tensor(old_logp, dtype=torch.float32), old_log_probs, old_log_probs.exp(), advantages,
-                          torch.as_tensor(returns, dtype=torch.float32))
+        batch, actor_in = training_batch(cfg, obs, critic_in, actions, old_logp, old_logits, advantages, returns,
+                                         distinct=cfg.distinct_obs)
         n = len(obs)
         size = min(cfg.minibatch_size, n)
-        distinct, actor_row = np.unique(obs, axis=0, return_inverse=True)
-        if cfg.distinct_obs and len(distinct) <= size * 3 // 4:
-            actor_in = torch.as_tensor(distinct, dtype=torch.float32)
-            batch = batch._replace(actor_row=torch.as_tensor(actor_row.reshape(-1), dtype=torch.int64))
-        else:
-            actor_in, batch = None, batch._replace(actor_row=torch.arange(n))
         terms = []
         for _ in range(cfg.update_epochs):
             order = torch.randperm(n, generator=self.generator)
             # one gather per column and epoch, then views; a last partial minibatch is dropped
             chunks = zip(*(t.index_select(0, order).split(size) for t in batch))
             for mb in map(Minibatch._make, itertools.islice(chunks, n // size)):
-                terms.append(self._minibatch_step(mb, actor_in))
-        policy_loss, v_loss, mean_kl = torch.stack(terms).mean(0).tolist()
-        if cfg.kl_coeff:
-            self.kl_coeff = adapt_kl_coeff(self.kl_coeff, mean_kl, cfg.kl_target)
-        return {"kl": mean_kl, "policy_loss": policy_loss, "value_loss": v_loss, "kl_coeff": self.kl_coeff}
+                grads, mb_terms = self.gradients(mb, actor_in)
+                self._adam_step(grads)
+                terms.append(mb_terms)
+        return self._end_update(terms)
 
     @torch.no_grad()
-    def _minibatch_step(self, mb: Minibatch, actor_in: torch.Tensor | None) -> torch.Tensor:
-        """Forward, closed-form loss gradients, backward and one Adam step; returns the loss terms.
+    def gradients(self, mb: Minibatch, actor_in: torch.Tensor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """``ppo_loss``'s gradients in ``params`` order, by forward, closed-form loss gradients and
+        written-out backward; and the loss terms.
 
         ``actor_in``: the batch's distinct observations (rows picked by ``mb.actor_row``), or None
         to run the actor on the minibatch's own rows.
@@ -357,9 +333,9 @@ class MAPPO:
         grad_logits, grad_values, terms = loss_gradients(logits, values, mb, self.config, self.kl_coeff)
         if actor_in is not None:  # the gradient of a distinct observation's logits sums its rows'
             grad_logits = torch.zeros(len(actor_in), core.N_ACTIONS).index_add_(0, mb.actor_row, grad_logits)
-        self._adam_step(tanh_mlp_backward(actor, actor_activations, grad_logits)
-                        + tanh_mlp_backward(critic, critic_activations, grad_values[:, None]))
-        return terms
+        grads = (tanh_mlp_backward(actor, actor_activations, grad_logits)
+                 + tanh_mlp_backward(critic, critic_activations, grad_values[:, None]))
+        return grads, terms
 
     @torch.no_grad()
     def _adam_step(self, grads: list[torch.Tensor]) -> None:
@@ -374,9 +350,67 @@ class MAPPO:
                            amsgrad=False, beta1=0.9, beta2=0.999, lr=self.config.lr, weight_decay=0.0, eps=1e-8,
                            maximize=False)
 
+    def _end_update(self, terms: list[torch.Tensor]) -> dict[str, float]:
+        """Adapt the KL weight to the update's mean KL; the update's mean loss terms."""
+        policy_loss, v_loss, mean_kl = torch.stack(terms).mean(0).tolist()
+        if self.config.kl_coeff:
+            self.kl_coeff = adapt_kl_coeff(self.kl_coeff, mean_kl, self.config.kl_target)
+        return {"kl": mean_kl, "policy_loss": policy_loss, "value_loss": v_loss, "kl_coeff": self.kl_coeff}
+
 
 # ---------------------------------------------------------------------------------------------
-# Training and evaluation on the batched corridor core
+# The reference update: plain autograd through the named losses
+
+
+def reference_gradients(agent: MAPPO, mb: Minibatch) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """``ppo_loss``'s gradients in ``agent.params`` order by autograd (actor run per row), and its terms."""
+    with torch.enable_grad():
+        logits, values = agent.actor(mb.obs), agent.critic(mb.critic_in)[:, 0]
+        loss, terms = ppo_loss(logits, values, mb, agent.config, agent.kl_coeff)
+        return list(torch.autograd.grad(loss, agent.params)), terms
+
+
+def update_reference(agent: MAPPO, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
+    """``agent.update`` in plain autograd: the same minibatches (the agent's generator) and Adam step,
+    gradients from :func:`reference_gradients`. The same numbers to float rounding, not in bits."""
+    cfg = agent.config
+    batch, _ = training_batch(cfg, obs, critic_in, actions, old_logp, old_logits, advantages, returns, distinct=False)
+    n = len(obs)
+    size = min(cfg.minibatch_size, n)
+    terms = []
+    for _ in range(cfg.update_epochs):
+        order = torch.randperm(n, generator=agent.generator)
+        for start in range(0, n - size + 1, size):  # a last partial minibatch is dropped
+            grads, mb_terms = reference_gradients(agent, Minibatch(*(t[order[start:start + size]] for t in batch)))
+            agent._adam_step(grads)
+            terms.append(mb_terms)
+    return agent._end_update(terms)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rollouts, training and evaluation on the batched corridor core
+
+
+def critic_inputs(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Centralised critic inputs [..., 2, 13] from obs [..., 2, 4] and joint actions [..., 2]."""
+    other_obs = obs[..., ::-1, :]
+    other_action = np.eye(core.N_ACTIONS, dtype=np.float32)[actions[..., ::-1]]
+    return np.concatenate([obs, other_obs, other_action], axis=-1).astype(np.float32)
+
+
+def sample_actions(logits: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Categorical samples from logits [..., 5] by inverse CDF of given uniforms [...] (seedable, batched)."""
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    cdf = np.cumsum(probs, -1)
+    return np.minimum((uniforms[..., None] * cdf[..., -1:] > cdf).sum(-1), core.N_ACTIONS - 1)
+
+
+def log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """log pi(a) for logits [..., 5] and integer actions [...]."""
+    shifted = logits - logits.max(-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return np.take_along_axis(logp, actions[..., None], -1)[..., 0]
+
 
 #: ``generator(state, sampled) -> actions``: joint actions int[B, 2] to take, given the policy's samples.
 Generator = Callable[[core.CorridorState, np.ndarray], np.ndarray]
@@ -391,16 +425,16 @@ def rollout_buffers(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
             np.zeros((*shape, core.N_ACTIONS), np.float32), np.zeros(shape, np.float32), np.zeros(shape, np.float32))
 
 
-def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
-          generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> MAPPO:
-    """Train one shared policy on ``n_envs`` copies for ``episodes`` episodes per copy.
 
-    ``layout`` is a layout or, for an environment that changes, the layout of each 0-based episode.
-    ``episode`` passed to the callback counts per copy, starting at 1 (the paper's x-axis).
+def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
+             generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> Iterator[tuple]:
+    """Play ``episodes`` episodes on ``n_envs`` copies; yield each update's rollout (see :func:`training_rows`).
+
+    Every ``steps_per_iteration`` steps (all copies together) and at the end: the buffers
+    ``(obs, actions, logp, logits, rewards, dones)`` [T, B, 2, ...] and V of the next state. The
+    next actions are sampled before the yield, so by the policy that collected the rollout.
     """
-    if n_envs < 1 or episodes < 1:
-        raise ValueError(f"n_envs and episodes must be >= 1, got {n_envs} and {episodes}")
-    agent = MAPPO(config, seed)
+    config = agent.config
     rng = np.random.default_rng(seed)
     arrays = core.layout_arrays(layout(0) if callable(layout) else layout)
     horizon = max(1, round(config.steps_per_iteration / n_envs))  # steps per copy per update
@@ -439,19 +473,36 @@ def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_en
             obs, logits, actions = choose(state)  # sampled before the update: the true behaviour policy
         if filled == horizon or last_step:
             next_value = agent.values(critic_inputs(obs, actions)) if not last_step else np.zeros((n_envs, 2), np.float32)
-            _update(agent, obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
-                    reward_buf[:filled], done_buf[:filled], next_value)
+            yield (obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
+                   reward_buf[:filled], done_buf[:filled], next_value)
             filled = 0
-    return agent
 
 
-def _update(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> dict[str, float]:
+def training_rows(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> tuple[np.ndarray, ...]:
+    """A rollout as the flat rows ``MAPPO.update`` takes: obs, critic inputs, actions, log-probs, logits,
+    GAE advantages and returns ([T, B, 2, ...] -> [T*B*2, ...])."""
     cfg = agent.config
     critic_in = critic_inputs(obs, actions)
     values = agent.values(critic_in)
     advantages, returns = compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
     flat = lambda a: a.reshape(-1, *a.shape[3:])  # noqa: E731  [T, B, 2, ...] -> [T*B*2, ...]
-    return agent.update(flat(obs), flat(critic_in), flat(actions), flat(logp), flat(logits), flat(advantages), flat(returns))
+    return flat(obs), flat(critic_in), flat(actions), flat(logp), flat(logits), flat(advantages), flat(returns)
+
+
+def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
+          generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> MAPPO:
+    """Train one shared policy on ``n_envs`` copies for ``episodes`` episodes per copy.
+
+    ``layout`` is a layout or, for an environment that changes, the layout of each 0-based episode.
+    ``episode`` passed to the callback counts per copy, starting at 1 (the paper's x-axis).
+    """
+    if n_envs < 1 or episodes < 1:
+        raise ValueError(f"n_envs and episodes must be >= 1, got {n_envs} and {episodes}")
+    agent = MAPPO(config, seed)
+    for rollout in rollouts(agent, layout, n_envs=n_envs, episodes=episodes, seed=seed, generator=generator,
+                            on_episode_end=on_episode_end):
+        agent.update(*training_rows(agent, *rollout))
+    return agent
 
 
 def evaluation_uniforms(seed: int | tuple, runs: int) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from marlinkit.algos import mappo
+from marlinkit.algos import mappo, tanh_mlp
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
@@ -67,7 +67,7 @@ def _stack(modules: Sequence[nn.Module]) -> list[torch.Tensor]:
 
 
 def stacked_forward(params: list[torch.Tensor], x: torch.Tensor) -> list[torch.Tensor]:
-    """``mappo.tanh_mlp_forward`` for R runs at once: x [R, n, in] -> every layer's input and the output."""
+    """``tanh_mlp.tanh_mlp_forward`` for R runs at once: x [R, n, in] -> every layer's input and the output."""
     activations = [x]
     depth = len(params) // 2
     for k in range(depth):
@@ -76,12 +76,12 @@ def stacked_forward(params: list[torch.Tensor], x: torch.Tensor) -> list[torch.T
             z = (activations[-1] * weight).sum(-1, keepdim=True) + bias
         else:
             z = torch.baddbmm(bias, activations[-1], weight.transpose(1, 2))
-        activations.append(mappo.fast_tanh(z) if k < depth - 1 else z)
+        activations.append(tanh_mlp.fast_tanh(z) if k < depth - 1 else z)
     return activations
 
 
 def stacked_backward(params: list[torch.Tensor], activations: list[torch.Tensor], grad_out: torch.Tensor) -> list[torch.Tensor]:
-    """``mappo.tanh_mlp_backward`` for R runs at once: gradients [weight, bias] per layer, each [R, ...]."""
+    """``tanh_mlp.tanh_mlp_backward`` for R runs at once: gradients [weight, bias] per layer, each [R, ...]."""
     grads: list[torch.Tensor] = []
     grad = grad_out
     for k in reversed(range(len(params) // 2)):
@@ -313,7 +313,7 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
 
 
 def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> dict[str, np.ndarray]:
-    """``mappo._update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
+    """``mappo.training_rows`` and ``MAPPO.update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
     cfg = agent.config
     T, R = obs.shape[:2]
     critic_in = mappo.critic_inputs(obs, actions)

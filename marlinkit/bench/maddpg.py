@@ -182,7 +182,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from marlinkit.maestro import ablation as maestro
-    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig, ReplayBuffer
+    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
+    from marlinkit.algos.replay_buffer import ReplayBuffer
 
     if args.updates < 1:
         raise ValueError(f"--updates must be positive, got {args.updates}")

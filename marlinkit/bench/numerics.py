@@ -19,6 +19,7 @@ import json, sys, time
 import marlinkit
 import numpy as np
 from marlinkit.algos import maddpg
+from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.mappo import MAPPOConfig, train
 from marlinkit.envs.corridor.layouts import get_layout
 episodes, updates = int(sys.argv[1]), int(sys.argv[2])
@@ -27,7 +28,7 @@ train(MAPPOConfig(), get_layout("single_slot"), n_envs=15, episodes=episodes, se
 mappo = time.process_time() - start
 rng = np.random.default_rng(0)
 learner = maddpg.MADDPG(16, 9, 4, maddpg.MADDPGConfig(hidden=64, batch_size=1024, buffer_size=4096))
-buffer = maddpg.ReplayBuffer(4096, 16, 9)
+buffer = ReplayBuffer(4096, 16, 9)
 for _ in range(4096):
     buffer.add(rng.normal(size=(16, 9)), rng.integers(4, size=16), rng.normal(size=16), rng.normal(size=(16, 9)),
                rng.random(16) < 0.05)

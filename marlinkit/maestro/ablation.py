@@ -408,12 +408,12 @@ def _train_run(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibr
 
     from marlinkit.algos.maddpg import (
         MADDPG,
-        ReplayBuffer,
         env_dims,
         evaluate,
         run_episode,
         seed_everything,
     )
+    from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficSignalEnv
     from marlinkit.maestro import architect as arch
     from marlinkit.llm.config import label as llm_label

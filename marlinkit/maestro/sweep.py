@@ -75,8 +75,9 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import torch
 
     from marlinkit import numerics
-    from marlinkit.algos.maddpg import (EVAL_POLICIES, MADDPG, MADDPGConfig, ReplayBuffer, env_dims, evaluate,
-                                        run_episode, seed_everything)
+    from marlinkit.algos.maddpg import (EVAL_POLICIES, MADDPG, MADDPGConfig, env_dims, evaluate, run_episode,
+                                        seed_everything)
+    from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.runs import atomic_write_text
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,8 @@ from pettingzoo.test import parallel_api_test
 
 from marlinkit.algos import maddpg
 from marlinkit.algos.maddpg import MADDPGConfig
+from marlinkit.algos.replay_buffer import ReplayBuffer
+from marlinkit.algos.stacked_mlp import StackedMLP
 
 
 class SignalMatchEnv(ParallelEnv):
@@ -120,7 +124,7 @@ def test_clip_grad_norm_per_agent_scales_each_agent_alone():
 
 
 def test_stacked_mlp_agent_slices_are_independent_networks():
-    net = maddpg.StackedMLP(3, [4, 5, 2])
+    net = StackedMLP(3, [4, 5, 2])
     x = torch.randn(3, 7, 4)
     out = net(x)
     for i in range(3):
@@ -130,7 +134,7 @@ def test_stacked_mlp_agent_slices_are_independent_networks():
 
 
 def test_shared_input_forward_equals_the_expanded_input():
-    net = maddpg.StackedMLP(3, [6, 5, 2])
+    net = StackedMLP(3, [6, 5, 2])
     x = torch.randn(7, 6)
     torch.testing.assert_close(net(x), net(x.expand(3, -1, -1)), atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(net.run(x, "loop"), net(x), atol=1e-6, rtol=1e-6)
@@ -139,7 +143,7 @@ def test_shared_input_forward_equals_the_expanded_input():
 def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     """The critic's first layer differentiated in each agent's own action: autograd's values on the full input."""
     n, obs, a, batch = 3, 5, 4, 8
-    net = maddpg.StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
+    net = StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
     flat_obs, actions = torch.randn(batch, n * obs), torch.randn(batch, n, a)
     policy = torch.randn(n, batch, a, requires_grad=True)
     q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
@@ -158,28 +162,48 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
 
 def _random_batch(n_agents=4, obs_dim=5, n_actions=4, size=32, seed=0):
     rng = np.random.default_rng(seed)
-    buffer = maddpg.ReplayBuffer(100, n_agents, obs_dim)
+    buffer = ReplayBuffer(100, n_agents, obs_dim)
     for _ in range(100):
         buffer.add(rng.normal(size=(n_agents, obs_dim)), rng.integers(n_actions, size=n_agents),
                    rng.normal(size=n_agents), rng.normal(size=(n_agents, obs_dim)), rng.random(n_agents) < 0.1)
     return buffer.sample(size, rng)
 
 
-def test_batched_update_equals_per_agent_loop():
-    config = MADDPGConfig(hidden=16, batch_size=32, buffer_size=100)
-    learners = {mode: maddpg.MADDPG(4, 5, 4, config) for mode in ("batched", "loop")}
+PARITY = MADDPGConfig(hidden=16, batch_size=32, buffer_size=100)
+NETS = ("actor", "critic", "target_actor", "target_critic")
+
+
+def _three_updates(configs: dict[str, MADDPGConfig]):
+    """A learner per path ("batched", "loop") and configuration, three updates on the same batches and noise."""
+    learners = {mode: maddpg.MADDPG(4, 5, 4, config) for mode, config in configs.items()}
+    losses = []
     for step in range(3):
         batch = _random_batch(seed=step)
         noise = learners["batched"].noise(32)
-        losses = {mode: learner.update(batch, noise, mode) for mode, learner in learners.items()}
-        assert losses["batched"] == pytest.approx(losses["loop"], rel=1e-5)
-    nets = ("actor", "critic", "target_actor", "target_critic")
-    for net in nets:
-        for a, b in zip(getattr(learners["batched"], net).parameters(), getattr(learners["loop"], net).parameters()):
-            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        losses.append({mode: learner.update(batch, noise, mode) for mode, learner in learners.items()})
+    return learners, losses
+
+
+def _weight_pairs(learners):
+    return [(a, b) for net in NETS for a, b in zip(getattr(learners["batched"], net).parameters(),
+                                                   getattr(learners["loop"], net).parameters())]
+
+
+def test_batched_update_equals_per_agent_loop():
+    learners, losses = _three_updates({"batched": PARITY, "loop": PARITY})
+    for step in losses:
+        assert step["batched"] == pytest.approx(step["loop"], rel=1e-5)
+    for a, b in _weight_pairs(learners):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     # and the update really moved the weights (a no-op update would pass the comparison too)
-    fresh = maddpg.MADDPG(4, 5, 4, config)
+    fresh = maddpg.MADDPG(4, 5, 4, PARITY)
     assert not torch.allclose(fresh.actor.weights[0], learners["batched"].actor.weights[0])
+
+
+@pytest.mark.parametrize("term,value", [("gamma", 0.95 * 1.01), ("logit_reg", 1e-3 * 1.01), ("gumbel_temperature", 1.01)])
+def test_the_parity_comparison_fails_when_one_term_of_one_path_is_perturbed_by_1_percent(term, value):
+    learners, _ = _three_updates({"batched": PARITY, "loop": dataclasses.replace(PARITY, **{term: value})})
+    assert max((a - b).abs().max().item() for a, b in _weight_pairs(learners)) > 100 * 1e-5
 
 
 def test_batched_gradients_equal_per_agent_loop_gradients():
@@ -197,7 +221,7 @@ def test_batched_gradients_equal_per_agent_loop_gradients():
 
 
 def test_replay_buffer_wraps_around():
-    buffer = maddpg.ReplayBuffer(3, 2, 1)
+    buffer = ReplayBuffer(3, 2, 1)
     for k in range(5):
         buffer.add(np.full((2, 1), k), np.array([k, k]), np.zeros(2), np.zeros((2, 1)), np.zeros(2))
     assert buffer.size == 3 and sorted(buffer.actions[:, 0].tolist()) == [2, 3, 4]
