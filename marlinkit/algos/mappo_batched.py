@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from marlinkit.algos import mappo, tanh_mlp
+from marlinkit.algos import mappo, mappo_rollouts, tanh_mlp
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
@@ -50,9 +50,9 @@ class RunSpec:
     """A layout, or the layout of each 0-based episode (a changing environment)."""
     seed: int
     """The run's seed: initial weights, rollout sampling and minibatch order."""
-    generator: mappo.Generator | None = None
+    generator: mappo_rollouts.Generator | None = None
     """Actions from outside (MARLIN's Algorithm 1 for this run), as in ``mappo.train``."""
-    on_episode_end: mappo.EpisodeCallback | None = None
+    on_episode_end: mappo_rollouts.EpisodeCallback | None = None
     """Called as in ``mappo.train``, with a per-run view of the policy (``RunPolicy``)."""
 
 
@@ -182,7 +182,7 @@ class BatchedMAPPO:
         size = min(cfg.minibatch_size, n)
         uniques = [np.unique(obs[r], axis=0, return_inverse=True) for r in range(runs)]
         if cfg.distinct_obs and all(len(d) <= DISTINCT_CAPACITY for d, _ in uniques):
-            actor_in = torch.zeros(runs, DISTINCT_CAPACITY, mappo.OBS_SIZE)
+            actor_in = torch.zeros(runs, DISTINCT_CAPACITY, mappo_rollouts.OBS_SIZE)
             for r, (distinct, _) in enumerate(uniques):
                 actor_in[r, :len(distinct)] = torch.as_tensor(distinct, dtype=torch.float32)
             batch = batch._replace(actor_row=torch.as_tensor(np.stack([inv.reshape(-1) for _, inv in uniques]), dtype=torch.int64))
@@ -266,14 +266,14 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
     arrays = [core.layout_arrays(f(0)) for f in layout_of]
     horizon = max(1, round(config.steps_per_iteration / n_envs))
     shape = (horizon, R, n_envs, core.N_AGENTS)
-    obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = mappo.rollout_buffers(shape)
+    obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = mappo_rollouts.rollout_buffers(shape)
 
     def choose(states):
         obs = np.stack([core.observe(a, s) for a, s in zip(arrays, states)]).astype(np.float32)  # [R, B, 2, 4]
-        logits = agent.logits(obs.reshape(R, -1, mappo.OBS_SIZE)).reshape(R, n_envs, core.N_AGENTS, core.N_ACTIONS)
+        logits = agent.logits(obs.reshape(R, -1, mappo_rollouts.OBS_SIZE)).reshape(R, n_envs, core.N_AGENTS, core.N_ACTIONS)
         actions = np.empty((R, n_envs, core.N_AGENTS), np.int64)
         for i, run in enumerate(runs):
-            sampled = mappo.sample_actions(logits[i], rngs[i].random((n_envs, core.N_AGENTS)))
+            sampled = mappo_rollouts.sample_actions(logits[i], rngs[i].random((n_envs, core.N_AGENTS)))
             actions[i] = sampled if run.generator is None else np.asarray(run.generator(states[i], sampled), dtype=np.int64)
         return obs, logits, actions
 
@@ -283,7 +283,7 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
     filled, episode = 0, 0
     for _ in range(episodes * core.EPISODE_STEPS):
         obs_buf[filled], logits_buf[filled], action_buf[filled] = obs, logits, actions
-        logp_buf[filled] = [mappo.log_prob(logits[i], actions[i]) for i in range(R)]  # per run: see per_run_exp
+        logp_buf[filled] = [mappo_rollouts.log_prob(logits[i], actions[i]) for i in range(R)]  # per run: see per_run_exp
         results = [core.step(a, s, actions[i]) for i, (a, s) in enumerate(zip(arrays, states))]
         for i, result in enumerate(results):
             reward_buf[filled, i] = result.reward
@@ -305,7 +305,7 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
             if last_step:
                 next_value = np.zeros((R, n_envs, core.N_AGENTS), np.float32)
             else:
-                next_value = agent.values(mappo.critic_inputs(obs, actions).reshape(R, -1, mappo.CRITIC_SIZE)).reshape(R, n_envs, core.N_AGENTS)
+                next_value = agent.values(mappo_rollouts.critic_inputs(obs, actions).reshape(R, -1, mappo_rollouts.CRITIC_SIZE)).reshape(R, n_envs, core.N_AGENTS)
             _update(agent, obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
                     reward_buf[:filled], done_buf[:filled], next_value)
             filled = 0
@@ -316,8 +316,8 @@ def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, nex
     """``mappo.training_rows`` and ``MAPPO.update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
     cfg = agent.config
     T, R = obs.shape[:2]
-    critic_in = mappo.critic_inputs(obs, actions)
-    values = agent.values(critic_in.transpose(1, 0, 2, 3, 4).reshape(R, -1, mappo.CRITIC_SIZE))
+    critic_in = mappo_rollouts.critic_inputs(obs, actions)
+    values = agent.values(critic_in.transpose(1, 0, 2, 3, 4).reshape(R, -1, mappo_rollouts.CRITIC_SIZE))
     values = values.reshape(R, T, *obs.shape[2:4]).transpose(1, 0, 2, 3)
     advantages, returns = mappo.compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
     per_run = lambda a: np.ascontiguousarray(np.moveaxis(a, 1, 0)).reshape(R, -1, *a.shape[4:])  # noqa: E731

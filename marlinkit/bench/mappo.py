@@ -50,15 +50,15 @@ def _floor_seconds(config) -> float:
     """Textbook loop: the rollout's policy forward passes, then epochs x rows / minibatch torch.optim.Adam steps."""
     import torch
 
-    from marlinkit.algos import mappo
+    from marlinkit.algos import mappo, mappo_rollouts
 
     n_envs = 15
     horizon = round(config.steps_per_iteration / n_envs)
     rows = horizon * n_envs * 2
     actor, critic = mappo.Actor(config.actor_hidden), mappo.Critic(config.critic_hidden)
     optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=config.lr, fused=True)
-    obs = torch.randint(0, 8, (rows, mappo.OBS_SIZE)).float()
-    critic_in = torch.rand(rows, mappo.CRITIC_SIZE)
+    obs = torch.randint(0, 8, (rows, mappo_rollouts.OBS_SIZE)).float()
+    critic_in = torch.rand(rows, mappo_rollouts.CRITIC_SIZE)
     actions = torch.randint(0, 5, (rows, 1))
     started = time.perf_counter()
     with torch.no_grad():

@@ -18,6 +18,7 @@ from marlinkit.marlin import hardware
 from marlinkit.progress import Progress
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
 from marlinkit.algos import mappo
+from marlinkit.algos import mappo_rollouts
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout, get_layout
@@ -57,7 +58,7 @@ class SystemRun(NamedTuple):
 
     layout_at: Callable[[int], Layout]
     generator: Algorithm1 | None  # MARLIN's switch for this run (None: MARL)
-    on_episode_end: mappo.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
+    on_episode_end: mappo_rollouts.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
     tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
 
 

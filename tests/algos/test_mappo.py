@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from marlinkit.algos import mappo, tanh_mlp
+from marlinkit.algos import mappo, mappo_rollouts, tanh_mlp
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
@@ -90,10 +90,10 @@ def test_closed_form_loss_gradients_match_autograd_through_ppo_loss(ent_coef, vf
 
 
 def test_networks_compute_what_their_layer_lists_say():
-    x = torch.randn(7, mappo.OBS_SIZE)
+    x = torch.randn(7, mappo_rollouts.OBS_SIZE)
     actor, critic = mappo.Actor(), mappo.Critic()
     torch.testing.assert_close(actor(x), nn.Sequential.forward(actor, x), rtol=0, atol=0)
-    c = torch.randn(7, mappo.CRITIC_SIZE)
+    c = torch.randn(7, mappo_rollouts.CRITIC_SIZE)
     torch.testing.assert_close(critic(c), nn.Sequential.forward(critic, c), rtol=0, atol=0)
 
 
@@ -120,12 +120,12 @@ def test_hand_written_backward_matches_autograd(network):
 
 def _random_batch(n: int, distinct: int, seed: int):
     rng = np.random.default_rng(seed)
-    table = rng.integers(0, 9, (distinct, mappo.OBS_SIZE)).astype(np.float32)
+    table = rng.integers(0, 9, (distinct, mappo_rollouts.OBS_SIZE)).astype(np.float32)
     obs = table[rng.integers(0, distinct, n)]
     actions = rng.integers(0, 5, n)
     logits = rng.normal(size=(n, 5)).astype(np.float32)
-    return (obs, rng.random((n, mappo.CRITIC_SIZE)).astype(np.float32), actions,
-            mappo.log_prob(logits, actions).astype(np.float32), logits, rng.normal(size=n), rng.normal(size=n))
+    return (obs, rng.random((n, mappo_rollouts.CRITIC_SIZE)).astype(np.float32), actions,
+            mappo_rollouts.log_prob(logits, actions).astype(np.float32), logits, rng.normal(size=n), rng.normal(size=n))
 
 
 def test_update_on_distinct_observations_gives_the_per_row_update():
@@ -151,7 +151,7 @@ REFERENCE = mappo.MAPPOConfig(lr=1e-3, steps_per_iteration=400, update_epochs=4,
 def _corridor_rows(config: mappo.MAPPOConfig, seed: int = 0):
     """A real batch: the first rollout of 8 maze_like copies (800 agent-steps), as ``train`` collects it."""
     agent = mappo.MAPPO(config, seed)
-    return agent, mappo.training_rows(agent, *next(mappo.rollouts(agent, get_layout("maze_like"), n_envs=8, episodes=2, seed=seed)))
+    return agent, mappo.training_rows(agent, *next(mappo_rollouts.rollouts(agent, get_layout("maze_like"), n_envs=8, episodes=2, seed=seed)))
 
 
 def _relative_errors(got, expected) -> list[float]:
@@ -231,8 +231,8 @@ def test_adam_step_gives_torch_optim_adam_numbers():
 
 def test_critic_inputs_hold_own_obs_other_obs_and_other_action():
     obs = np.array([[[1, 0, 1, 7], [1, 7, 1, 0]]], dtype=np.float32)
-    x = mappo.critic_inputs(obs, np.array([[2, 4]]))
-    assert x.shape == (1, 2, mappo.CRITIC_SIZE) == (1, 2, 13)
+    x = mappo_rollouts.critic_inputs(obs, np.array([[2, 4]]))
+    assert x.shape == (1, 2, mappo_rollouts.CRITIC_SIZE) == (1, 2, 13)
     np.testing.assert_array_equal(x[0, 0], [1, 0, 1, 7, 1, 7, 1, 0, 0, 0, 0, 0, 1])
     np.testing.assert_array_equal(x[0, 1], [1, 7, 1, 0, 1, 0, 1, 7, 0, 0, 1, 0, 0])
 
@@ -240,17 +240,17 @@ def test_critic_inputs_hold_own_obs_other_obs_and_other_action():
 def test_inverse_cdf_sampling_and_log_probs():
     logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4, 1e-12]]))
     uniforms = np.array([0.05, 0.15, 0.31, 0.61, 0.9999])
-    np.testing.assert_array_equal(mappo.sample_actions(np.repeat(logits, 5, 0), uniforms), [0, 1, 2, 3, 3])
-    draws = mappo.sample_actions(np.repeat(logits, 40_000, 0), np.random.default_rng(0).random(40_000))
+    np.testing.assert_array_equal(mappo_rollouts.sample_actions(np.repeat(logits, 5, 0), uniforms), [0, 1, 2, 3, 3])
+    draws = mappo_rollouts.sample_actions(np.repeat(logits, 40_000, 0), np.random.default_rng(0).random(40_000))
     np.testing.assert_allclose(np.bincount(draws, minlength=5) / 40_000, [0.1, 0.2, 0.3, 0.4, 0.0], atol=0.01)
-    np.testing.assert_allclose(mappo.log_prob(logits, np.array([3])), [np.log(0.4)])
+    np.testing.assert_allclose(mappo_rollouts.log_prob(logits, np.array([3])), [np.log(0.4)])
 
 
 def test_evaluation_pairs_share_random_streams_per_run():
-    a = mappo.evaluation_uniforms((3, 100), 4)
-    np.testing.assert_array_equal(a[:, :2], mappo.evaluation_uniforms((3, 100), 2))
+    a = mappo_rollouts.evaluation_uniforms((3, 100), 4)
+    np.testing.assert_array_equal(a[:, :2], mappo_rollouts.evaluation_uniforms((3, 100), 2))
     assert not np.array_equal(a[:, 0], a[:, 1])
-    assert not np.array_equal(a, mappo.evaluation_uniforms((3, 101), 4))
+    assert not np.array_equal(a, mappo_rollouts.evaluation_uniforms((3, 101), 4))
 
 
 def test_mappo_alone_solves_single_slot_within_a_fixed_budget():
@@ -282,7 +282,7 @@ def test_policy_learns_from_outside_actions_alone():
     before = mappo.evaluate(mappo.MAPPO(FAST, seed=1), layout, runs=100, seed=0).mean()
     after = mappo.evaluate(agent, layout, runs=100, seed=0).mean()
     assert after > before + 0.3, (before, after)
-    expert_logp = mappo.log_prob(agent.logits(core.observe(arrays, core.reset(arrays, 1))[0]), expert[0])
+    expert_logp = mappo_rollouts.log_prob(agent.logits(core.observe(arrays, core.reset(arrays, 1))[0]), expert[0])
     assert np.all(np.exp(expert_logp) > 0.3), "the first expert moves became likelier than uniform (0.2)"
 
 
