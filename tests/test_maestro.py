@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit.maestro import curriculum
+from marlinkit.maestro import curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro.sandbox import reward_example
@@ -81,11 +81,11 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
 
     config = curriculum.CurriculumConfig()
     base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(1.0, seed=3), episode_seconds=150))
-    env = maestro.CurriculumEnv(base, config)
+    env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.65
     env.reward_state = curriculum.RewardState(source="llm")
     env.set_reward(Path(reward_example.__file__).read_text(), episode_ticks=16 * 150 * 10)
-    shadow = maestro.RewardInputs(16)
+    shadow = curriculum_env.RewardInputs(16)
     try:
         env.reset(seed=1)
         w = curriculum.weight(0.65, config)
@@ -122,7 +122,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     process.kill()
     process.join()
     assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
-    saved_first_row = torch.load(checkpoint, weights_only=False)["rows"][0]
+    saved_first_row = torch.load(checkpoint, weights_only=False)["loop"].rows[0]
     maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
     assert not checkpoint.exists()
@@ -139,7 +139,7 @@ def test_a_reward_over_its_episode_budget_is_retired_and_logged():
     source = Path(reward_example.__file__).read_text()  # 7 ticks per call: 16 x 7 = 112 per step
     config = curriculum.CurriculumConfig()
     base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(0.5, seed=3), episode_seconds=30))
-    env = maestro.CurriculumEnv(base, config)
+    env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.5
     failures = []
     try:
