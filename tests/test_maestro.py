@@ -161,3 +161,37 @@ def test_a_reward_over_its_episode_budget_is_retired_and_logged():
     (record,) = synth.log.records
     assert record["kind"] == "retire" and not record["accepted"] and "TickBudgetExceeded" in record["reason"]
     assert synth.episode_ticks(source, 5760) == 28 * 5760  # validated again when unknown: 4 x 7 ticks per call
+
+
+def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_another_layout(tmp_path):
+    """checkpoint.resume gives back exactly what save held; a stale layout or configuration restores nothing."""
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig, ReplayBuffer
+    from marlinkit.maestro import checkpoint
+
+    def learner_and_buffer(seed):
+        learner, buffer = MADDPG(2, 3, 4, MADDPGConfig(seed=seed, hidden=8)), ReplayBuffer(5, 2, 3)
+        for step in range(seed + 2):
+            buffer.add(np.full((2, 3), step), [1, 2], [0.5, -0.5], np.ones((2, 3)), [0.0, 0.0])
+        return learner, buffer
+
+    path = tmp_path / "run.checkpoint.pt"
+    learner, buffer = learner_and_buffer(1)
+    checkpoint.save(path, learner, buffer, "hash-a", loop={"episode": 3})
+    expected = (torch.rand(3), np.random.random(), learner.rng.random())  # what the random streams give next
+    fresh, fresh_buffer = learner_and_buffer(2)
+    assert checkpoint.resume(path, fresh, fresh_buffer, "hash-b") is None  # another configuration
+    assert not torch.equal(next(fresh.actor.parameters()), next(learner.actor.parameters()))  # nothing restored
+    saved = checkpoint.resume(path, fresh, fresh_buffer, "hash-a")
+    assert saved["loop"] == {"episode": 3}
+    for mine, theirs in zip(learner.actor.parameters(), fresh.actor.parameters()):
+        assert torch.equal(mine, theirs)
+    assert (fresh_buffer.size, fresh_buffer.pos) == (buffer.size, buffer.pos)
+    np.testing.assert_array_equal(fresh_buffer.obs[: buffer.size], buffer.obs[: buffer.size])
+    again = (torch.rand(3), np.random.random(), fresh.rng.random())
+    assert torch.equal(again[0], expected[0]) and again[1:] == expected[1:]
+    stale = torch.load(path, weights_only=False)
+    stale.pop("format")  # a checkpoint written before the LoopState layout
+    torch.save(stale, path)
+    assert checkpoint.resume(path, fresh, fresh_buffer, "hash-a") is None

@@ -46,6 +46,7 @@ def baseline_jobs(settings: dict, engines: list[str]) -> list[dict]:
 def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(baseline table, difficulty table, provenance) for ``preset``, computed or loaded."""
     settings = presets.get(preset, "traffic_baselines", **overrides)
+    executors.check_executor("local", settings["workers"])  # before any compute or cached table
     engines = [e for e in settings["engines"] if available_engines()[e]]
     skipped = [e for e in settings["engines"] if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
