@@ -11,6 +11,11 @@ live is its point.
 
 Each preset has one section per experiment. A notebook asks for its section and may override
 single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])``.
+
+``workers`` means the same in every section: how many jobs run at once, through
+:func:`marlinkit.executors.run_jobs` (at least 1). With 1, jobs run one after another in this
+process, except where the experiment gives each job a fresh process (the MAESTRO runs: libsumo
+holds one simulation per process).
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "difficulty_seeds": [0],
             "difficulty_seconds": 120,
             "max_pressure_min_green_s": 10,
-            "workers": 0,
+            "workers": 1,
         },
         "maestro": {  # seconds: scripted architect, tiny episodes
             "seeds": [200, 300],

@@ -9,9 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit.maestro import report
-from marlinkit.marlin import fig3_training, grid
-from marlinkit.marlin import fig6_scalability
+from marlinkit.maestro import figures, report
+from marlinkit.marlin import fig3_training, fig6_scalability, grid
 from marlinkit.marlin.fig2_negotiation import draw_dialogue
 
 
@@ -42,12 +41,12 @@ def test_fig4_draws_each_seed_once_and_labels_apart():
               ("A7", 200): 28.3, ("A7", 300): -37.6, ("A7", 400): 31.1, ("A7", 500): -83.4}
     results = _ablation_results({key: [0.3, 0.3, 0.3] for key in scores}, scores)
     fig, ax = plt.subplots()
-    report.final_boxplot(ax, results)
+    figures.final_boxplot(ax, results)
     points = sum(len(c.get_offsets()) for c in ax.collections)
     drawn_as_fliers = sum(len(line.get_xdata()) for line in ax.lines if line.get_marker() not in (None, "None", ""))
     assert points == len(scores) and drawn_as_fliers == 0
     for ablation in ("A2", "A7"):
-        labels = [t for t in ax.texts if t.get_color() == report.COLORS[ablation]]
+        labels = [t for t in ax.texts if t.get_color() == figures.COLORS[ablation]]
         heights = sorted(t.get_position()[1] for t in labels)
         assert len(labels) == len(SEEDS) and np.min(np.diff(heights)) > 1.0, "seed labels overlap"
 
@@ -57,7 +56,7 @@ def test_fig7_shades_only_real_reductions_inside_the_run():
     difficulty.update({("A7", s): [0.5, 0.5, 0.4, 0.4] for s in SEEDS})  # one real reduction, after episode 1
     results = _ablation_results(difficulty, {key: 1.0 for key in difficulty})
     fig, axes = plt.subplots(1, 2)
-    report.difficulty_trajectories(axes, results, seed=200)
+    figures.difficulty_trajectories(axes, results, seed=200)
     spans = [len([p for p in ax.patches]) for ax in axes]
     assert spans == [0, 1]
     assert axes[1].patches[0].get_x() == pytest.approx(1.5) and axes[0].get_xlim()[1] <= 3.5

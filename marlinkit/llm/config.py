@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 
 from marlinkit import paths
+from marlinkit.llm.backends.scripted import Script
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 
@@ -53,8 +54,13 @@ def recording(record: bool | None = None) -> bool:
     raise ValueError(f"{RECORD_VAR}={value!r}: use 1 to record transcript misses with the model, 0 to replay strictly")
 
 
-def make_backend(value: str | None = None) -> ChatBackend:
-    """Build the backend a setting names (weights load lazily, on the first call)."""
+def make_backend(value: str | None = None, script: Script | None = None, model: str | None = None) -> ChatBackend:
+    """Build the backend a setting names (weights load lazily, on the first call).
+
+    ``script`` and ``model`` are the ``scripted`` kind's replies and model name (default: the
+    ``greedy_robots`` negotiation script); an experiment with a protocol of its own (MAESTRO's
+    architect) passes its script here, and the other kinds ignore both.
+    """
     value = setting(value)
     kind, _, arg = value.partition(":")
     if kind == "smollm2" and not arg:
@@ -64,7 +70,7 @@ def make_backend(value: str | None = None) -> ChatBackend:
     if kind == "scripted" and not arg:
         from marlinkit.llm.backends.scripted import ScriptedBackend
 
-        return ScriptedBackend()
+        return ScriptedBackend(script, model)
     if kind == "transformers" and arg:
         from marlinkit.llm.backends.transformers import TransformersBackend
 
@@ -87,9 +93,16 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
     return Path(root or paths.TRANSCRIPTS_DIR) / f"{purpose}__{slug(backend.name)}__{slug(backend.model)}.jsonl"
 
 
-def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None) -> TranscriptCache:
+def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None,
+                   script: Script | None = None, model: str | None = None) -> ChatBackend:
     """The configured backend behind its transcript cache: recorded calls replay; a new call is an error
-    unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded."""
+    unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded.
+
+    A ``scripted`` setting given its own ``script`` (see :func:`make_backend`) plays it uncached:
+    the script is its own record, and its replies are computed from the prompt, never looked up.
+    """
+    if script is not None and setting(value) == "scripted":
+        return make_backend("scripted", script, model)
     from_env = os.environ.get(ENV_VAR)
     if not recording(record) and value and from_env and from_env != value:
         warnings.warn(f"${ENV_VAR}={from_env} is not used here: this run replays the recorded {value} replies "

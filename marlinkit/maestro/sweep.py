@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
-from marlinkit.maestro.ablation import BASELINE_METRICS, baseline_episodes, calibrated_score
+from marlinkit.maestro.curriculum_env import BASELINE_METRICS, baseline_episodes, calibrated_score
 
 #: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`).
 SETTINGS: dict[str, dict[str, Any]] = {

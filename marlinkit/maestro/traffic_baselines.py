@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import executors, paths, presets
 from marlinkit.envs.traffic.cli import REFERENCE
-from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode, run_in_subprocess
+from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode
 from marlinkit.envs.traffic.engines import available_engines
 from marlinkit.runs import ResultStore
 
@@ -25,11 +25,14 @@ ENGINE_COLOR = {"sumo": "#1f77b4", "cityflow": "#d62728"}
 ENGINES_OPTIONAL_PRESET = "smoke"
 
 
-def run_jobs(jobs: list[dict], workers: int) -> list[dict]:
-    """Each job in this process one after another (workers 0), else in fresh spawned processes."""
-    if workers == 0:
-        return [run_episode(**job) for job in jobs]
-    return run_in_subprocess(jobs, workers=workers)
+def episode(job: dict) -> dict:
+    """One baseline episode (:func:`~marlinkit.envs.traffic.controllers.run_episode` of the job's keywords).
+
+    ``run_episode`` closes its own simulation, so one process can run many of them one after
+    another: ``workers`` 1 runs them all here, more run in that many spawned processes
+    (:func:`marlinkit.executors.run_jobs`).
+    """
+    return run_episode(**job)
 
 
 def baseline_jobs(settings: dict, engines: list[str]) -> list[dict]:
@@ -43,6 +46,7 @@ def baseline_jobs(settings: dict, engines: list[str]) -> list[dict]:
 def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(baseline table, difficulty table, provenance) for ``preset``, computed or loaded."""
     settings = presets.get(preset, "traffic_baselines", **overrides)
+    executors.check_executor("local", settings["workers"])  # before any compute or cached table
     engines = [e for e in settings["engines"] if available_engines()[e]]
     skipped = [e for e in settings["engines"] if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
@@ -56,7 +60,7 @@ def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
                                                             for job in difficulty_jobs(settings["difficulties"], engine=engine,
                                                                                        seconds=settings["difficulty_seconds"], seed=seed)])):
         if not store.is_complete(name, config):
-            rows = run_jobs(make_jobs(), settings["workers"])
+            rows = executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", settings["workers"], progress=False)
             store.save(name, pd.DataFrame(rows), config, preset=preset, engines=engines)
         tables[name] = store.load(name)
     versions = dict(zip(tables["traffic_baselines"]["engine"], tables["traffic_baselines"]["engine_version"]))

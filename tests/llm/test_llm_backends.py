@@ -76,6 +76,25 @@ def test_setting_strings_build_the_named_backend(monkeypatch, tmp_path):
     assert path.name == "llm_only__openai__meta-llama-Llama-3.1-8B-Instruct.jsonl"
 
 
+def test_an_experiment_script_plays_the_scripted_kind_uncached_and_leaves_the_others_to_the_cache(tmp_path):
+    """MAESTRO's architect script: one factory for it and for every other backend (no second one in the runner)."""
+    from marlinkit.llm.cache import TranscriptCache
+
+    def echo(messages):
+        return "reply to " + messages[-1]["content"]
+
+    scripted = llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path, script=echo, model="echo")
+    assert isinstance(scripted, ScriptedBackend) and (scripted.script, scripted.model) == (echo, "echo")
+    reply = scripted.chat([{"role": "user", "content": "hi"}], GenerationSettings())
+    assert reply.text == "reply to hi" and not list(tmp_path.iterdir())  # the script is its own record
+    assert llm_config.make_backend("scripted", echo, "echo").model == "echo"
+    assert llm_config.make_backend("scripted").model == "greedy-robots"  # the default script is unchanged
+    other = llm_config.cached_backend("transformers:/models/m", "demo", record=False, root=tmp_path, script=echo)
+    assert isinstance(other, TranscriptCache) and other.replay_only  # a model setting ignores the script
+    plain = llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path)
+    assert isinstance(plain, TranscriptCache)  # without a script the scripted kind replays like any other
+
+
 def test_settings_and_messages_are_validated():
     with pytest.raises(ValueError, match="temperature"):
         GenerationSettings(temperature=-0.1)

@@ -13,7 +13,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from marlinkit.maestro import curriculum
+from marlinkit.maestro import curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.maestro import architect as arch
@@ -122,7 +122,7 @@ def test_a_damaged_transcript_fails_a_maestro_run_and_names_it(tmp_path, network
     cfg = maestro.load_config("smoke", seeds=[7], ablations=["A7"], llm="smollm2", workers=1)
     assert cfg.record is False  # strict replay unless MARLINKIT_RECORD=1
     with pytest.raises(TranscriptFileError, match=r"run MAESTRO A7__seed7: transcript .*Q4-1.jsonl:2 is damaged"):
-        maestro._run_job(cfg, "A7", 7, maestro.Calibration(1.0, 0.0), str(tmp_path))
+        maestro._run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
 
 
 def test_a_cut_off_last_line_is_skipped_and_the_next_record_lands_on_a_line_of_its_own(tmp_path, network):
@@ -175,9 +175,9 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
     cfg = maestro.load_config("smoke")
     store = ResultStore(tmp_path)
     store.save("ablation_calibration", pd.DataFrame({"controller": ["max-pressure"], "return": [1.0]}),
-               maestro._calibration_config(cfg), engine_version="x", context="c")
+               curriculum_env.calibration_config(cfg), engine_version="x", context="c")
     with pytest.raises(ResultFileError, match=r"calibration table .*ablation_calibration.csv does not hold"):
-        maestro.calibrate(cfg, store)
+        curriculum_env.calibrate(cfg, store)
 
 
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit.maestro import curriculum
+from marlinkit.maestro import curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro.sandbox import reward_example
@@ -81,11 +81,11 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
 
     config = curriculum.CurriculumConfig()
     base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(1.0, seed=3), episode_seconds=150))
-    env = maestro.CurriculumEnv(base, config)
+    env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.65
     env.reward_state = curriculum.RewardState(source="llm")
     env.set_reward(Path(reward_example.__file__).read_text(), episode_ticks=16 * 150 * 10)
-    shadow = maestro.RewardInputs(16)
+    shadow = curriculum_env.RewardInputs(16)
     try:
         env.reset(seed=1)
         w = curriculum.weight(0.65, config)
@@ -122,7 +122,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     process.kill()
     process.join()
     assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
-    saved_first_row = torch.load(checkpoint, weights_only=False)["rows"][0]
+    saved_first_row = torch.load(checkpoint, weights_only=False)["loop"].rows[0]
     maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
     assert not checkpoint.exists()
@@ -139,7 +139,7 @@ def test_a_reward_over_its_episode_budget_is_retired_and_logged():
     source = Path(reward_example.__file__).read_text()  # 7 ticks per call: 16 x 7 = 112 per step
     config = curriculum.CurriculumConfig()
     base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(0.5, seed=3), episode_seconds=30))
-    env = maestro.CurriculumEnv(base, config)
+    env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.5
     failures = []
     try:
@@ -161,3 +161,38 @@ def test_a_reward_over_its_episode_budget_is_retired_and_logged():
     (record,) = synth.log.records
     assert record["kind"] == "retire" and not record["accepted"] and "TickBudgetExceeded" in record["reason"]
     assert synth.episode_ticks(source, 5760) == 28 * 5760  # validated again when unknown: 4 x 7 ticks per call
+
+
+def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_another_layout(tmp_path):
+    """checkpoint.resume gives back exactly what save held; a stale layout or configuration restores nothing."""
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
+    from marlinkit.algos.replay_buffer import ReplayBuffer
+    from marlinkit.maestro import checkpoint
+
+    def learner_and_buffer(seed):
+        learner, buffer = MADDPG(2, 3, 4, MADDPGConfig(seed=seed, hidden=8)), ReplayBuffer(5, 2, 3)
+        for step in range(seed + 2):
+            buffer.add(np.full((2, 3), step), [1, 2], [0.5, -0.5], np.ones((2, 3)), [0.0, 0.0])
+        return learner, buffer
+
+    path = tmp_path / "run.checkpoint.pt"
+    learner, buffer = learner_and_buffer(1)
+    checkpoint.save(path, learner, buffer, "hash-a", loop={"episode": 3})
+    expected = (torch.rand(3), np.random.random(), learner.rng.random())  # what the random streams give next
+    fresh, fresh_buffer = learner_and_buffer(2)
+    assert checkpoint.resume(path, fresh, fresh_buffer, "hash-b") is None  # another configuration
+    assert not torch.equal(next(fresh.actor.parameters()), next(learner.actor.parameters()))  # nothing restored
+    saved = checkpoint.resume(path, fresh, fresh_buffer, "hash-a")
+    assert saved["loop"] == {"episode": 3}
+    for mine, theirs in zip(learner.actor.parameters(), fresh.actor.parameters()):
+        assert torch.equal(mine, theirs)
+    assert (fresh_buffer.size, fresh_buffer.pos) == (buffer.size, buffer.pos)
+    np.testing.assert_array_equal(fresh_buffer.obs[: buffer.size], buffer.obs[: buffer.size])
+    again = (torch.rand(3), np.random.random(), fresh.rng.random())
+    assert torch.equal(again[0], expected[0]) and again[1:] == expected[1:]
+    stale = torch.load(path, weights_only=False)
+    stale.pop("format")  # a checkpoint written before the LoopState layout
+    torch.save(stale, path)
+    assert checkpoint.resume(path, fresh, fresh_buffer, "hash-a") is None

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from marlinkit.maestro import report
-from marlinkit.maestro.ablation import AblationResults, Calibration, load_config
+from marlinkit.maestro import figures, report
+from marlinkit.maestro.ablation import AblationResults, load_config
+from marlinkit.maestro.curriculum_env import Calibration
 
 SEEDS = (200, 300, 400, 500)
 
@@ -44,7 +45,7 @@ def test_table2_cv_of_a_negative_mean_is_undefined_and_the_caption_says_so():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    report.cv_comparison(ax, results)
+    figures.cv_comparison(ax, results)
     assert any("undefined" in t.get_text() for t in ax.texts)  # Fig. 6 says so too, not a negative bar
     assert all(bar.get_height() >= 0 or not np.isfinite(bar.get_height()) for bar in ax.patches)
     plt.close(fig)

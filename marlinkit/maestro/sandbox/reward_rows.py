@@ -6,7 +6,7 @@ episodes of *simulated* ``metrics`` rows, in time order, as training would send 
 intersections = 5,760 calls per episode), followed by the synthetic edge cases of
 :func:`marlinkit.maestro.sandbox.sample_rollouts`.
 
-The rows are derived numbers (the :class:`marlinkit.maestro.ablation.RewardInputs` of each intersection and
+The rows are derived numbers (the :class:`marlinkit.maestro.curriculum_env.RewardInputs` of each intersection and
 second), not the Hangzhou data files. ``reward_rows.csv.gz`` beside this module is what
 :func:`record` wrote (``python -m marlinkit.maestro.sandbox.reward_rows``): SUMO, 360 s each of (1) the real
 Hangzhou flow and (2) the hardest curriculum context (d = 1.0, seed 0: the heaviest traffic
@@ -33,7 +33,7 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
     from marlinkit.envs.traffic.context import context_for_difficulty
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.maestro.sandbox import FIELD_NAMES
-    from marlinkit.maestro.ablation import RewardInputs
+    from marlinkit.maestro.curriculum_env import RewardInputs
 
     rows = []
     for episode, difficulty in enumerate(DIFFICULTIES):

@@ -1,0 +1,59 @@
+"""Resumable checkpoints of one MAESTRO run: the MADDPG learner, its replay buffer, every random
+state, and whatever loop state the caller adds (:class:`marlinkit.maestro.ablation.LoopState`).
+
+A run resumed from its checkpoint gives the numbers an uninterrupted one would (``tests/test_maestro.py``).
+Checkpoints are transient: a finished run deletes its own.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marlinkit.runs import atomic_write_bytes
+
+#: Bumped when the layout changes: a checkpoint of another layout is ignored (the run starts over).
+FORMAT = 2
+_NETWORKS = ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt")
+_BUFFER = ("obs", "next_obs", "actions", "rewards", "terminated")
+
+
+def save(path: Path, learner, buffer, config_hash: str, **extra: Any) -> None:
+    """Everything a run needs to continue exactly where it stopped, written atomically."""
+    import torch
+
+    state = {"format": FORMAT, "config_hash": config_hash, **extra}
+    state.update({k: getattr(learner, k).state_dict() for k in _NETWORKS})
+    state.update(generator=learner.generator.get_state(), rng=learner.rng.bit_generator.state,
+                 buffer={k: getattr(buffer, k)[: buffer.size].copy() for k in _BUFFER}, buffer_pos=buffer.pos,
+                 python_random=random.getstate(), numpy_random=np.random.get_state(), torch_random=torch.get_rng_state())
+    data = io.BytesIO()
+    torch.save(state, data)
+    atomic_write_bytes(path, data.getvalue())
+
+
+def resume(path: Path, learner, buffer, config_hash: str) -> dict[str, Any] | None:
+    """Restore ``learner``, ``buffer`` and the random states from ``path`` and return the saved extras;
+    None (nothing restored) when there is no checkpoint or it belongs to another configuration or layout."""
+    import torch
+
+    if not path.exists():
+        return None
+    saved = torch.load(path, weights_only=False)
+    if saved.get("format") != FORMAT or saved.get("config_hash") != config_hash:
+        return None
+    for k in _NETWORKS:
+        getattr(learner, k).load_state_dict(saved[k])
+    learner.generator.set_state(saved["generator"])
+    learner.rng.bit_generator.state = saved["rng"]
+    for k in _BUFFER:
+        getattr(buffer, k)[: len(saved["buffer"][k])] = saved["buffer"][k]
+    buffer.size, buffer.pos = len(saved["buffer"]["obs"]), saved["buffer_pos"]
+    random.setstate(saved["python_random"])
+    np.random.set_state(saved["numpy_random"])
+    torch.set_rng_state(saved["torch_random"])
+    return saved
