@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit.marlin import algorithm1, systems
     from marlinkit.envs.corridor.layouts import get_layout
     from marlinkit.llm import config as llm_config
-    from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
+    from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
     from marlinkit.llm.backends.scripted import ScriptedBackend
 
     layout = get_layout(args.scenario)
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
                            n_envs=args.n_envs)
     settings["plan_budget"] = None  # the paper's unlimited re-planning: count what the cache alone saves
-    counting = _Counting(Negotiation(ScriptedBackend(), config))
+    counting = _Counting(Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), config))
     episodes, _ = systems.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
     copy_episodes = len(episodes)
     per_1000 = 1000 * counting.plans / copy_episodes

@@ -57,9 +57,9 @@ def recording(record: bool | None = None) -> bool:
 def make_backend(value: str | None = None, script: Script | None = None, model: str | None = None) -> ChatBackend:
     """Build the backend a setting names (weights load lazily, on the first call).
 
-    ``script`` and ``model`` are the ``scripted`` kind's replies and model name (default: the
-    ``greedy_robots`` negotiation script); an experiment with a protocol of its own (MAESTRO's
-    architect) passes its script here, and the other kinds ignore both.
+    ``script`` and ``model`` are the ``scripted`` kind's replies and model name: each experiment passes the
+    script of its own protocol (MARLIN: ``marlin.negotiation.greedy_robots``; MAESTRO: the architect's
+    script); the ``scripted`` kind without one is an error, and the other kinds ignore both.
     """
     value = setting(value)
     kind, _, arg = value.partition(":")

@@ -20,7 +20,7 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
-from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
+from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
 from marlinkit.runs import ResultStore, run_name
 from marlinkit.files import atomic_write_text, read_json
@@ -39,7 +39,8 @@ def negotiator(settings: dict[str, Any], llm: str | None = None, purpose: str = 
 
     MARLIN training plugs it in as ``marlin.run_grid(..., source=negotiator(settings, purpose="marlin"))``.
     """
-    backend = llm_config.cached_backend(llm or settings["llm"], purpose, record=settings.get("record"))
+    backend = llm_config.cached_backend(llm or settings["llm"], purpose, record=settings.get("record"),
+                                        script=greedy_robots, model="greedy-robots")
     return Negotiation(backend, negotiation_config(settings))
 
 
@@ -79,7 +80,8 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
         atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
         return table
 
-    return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=str(backend.path))
+    path = getattr(backend, "path", None)  # None: a script, not a recorded model
+    return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
 
 
 def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -372,3 +373,49 @@ class Negotiation:
         stats["fallbacks"] += 1
         transcript.append({"move": move, "speaker": "system", "kind": "fallback", "text": "no agreement: both robots @WAIT"})
         return [0, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocol played without a model (the scripted backend's MARLIN script)
+
+_CELL = re.compile(r"\((\d+), (\d+)\)")
+
+
+def _next_step(free: set, start: tuple, goal: tuple, other: tuple) -> str:
+    """The first step of a shortest path to ``goal``; @WAIT if it is the other robot's cell (or no path)."""
+    moves = (("@NORTH", 0, 1), ("@SOUTH", 0, -1), ("@WEST", -1, 0), ("@EAST", 1, 0))
+    parent = {start: None}
+    queue = deque([start])
+    while queue and goal not in parent:
+        cell = queue.popleft()
+        for word, dx, dy in moves:
+            nxt = (cell[0] + dx, cell[1] + dy)
+            if nxt in free and nxt not in parent:
+                parent[nxt] = (cell, word)
+                queue.append(nxt)
+    if goal not in parent or goal == start:
+        return "@WAIT"
+    cell = goal
+    while parent[cell][0] != start:
+        cell = parent[cell][0]
+    return "@WAIT" if cell == other else parent[cell][1]
+
+
+def greedy_robots(messages: list[dict[str, str]]) -> str:
+    """A protocol-following robot for the scripted backend (no model): reads the grid and the task from the chat;
+    the proposer moves each robot one step along its shortest path unless the other robot is in the way, and the
+    leader agrees."""
+    system = messages[0]["content"]
+    free_line = next((line for line in system.splitlines() if line.startswith("Free cells:")), "")
+    free = {(int(x), int(y)) for x, y in _CELL.findall(free_line)}
+    match = next((m for m in map(TASK_RE.search, (m["content"] for m in reversed(messages))) if m), None)
+    if match is None or not free:
+        return "I do not see a task."
+    a, b = (int(match.group(2)), int(match.group(3))), (int(match.group(5)), int(match.group(6)))
+    ga, gb = (int(match.group(7)), int(match.group(8))), (int(match.group(9)), int(match.group(10)))
+    moves = ["@WAIT" if a == ga else _next_step(free, a, ga, b), "@WAIT" if b == gb else _next_step(free, b, gb, a)]
+    if "says:" in messages[-1]["content"] or "Discussion time is over" in messages[-1]["content"]:
+        return (f"Agreed {NAMES[0]} Action: {moves[0]}\nAgreed {NAMES[1]} Action: {moves[1]}\n"
+                f"{AGREE_MARK} {STOP_MARK}")
+    return (f"TLP: both robots follow their shortest paths.\n{NAMES[0]}: {moves[0]} - towards the goal.\n"
+            f"{NAMES[1]}: {moves[1]} - towards the goal.")

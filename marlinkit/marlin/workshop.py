@@ -25,7 +25,7 @@ from marlinkit.llm import config as llm_config
 from marlinkit.marlin import llm_only
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
-from marlinkit.marlin.negotiation import Negotiation
+from marlinkit.marlin.negotiation import Negotiation, greedy_robots
 
 ENGINE = "corridor core (numpy)"
 EXACT_LABEL = "exact planner: upper bound, not an LLM"
@@ -97,7 +97,8 @@ def run_training(preset: str, root: Path | None = None, progress: bool = False) 
 def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
     """The workshop's LLM behind its transcript cache (strict replay unless the preset or ``$MARLINKIT_RECORD`` records)."""
     section = settings(preset)["negotiation"]
-    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", record=section["record"])
+    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", record=section["record"],
+                                     script=greedy_robots, model="greedy-robots")
 
 
 def negotiator(preset: str, backend: ChatBackend) -> Negotiation:

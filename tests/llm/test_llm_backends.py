@@ -61,13 +61,13 @@ def test_hub_id_without_local_copy_fails_fast_with_instructions():
 
 
 def test_setting_strings_build_the_named_backend(monkeypatch, tmp_path):
-    assert isinstance(llm_config.make_backend("scripted"), ScriptedBackend)
+    assert isinstance(llm_config.make_backend("scripted", ["ok"]), ScriptedBackend)
     backend = llm_config.make_backend("transformers:/models/Llama-3.1-8B-Instruct")
     assert (backend.name, backend.model) == ("transformers", "Llama-3.1-8B-Instruct")
     remote = llm_config.make_backend("openai:http://localhost:8000/v1#meta-llama/Llama-3.1-8B-Instruct")
     assert (remote.base_url, remote.model) == ("http://localhost:8000/v1", "meta-llama/Llama-3.1-8B-Instruct")
     monkeypatch.setenv(llm_config.ENV_VAR, "scripted")
-    assert llm_config.make_backend(None).name == "scripted"
+    assert llm_config.make_backend(None, ["ok"]).name == "scripted"
     with pytest.raises(ValueError, match="unknown LLM setting"):
         llm_config.make_backend("gpt5")
     with pytest.raises(ValueError, match="model name"):
@@ -88,11 +88,12 @@ def test_an_experiment_script_plays_the_scripted_kind_uncached_and_leaves_the_ot
     reply = scripted.chat([{"role": "user", "content": "hi"}], GenerationSettings())
     assert reply.text == "reply to hi" and not list(tmp_path.iterdir())  # the script is its own record
     assert llm_config.make_backend("scripted", echo, "echo").model == "echo"
-    assert llm_config.make_backend("scripted").model == "greedy-robots"  # the default script is unchanged
+    with pytest.raises(ValueError, match="plays a script"):  # each experiment passes its own protocol's script
+        llm_config.make_backend("scripted")
     other = llm_config.cached_backend("transformers:/models/m", "demo", record=False, root=tmp_path, script=echo)
     assert isinstance(other, TranscriptCache) and other.replay_only  # a model setting ignores the script
-    plain = llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path)
-    assert isinstance(plain, TranscriptCache)  # without a script the scripted kind replays like any other
+    with pytest.raises(ValueError, match="plays a script"):
+        llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path)
 
 
 def test_settings_and_messages_are_validated():
@@ -223,4 +224,4 @@ def test_replay_only_runs_say_that_marlinkit_llm_is_not_used(monkeypatch, tmp_pa
 
     monkeypatch.setenv(llm_config.ENV_VAR, "openai:http://127.0.0.1:9/v1#m")
     with pytest.warns(UserWarning, match="is not used here"):
-        llm_config.cached_backend("scripted", "demo", record=False, root=tmp_path)
+        llm_config.cached_backend("smollm2", "demo", record=False, root=tmp_path)

@@ -157,10 +157,10 @@ def test_a_record_lands_on_a_new_line_after_a_complete_record_without_newline(tm
 
 def test_recording_is_an_explicit_choice(tmp_path, monkeypatch):
     monkeypatch.delenv(llm_config.RECORD_VAR, raising=False)
-    assert llm_config.cached_backend("scripted", "t", root=tmp_path).replay_only
-    assert not llm_config.cached_backend("scripted", "t", record=True, root=tmp_path).replay_only
+    assert llm_config.cached_backend("smollm2", "t", root=tmp_path).replay_only
+    assert not llm_config.cached_backend("smollm2", "t", record=True, root=tmp_path).replay_only
     monkeypatch.setenv(llm_config.RECORD_VAR, "1")
-    assert not llm_config.cached_backend("scripted", "t", root=tmp_path).replay_only
+    assert not llm_config.cached_backend("smollm2", "t", root=tmp_path).replay_only
     assert maestro.load_config("smoke").record
     monkeypatch.setenv(llm_config.RECORD_VAR, "maybe")
     with pytest.raises(ValueError, match="MARLINKIT_RECORD='maybe'"):

@@ -11,7 +11,7 @@ from marlinkit.marlin import fig6_scalability
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.envs.corridor.plans import Plan
-from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig
+from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
 from marlinkit.llm.backends.scripted import ScriptedBackend
 
 WORLD = crowd.crowd_map_from_ascii()
@@ -57,7 +57,7 @@ def test_a_pair_left_facing_counts_as_one_conflict():
 
 
 def test_llm_negotiation_counts_calls_and_tokens():
-    source = Negotiation(ScriptedBackend(), NegotiationConfig(max_moves=3, max_rounds=1))
+    source = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(max_moves=3, max_rounds=1))
     state = make_state([(2, 2), (2, 3)], [1, 0])
     counts = crowd.run_episode(WORLD, 2, source, seed=0, config=crowd.EpisodeConfig(max_steps=4, max_moves=3), state=state)
     assert counts["negotiations"] == 1 and counts["llm_calls"] >= 6  # at least two replies per move

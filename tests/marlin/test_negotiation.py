@@ -9,7 +9,7 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.llm.base import LLMError
 from marlinkit.marlin.negotiation import (
-    CORRECTION, Negotiation, NegotiationConfig, parse_reply, render_grid, system_prompt, task_prompt,
+    CORRECTION, Negotiation, NegotiationConfig, greedy_robots, parse_reply, render_grid, system_prompt, task_prompt,
 )
 from marlinkit.llm.backends.scripted import ScriptedBackend
 
@@ -139,7 +139,7 @@ def test_nothing_the_model_writes_crashes_a_plan(junk):
 def test_greedy_script_plays_the_protocol_on_every_layout_and_stall_limit_stops_early():
     for name in LAYOUT_NAMES:
         layout = get_layout(name)
-        result = Negotiation(ScriptedBackend(), NegotiationConfig(stall_limit=3)).make_plan(layout, np.array(layout.starts), 50, seed=0)
+        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(stall_limit=3)).make_plan(layout, np.array(layout.starts), 50, seed=0)
         assert result.stats["format_ok"] == result.stats["replies"] > 0
         assert result.stats["fallbacks"] == 0 and result.stats["invalid_moves"] == 0
         # Face to face in a corridor nobody moves: three still moves end the negotiation.
@@ -150,7 +150,7 @@ def test_greedy_script_plays_the_protocol_on_every_layout_and_stall_limit_stops_
 
 def test_plan_stops_when_both_robots_reach_their_goals():
     goals = np.array(SLOT.goals)
-    result = Negotiation(ScriptedBackend()).make_plan(SLOT, goals, 50, seed=0)
+    result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots")).make_plan(SLOT, goals, 50, seed=0)
     assert len(result.actions) == 0 and result.performance == 1.0 and result.stats["llm_calls"] == 0
 
 
@@ -192,7 +192,7 @@ def test_invalid_inputs_fail_before_any_call():
 
 def test_random_leader_is_seeded():
     def leaders(seed):
-        result = Negotiation(ScriptedBackend(), NegotiationConfig(leader="random")).make_plan(
+        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(leader="random")).make_plan(
             get_layout("two_path"), np.array(get_layout("two_path").starts), 6, seed=seed)
         return [e["speaker"] for e in result.transcript if e["kind"] == "task"]
 

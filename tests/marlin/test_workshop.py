@@ -14,6 +14,7 @@ from marlinkit.envs.corridor import get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.llm.backends.scripted import ScriptedBackend
+from marlinkit.marlin.negotiation import greedy_robots
 from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 
@@ -50,7 +51,7 @@ def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
 
 
 def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
-    comparison = workshop.run_comparison("smoke", ScriptedBackend(), root=tmp_path)
+    comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     llm_label = "scripted negotiation"
     assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
     alone = comparison.episodes[comparison.episodes.curve == f"LLM-only ({llm_label})"]
@@ -79,7 +80,7 @@ def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path
 
 
 def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path):
-    comparison = workshop.run_comparison("smoke", ScriptedBackend(), root=tmp_path)
+    comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     fig = workshop.learning_curve_figure(comparison.episodes, comparison.evaluations, by="curve")
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
