@@ -194,7 +194,7 @@ class MADDPG:
     seed-major on the agent axis (S*N rows): each seed has its own initial weights, Gumbel
     generator and replay sampler, made exactly as the learner of that seed alone makes them, and
     agents of different seeds share no weight, input or loss term, so every seed gets the numbers
-    it gets alone (tests/test_maddpg_seeds.py). One seed is the same code with S = 1.
+    it gets alone (tests/algos/test_maddpg_seeds.py). One seed is the same code with S = 1.
     With S > 1, :meth:`act` takes (S, N, obs) and :meth:`update` batches of (S, B, N, ...).
     """
 

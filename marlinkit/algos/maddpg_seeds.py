@@ -4,7 +4,7 @@
 learners on its agent axis (S*N rows); :func:`train_seeds` steps one environment per seed in
 lockstep (:func:`~marlinkit.algos.maddpg.run_episodes`): all seeds act in one forward pass and
 update in one batched step. Each seed's numbers are those it gets alone: the alone run is the same
-code with S = 1 (``tests/test_maddpg_seeds.py`` checks training rows, evaluations and final
+code with S = 1 (``tests/algos/test_maddpg_seeds.py`` checks training rows, evaluations and final
 weights byte for byte).
 
 libsumo holds one simulation per process, so the traffic environments of a stacked run live in

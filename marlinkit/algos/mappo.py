@@ -3,7 +3,7 @@
 Read top to bottom: the losses (named as in the MAPPO paper, Yu et al. 2022, and in RLlib's PPO,
 the authors' stack), the hyperparameters, the networks, then the update twice: ``MAPPO.update``,
 the fast path training runs, and ``update_reference``, the same update by plain autograd through
-the named losses (``tests/test_mappo.py`` holds them to the same gradients on a corridor batch).
+the named losses (``tests/algos/test_mappo.py`` holds them to the same gradients on a corridor batch).
 Then training and evaluation (the rollouts themselves: :mod:`~marlinkit.algos.mappo_rollouts`). Defaults: the authors' values (FACTS §4), else RLlib's.
 
 The fast path (2.2x the autograd version's throughput on one CPU thread): the loss's gradients

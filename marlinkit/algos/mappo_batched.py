@@ -11,7 +11,7 @@ Runs never mix. Each keeps its own random streams (rollout ``numpy`` generator a
 ``torch`` generator, both from its seed, as in ``mappo.train``), its own advantage normalisation,
 its own adaptive KL weight, and its own Adam moments; a run's rows only ever meet its own weights.
 ``bmm`` computes each run's matrix product on its own, so a run's numbers do not depend on which
-other runs share the batch: ``tests/test_mappo_batched.py`` checks byte equality of 2 runs
+other runs share the batch: ``tests/algos/test_mappo_batched.py`` checks byte equality of 2 runs
 batched against each run trained alone by this code (R = 1). Against ``mappo.train`` the numbers
 agree to float rounding, not in bits (``bmm`` and ``mm`` sum in different orders).
 

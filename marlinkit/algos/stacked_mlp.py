@@ -2,7 +2,7 @@
 
 Every weight carries a leading agent axis and one batched matmul (``baddbmm``) evaluates all N
 networks at once; ``forward_agent`` runs one agent through its slice, the per-agent reference
-path MADDPG's batched update is tested against (``tests/test_maddpg.py``).
+path MADDPG's batched update is tested against (``tests/algos/test_maddpg.py``).
 """
 
 from __future__ import annotations

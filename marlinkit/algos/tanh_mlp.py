@@ -1,7 +1,7 @@
 """Tanh MLPs with a written-out backward pass: the network half of MAPPO's fast path (no autograd).
 
 ``tanh_mlp_forward`` keeps every layer's input, ``tanh_mlp_backward`` turns the gradient of the
-output into the gradients of every weight and bias from them; ``tests/test_mappo.py`` holds it to
+output into the gradients of every weight and bias from them; ``tests/algos/test_mappo.py`` holds it to
 autograd. tanh is computed as ``2 sigmoid(2x) - 1`` (``fast_tanh``): torch's CPU tanh takes half as
 long as the actor's 256 x 256 matrix product, the sigmoid form half that, within 2e-7 of tanh.
 """

@@ -9,7 +9,7 @@ before the clock starts.
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
 reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.run_ablation``
 into a temporary folder; its per-episode timing columns are split into simulation / MADDPG
-training / LLM curriculum calls / LLM reward calls by ``maestro_report.cost_breakdown`` (Table 5's
+training / LLM curriculum calls / LLM reward calls by ``report.cost_breakdown`` (Table 5's
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
 The ``paper`` ablation's time is projected from it: simulation, evaluation and LLM time per
 episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting per episode plus the measured time per update times
@@ -85,7 +85,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     import tempfile
 
     from marlinkit.maestro import ablation as maestro
-    from marlinkit.maestro import report as maestro_report
+    from marlinkit.maestro import report
 
     settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
                 "record": False, "workers": 1, "checkpoint_every": 0}
@@ -93,7 +93,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
         results = maestro.run_ablation(preset, root=root, progress=False, final_window=cfg.final_window, **settings)
     df = results.episodes
-    table = maestro_report.cost_breakdown(results).set_index("Component")
+    table = report.cost_breakdown(results).set_index("Component")
     split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index if name != "Total"}
     latency = table.loc[["LLM curriculum calls", "LLM reward calls"], "Model latency per call (s)"]
     # MADDPG time = acting + updates: the time per update from episodes with and without updates.

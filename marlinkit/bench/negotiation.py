@@ -1,7 +1,7 @@
 """Negotiation cost: seconds and tokens per plan with a live LLM, and LLM calls per 1000 MARLIN episodes.
 
 Part 1 negotiates one plan with the configured backend (default smollm2) without any cache, so
-the seconds are real. Part 2 trains MARLIN (``marlinkit.marlin.algorithm1.train_system``) with the same
+the seconds are real. Part 2 trains MARLIN (``marlinkit.marlin.systems.train_system``) with the same
 negotiation protocol on the scripted robots (no model, the same calls per move when the format is
 kept) and counts the plans Algorithm 1 asks for without a plan budget: the plan cache at work. LLM calls per 1000
 episodes = plans per 1000 episodes x the live backend's calls per plan.

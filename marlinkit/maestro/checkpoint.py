@@ -1,7 +1,7 @@
 """Resumable checkpoints of one MAESTRO run: the MADDPG learner, its replay buffer, every random
 state, and whatever loop state the caller adds (:class:`marlinkit.maestro.ablation.LoopState`).
 
-A run resumed from its checkpoint gives the numbers an uninterrupted one would (``tests/test_maestro.py``).
+A run resumed from its checkpoint gives the numbers an uninterrupted one would (``tests/maestro/test_ablation.py``).
 Checkpoints are transient: a finished run deletes its own.
 """
 

@@ -37,7 +37,7 @@ from marlinkit.paper_values import AUTHORS_LLM_ONLY
 RATES_FILE = Path(__file__).with_name("surrogate_planner_rates.json")
 NAME = "calibrated-surrogate-planner"
 SALT = 0x5A77  # keeps the corruption stream apart from every other use of the same seed
-CALIBRATION_TOLERANCE = 0.05  # |LLM-only(surrogate) - target| a held-out seed must meet (tests/test_surrogate_planner.py)
+CALIBRATION_TOLERANCE = 0.05  # |LLM-only(surrogate) - target| a held-out seed must meet (tests/marlin/test_surrogate_planner.py)
 
 
 def corrupt(actions: np.ndarray, rate: float, seed: int | None) -> np.ndarray:

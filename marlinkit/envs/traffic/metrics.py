@@ -11,7 +11,7 @@ scheduled to depart before T, whether or not it could enter the network yet):
   left. CityFlow's own function takes the start of that second, so on CityFlow this value is
   exactly ``throughput / vehicles`` seconds above ``get_average_travel_time`` (1 s per finished
   vehicle: 0.85 s on the real flow over 3600 s fixed-time, 507.09 s against 506.24 s; checked in
-  ``tests/test_traffic_cityflow.py``). SUMO's tripinfo arrival is the end of the second, as here.
+  ``tests/envs/test_traffic_cityflow.py``). SUMO's tripinfo arrival is the end of the second, as here.
 * ``avg_delay_s``: mean over the population of travel time minus the free-flow time of the
   distance covered (distance / the vehicles' maximum speed). Finished vehicles covered their
   route (sum of road lengths, junction interiors left out); vehicles still driving report their
