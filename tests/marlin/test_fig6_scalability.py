@@ -1,4 +1,4 @@
-"""The Fig. 6 scalability scenario: map, dynamics, conflict detection, pair layouts, episodes and the runner."""
+"""The Fig. 6 scalability experiment: negotiated deadlocks, episodes and the runner (the crowd world itself: tests/envs/test_crowd.py)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,7 @@ from marlinkit.envs import crowd
 from marlinkit.envs.corridor.plans import Plan
 from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
 from marlinkit.llm.backends.scripted import ScriptedBackend
-
-WORLD = crowd.crowd_map_from_ascii()
-BOTTOM_LEFT = 0  # corridor (2, 2)-(2, 3), mouths (2, 1) below and (2, 4) above
-
-
-def make_state(cells, headings, inside=None) -> crowd.CrowdState:
-    n = len(cells)
-    return crowd.CrowdState(np.array(cells, dtype=np.int64), np.ones(n, bool) if inside is None else np.array(inside),
-                            np.array(headings, dtype=np.int64), np.zeros(n, np.int64), 0)
-
+from tests.envs.test_crowd import WORLD, make_state
 
 def test_the_exact_planner_resolves_a_constructed_deadlock_and_everyone_leaves():
     state = make_state([(2, 2), (2, 3), (10, 10)], [1, 0, -1])
