@@ -401,6 +401,18 @@ class AblationResults:
     def llm(self) -> str:
         return ", ".join(sorted({s["llm"] for s in self.sidecars.values()}))
 
+    def for_seeds(self, seeds) -> "AblationResults":
+        """The same results restricted to ``seeds`` (e.g. the paper's four, beside all twelve): every table and
+        figure function reads a subset as it reads the whole."""
+        seeds = tuple(int(s) for s in seeds)
+        missing = sorted(set(seeds) - set(self.config.seeds))
+        if missing:
+            raise ValueError(f"seeds {missing} are not in these results (seeds {list(self.config.seeds)})")
+        kept = {name: sidecar for name, sidecar in self.sidecars.items() if int(name.rsplit("seed", 1)[1]) in seeds}
+        return dataclasses.replace(self, config=dataclasses.replace(self.config, seeds=seeds), sidecars=kept,
+                                   episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
+                                   generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
+
     def provenance(self, note: str | None = None) -> str:
         """Preset, engine, LLM, the score's scale and the evaluated policy, then ``note``."""
         from marlinkit.plots import provenance_text

@@ -73,3 +73,22 @@ def test_acceptance_counts_rewards_retired_in_training():
     table = report.acceptance(results).set_index("kind")
     assert table.loc["reward", "calls"] == 2 and table.loc["reward", "retired in training"] == 1
     assert table.loc["context", "retired in training"] == 0 and "retire" not in table.index
+
+
+def test_statistics_on_a_subset_of_seeds_read_only_those_seeds():
+    import dataclasses
+
+    import pytest
+
+    full = _results({"A2": [1.0, 2.0, 3.0, 9.0], "A7": [3.0, 5.0, 4.0, -7.0]})
+    full = dataclasses.replace(full, config=dataclasses.replace(full.config, seeds=SEEDS),
+                               generations=pd.DataFrame({"seed": list(SEEDS), "kind": "context"}),
+                               sidecars={f"{a}__seed{s}": {"engine_version": "test", "llm": "scripted"}
+                                         for a in ("A2", "A7") for s in SEEDS})
+    two = full.for_seeds((200, 300))
+    assert two.config.seeds == (200, 300) and set(two.episodes.seed) == {200, 300} and set(two.generations.seed) == {200, 300}
+    assert sorted(two.sidecars) == ["A2__seed200", "A2__seed300", "A7__seed200", "A7__seed300"]
+    assert report.table2(two).iloc[0]["Mean ± SD"] != report.table2(full).iloc[0]["Mean ± SD"]  # seed 500 left out
+    assert len(report.final_by_seed(two)) == 4  # 2 conditions x 2 seeds
+    with pytest.raises(ValueError, match="not in these results"):
+        full.for_seeds((200, 1300))
