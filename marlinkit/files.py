@@ -15,6 +15,7 @@ from typing import Any
 _UMASK = os.umask(0)
 os.umask(_UMASK)  # read once: the only way to learn the umask is to set it
 
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: never a half file."""
     path = Path(path)

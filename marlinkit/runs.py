@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from marlinkit import numerics
-from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text, read_json, read_jsonl  # noqa: F401 (also read from here)
+from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text
 
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
 
@@ -117,13 +117,12 @@ class ResultStore:
     def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame], **provenance: Any) -> pd.DataFrame:
         """The run's table: loaded when complete with this configuration, else ``compute()``-d and saved.
 
-        The one cache-or-compute step of every runner that computes a run in this process.
+        The one cache-or-compute step of every runner that computes a run in this process. The table is
+        always read back from its file, so a fresh run and a resumed one hand their callers the same frame.
         """
-        if self.is_complete(name, config):
-            return self.load(name)
-        table = compute()
-        self.save(name, table, config, **provenance)
-        return table
+        if not self.is_complete(name, config):
+            self.save(name, compute(), config, **provenance)
+        return self.load(name)
 
     def _check_table(self, name: str, sidecar: dict[str, Any]) -> bytes:
         path = self.table_path(name)

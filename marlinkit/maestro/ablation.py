@@ -70,7 +70,8 @@ from marlinkit.maestro.curriculum_env import (
     env_config,
 )
 from marlinkit.progress import Progress
-from marlinkit.runs import ResultStore, atomic_write_text, config_hash, read_jsonl, run_name
+from marlinkit.files import atomic_write_text, read_jsonl
+from marlinkit.runs import ResultStore, config_hash, run_name
 
 PAPER = "maestro"
 #: Evaluated policies (as marlinkit.algos.maddpg.EVAL_POLICIES, kept here so importing this module needs no torch).

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from marlinkit.runs import atomic_write_bytes
+from marlinkit.files import atomic_write_bytes
 
 #: Bumped when the layout changes: a checkpoint of another layout is ignored (the run starts over).
 FORMAT = 2

@@ -28,7 +28,8 @@ import pandas as pd
 
 from marlinkit import executors
 from marlinkit.maestro import curriculum
-from marlinkit.runs import ResultFileError, ResultStore
+from marlinkit.files import ResultFileError
+from marlinkit.runs import ResultStore
 
 if TYPE_CHECKING:  # the ablation's settings; only the fields named below are read
     from marlinkit.maestro.ablation import MaestroConfig

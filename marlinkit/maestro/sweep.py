@@ -79,7 +79,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                                         seed_everything)
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
-    from marlinkit.runs import atomic_write_text
+    from marlinkit.files import atomic_write_text
 
     torch.set_num_threads(1)
     settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}

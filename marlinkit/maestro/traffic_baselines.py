@@ -59,10 +59,11 @@ def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
                             ("traffic_difficulty", lambda: [job for engine in engines for seed in settings["difficulty_seeds"]
                                                             for job in difficulty_jobs(settings["difficulties"], engine=engine,
                                                                                        seconds=settings["difficulty_seconds"], seed=seed)])):
-        if not store.is_complete(name, config):
-            rows = executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", settings["workers"], progress=False)
-            store.save(name, pd.DataFrame(rows), config, preset=preset, engines=engines)
-        tables[name] = store.load(name)
+        def compute() -> pd.DataFrame:  # called at once, in this iteration
+            return pd.DataFrame(executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", settings["workers"],
+                                                   progress=False))
+
+        tables[name] = store.cached(name, config, compute, preset=preset, engines=engines)
     versions = dict(zip(tables["traffic_baselines"]["engine"], tables["traffic_baselines"]["engine_version"]))
     engine_text = ", ".join(ENGINE_LABEL[e].format(v=versions.get(e, "").replace("SUMO ", "")) for e in engines)
     return tables["traffic_baselines"], tables["traffic_difficulty"], {"engines": engines, "skipped": skipped, "engine_text": engine_text}
