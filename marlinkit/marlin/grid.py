@@ -267,8 +267,6 @@ def plan_source_label(preset: str, section: str, plan_source: str | None = None)
     return plan_source_settings(preset, section, plan_source)[3]
 
 
-
-
 def run_training(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
                  **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
