@@ -54,8 +54,9 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
-# Smoke runs never overwrite the committed figures (marlinkit.verify.reference_root says the same).
-FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,figures)
+# Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
+# (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
+FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
 
 .PHONY: help setup data cityflow test test-fast figures verify lab bench clean distclean
 

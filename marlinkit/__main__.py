@@ -63,7 +63,8 @@ def _cmd_presets(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit import presets
 
     if args.check:
-        presets.check_preset(args.check)
+        for section in presets.PRESETS[presets.check_preset(args.check)]:  # every experiment's Config checks its values
+            presets.get(args.check, section)
     return {"presets": list(presets.PRESET_NAMES), "default": presets.DEFAULT_PRESET}
 
 

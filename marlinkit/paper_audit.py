@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,23 @@ from marlinkit import paper_values as pv
 from marlinkit import stats
 
 Inputs = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Config:
+    """The ``paper_audit`` section (notebooks/maestro/paper_audit)."""
+
+    bootstrap_resamples: int = 10000
+    """Resamples of each bootstrap CI (``maestro_bootstrap``)."""
+    bootstrap_seed: int = 0
+    """Seed of the bootstrap resampling."""
+    rounding_samples: int = 2000
+    """Random points inside each input's rounding box, beside its corners (``maestro_checks``, ``maestro_variants``)."""
+
+    def __post_init__(self):
+        if self.bootstrap_resamples < 100 or self.rounding_samples < 0:
+            raise ValueError(f"bootstrap_resamples must be >= 100 and rounding_samples >= 0, got "
+                             f"{self.bootstrap_resamples}, {self.rounding_samples}")
 INPUT_DECIMALS = 2  # Table 3 and Table 2 print two decimals
 MAESTRO_PAIRS = (("A2", "A7"), ("A2", "A8"), ("A7", "A8"))
 COLUMNS = ["source", "quantity", "condition", "reported", "recomputed", "recomputed_low", "recomputed_high",

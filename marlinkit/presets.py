@@ -10,7 +10,8 @@ workshop's teaching session (``workshop.negotiation.record``) records, because t
 live is its point.
 
 Each preset has one section per experiment. A notebook asks for its section and may override
-single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])``.
+single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])`` gives that
+experiment's frozen ``Config`` dataclass (``config_class``: fields documented there, bad values refused by field).
 
 ``workers`` means the same in every section: how many jobs run at once, through
 :func:`marlinkit.executors.run_jobs` (at least 1). With 1, jobs run one after another in this
@@ -21,6 +22,7 @@ holds one simulation per process).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from typing import Any
 
@@ -326,21 +328,38 @@ def check_preset(preset: str) -> str:
     return preset
 
 
-def get(preset: str, section: str, **overrides: Any) -> dict[str, Any]:
-    """A copy of one experiment's settings under ``preset``, with ``overrides`` applied.
+def config_class(section: str) -> type:
+    """The frozen ``Config`` dataclass of one experiment section (its fields and their docstrings are the reference)."""
+    from marlinkit import paper_audit
+    from marlinkit.maestro import ablation, traffic_baselines
+    from marlinkit.marlin import dynamic_env, fig1_scenarios, fig3_training, fig5_hardware, fig6_scalability, llm_only, workshop
 
-    Unknown sections or override keys raise, so a typo in a notebook parameter fails
-    before any compute instead of being silently ignored.
+    classes = {"marlin_training": fig3_training.Config, "fig5_hardware": fig5_hardware.Config, "dynamic_env": dynamic_env.Config,
+               "llm_only": llm_only.Config, "fig6_scalability": fig6_scalability.Config, "fig1_scenarios": fig1_scenarios.Config,
+               "workshop": workshop.Config, "paper_audit": paper_audit.Config, "traffic_baselines": traffic_baselines.Config,
+               "maestro": ablation.Config}
+    if section not in classes:
+        raise ValueError(f"no section {section!r}; known: {sorted(classes)}")
+    return classes[section]
+
+
+def get(preset: str, section: str, **overrides: Any):
+    """One experiment's ``Config`` under ``preset``, with ``overrides`` applied (None keeps the preset's value).
+
+    A field the experiment does not have raises before any compute, naming it and the known fields, so a
+    typo in a notebook parameter is never silently ignored; bad values fail in the dataclass, by field.
     """
     sections = PRESETS[check_preset(preset)]
     if section not in sections:
         raise ValueError(f"preset {preset!r} has no section {section!r}; known: {sorted(sections)}")
-    settings = copy.deepcopy(sections[section])
-    unknown = sorted(set(overrides) - set(settings))
+    cls = config_class(section)
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(overrides) - set(known))
     if unknown:
-        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(settings)}")
+        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+    values = copy.deepcopy(sections[section])
     for key, variable in EXECUTOR_VARIABLES.items():  # one setting moves every grid to Ray: $MARLINKIT_EXECUTOR=ray
-        if key in settings and os.environ.get(variable):
-            settings[key] = os.environ[variable]
-    settings.update({k: v for k, v in overrides.items() if v is not None})
-    return settings
+        if key in known and os.environ.get(variable):
+            values[key] = os.environ[variable]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return cls(**values)

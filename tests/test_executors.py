@@ -62,7 +62,7 @@ def test_bad_executor_settings_fail_before_any_job():
     with pytest.raises(ValueError, match="workers"):
         executors.run_jobs(pow, [(2, 1)], workers=0)
     with pytest.raises(ValueError, match="unknown executor"):
-        grid.validate_settings({**GRID, "executor": "slurm"})
+        grid.GridConfig(**{**GRID, "executor": "slurm"})
 
 
 def test_missing_ray_gives_a_clear_error(monkeypatch):
@@ -119,8 +119,8 @@ def test_ray_returns_in_job_order_and_a_failed_job_raises(ray_instance):
 
 
 def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
-    local = grid.run_grid({**GRID, "executor": "local"}, "test", root=tmp_path / "local", progress=False)
-    on_ray = grid.run_grid({**GRID, "executor": "ray"}, "test", root=tmp_path / "ray", progress=False)
+    local = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "local"}), "test", root=tmp_path / "local", progress=False)
+    on_ray = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
     assert sorted(local_files) == sorted(ray_files) and len(local_files) == 2 * (2 + 2) + 2  # MARL/MARLIN: table+eval, LLM-only
     for name in local_files:
@@ -131,7 +131,7 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
     # Resume through Ray: remove one run's sidecar; only that run is redone, the others keep their files.
     (tmp_path / "ray" / "single_slot__marl__seed0.json").unlink()
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
-    again = grid.run_grid({**GRID, "executor": "ray"}, "test", root=tmp_path / "ray", progress=False)
+    again = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
     changed = {p.name for p in (tmp_path / "ray").iterdir() if stamps.get(p.name) != p.stat().st_mtime_ns}
     assert changed == {"single_slot__marl__seed0.csv", "single_slot__marl__seed0.json", "single_slot__marl__seed0__eval.csv",
                        "single_slot__marl__seed0__eval.json"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from marlinkit import presets
@@ -17,14 +19,36 @@ def test_every_preset_has_the_same_sections_and_keys():
 
 
 def test_preset_overrides_apply_and_typos_fail_before_compute():
-    settings = presets.get("smoke", "marlin_training", episodes=3)
-    assert settings["episodes"] == 3
-    settings["scenarios"].append("not_a_layout")  # callers get copies, never the shared definition
-    assert "not_a_layout" not in presets.get("smoke", "marlin_training")["scenarios"]
-    with pytest.raises(ValueError, match="unknown marlin_training setting"):
+    config = presets.get("smoke", "marlin_training", episodes=3, checkpoints=[1, 3])
+    assert config.episodes == 3 and config.checkpoints == (1, 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.episodes = 4  # a config is frozen: a changed copy is dataclasses.replace(config, ...)
+    with pytest.raises(ValueError, match=r"unknown marlin_training setting\(s\) \['episode'\]"):
         presets.get("smoke", "marlin_training", episode=3)
+    with pytest.raises(ValueError, match="checkpoints"):  # a bad value fails in the dataclass, naming its field
+        presets.get("smoke", "marlin_training", episodes=3)
     with pytest.raises(ValueError, match="unknown preset"):
         presets.get("fast", "marlin_training")
+
+
+def test_every_section_is_its_experiments_frozen_config_with_a_docstring_per_field():
+    """The Config dataclass of each section documents every field (the preset values are plain data)."""
+    import ast
+    import inspect
+
+    for name in presets.PRESET_NAMES:
+        for section in presets.PRESETS[name]:
+            config = presets.get(name, section)
+            assert dataclasses.is_dataclass(config) and type(config).__dataclass_params__.frozen, (name, section)
+    for section in presets.PRESETS[presets.DEFAULT_PRESET]:
+        for cls in type(presets.get("quick", section)).__mro__:
+            if not dataclasses.is_dataclass(cls):
+                continue
+            body = ast.parse(inspect.getsource(cls)).body[0].body
+            documented = {node.target.id for node, after in zip(body, body[1:]) if isinstance(node, ast.AnnAssign)
+                          and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)}
+            declared = {node.target.id for node in body if isinstance(node, ast.AnnAssign)}
+            assert declared <= documented, (section, cls.__name__, sorted(declared - documented))
 
 
 def test_executor_environment_variables_move_every_grid_and_explicit_settings_win(monkeypatch):
@@ -33,7 +57,7 @@ def test_executor_environment_variables_move_every_grid_and_explicit_settings_wi
     with_executor = [s for s, settings in presets.PRESETS["paper"].items() if "executor" in settings]
     assert {"marlin_training", "maestro", "fig5_hardware", "dynamic_env"} <= set(with_executor)
     for section in with_executor:
-        settings = presets.get("paper", section)
-        assert (settings["executor"], settings["ray_address"]) == ("ray", "auto"), section
-    assert presets.get("paper", "marlin_training", executor="local")["executor"] == "local"
-    assert "executor" not in presets.get("paper", "llm_only")
+        config = presets.get("paper", section)
+        assert (config.executor, config.ray_address) == ("ray", "auto"), section
+    assert presets.get("paper", "marlin_training", executor="local").executor == "local"
+    assert not hasattr(presets.get("paper", "llm_only"), "executor")

@@ -17,6 +17,7 @@ so MARLIN's share is, if anything, over-estimated.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import Any
 
@@ -40,19 +41,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.episodes < 1 or args.seeds < 1:
         raise ValueError(f"--episodes and --seeds must be >= 1, got {args.episodes} and {args.seeds}")
     torch.set_num_threads(1)
-    settings = {**presets.get("paper", "marlin_training"), "plan_budget": None, "episodes": args.episodes,
-                "checkpoints": [], "seeds": list(range(args.seeds))}
-    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in settings["scenarios"] for system in ("MARL", "MARLIN")]
+    config = presets.get("paper", "marlin_training", episodes=args.episodes, checkpoints=[], seeds=list(range(args.seeds)))
+    config = dataclasses.replace(config, plan_budget=None)
+    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios for system in ("MARL", "MARLIN")]
     scale = PAPER_EPISODES / args.episodes / args.seeds / CORES / 3600
-    batched_s, batched_cpu_s = marlin_batched.timed(jobs, settings, CalibratedSurrogatePlanner(), batched=True)
+    batched_s, batched_cpu_s = marlin_batched.timed(jobs, config, CalibratedSurrogatePlanner(), batched=True)
     result: dict[str, Any] = {
-        "runs_batched": len(jobs), "slice_episodes": args.episodes, "n_envs": settings["n_envs"],
+        "runs_batched": len(jobs), "slice_episodes": args.episodes, "n_envs": config.n_envs,
         "batched_slice_s": batched_s, "paper_grid_hours_per_seed": batched_s * scale,
         "paper_grid_hours_per_seed_from_cpu_time": batched_cpu_s * scale,
         "torch_threads": 1, "cores_projected": CORES, "load_average_1min": os.getloadavg()[0],
     }
     if not args.no_alone:
-        alone_s, alone_cpu_s = marlin_batched.timed(jobs, settings, CalibratedSurrogatePlanner(), batched=False)
+        alone_s, alone_cpu_s = marlin_batched.timed(jobs, config, CalibratedSurrogatePlanner(), batched=False)
         result.update(alone_slice_s=alone_s, paper_grid_hours_per_seed_one_at_a_time=alone_s * scale,
                       paper_grid_hours_per_seed_one_at_a_time_from_cpu_time=alone_cpu_s * scale,
                       speedup_batched_vs_one_at_a_time=alone_s / batched_s,

@@ -10,6 +10,7 @@ episodes = plans per 1000 episodes x the live backend's calls per plan.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 
@@ -63,11 +64,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       completion_tokens_per_second=s["completion_tokens"] / max(1e-9, s["llm_seconds"]),
                       format_kept=s["format_ok"] / max(1, s["replies"]), fallbacks=s["fallbacks"],
                       plan_performance=plan.performance, note_live="includes the first call's model load")
-    settings = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
+    training = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
                            n_envs=args.n_envs)
-    settings["plan_budget"] = None  # the paper's unlimited re-planning: count what the cache alone saves
+    training = dataclasses.replace(training, plan_budget=None)  # the paper's unlimited re-planning: count what the cache alone saves
     counting = _Counting(Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), config))
-    episodes, _ = systems.train_system(args.scenario, "MARLIN", 0, settings, source=counting)
+    episodes, _ = systems.train_system(args.scenario, "MARLIN", 0, training, source=counting)
     copy_episodes = len(episodes)
     per_1000 = 1000 * counting.plans / copy_episodes
     result.update(marlin_episodes=copy_episodes, marlin_plans_made=counting.plans,

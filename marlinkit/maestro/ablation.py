@@ -71,6 +71,7 @@ from marlinkit.maestro.curriculum_env import (
 )
 from marlinkit.progress import Progress
 from marlinkit.files import atomic_write_text, read_jsonl
+from marlinkit.maestro.results import AblationResults
 from marlinkit.runs import ResultStore, config_hash, run_name
 
 PAPER = "maestro"
@@ -96,28 +97,47 @@ ABLATIONS = {
 
 
 @dataclass(frozen=True)
-class MaestroConfig:
-    """One ablation's settings (a preset's ``maestro`` section); hashed into every run's sidecar."""
+class Config:
+    """The ``maestro`` section: the A2/A7/A8 ablation's settings; hashed into every run's sidecar."""
 
-    seeds: tuple[int, ...] = (200, 300, 400, 500)  # paper seeds (Section 5.3)
-    ablations: tuple[str, ...] = ("A2", "A7", "A8")  # configurations to run
-    episodes: int = 200  # training episodes per run (paper: 200)
-    episode_seconds: int = 360  # 1-s steps per episode (paper: 360)
-    eval_every: int = 2  # training episodes between deterministic evaluations (paper: 2)
-    final_window: int = 20  # last training episodes summarised as final performance (paper: 180-199)
-    workers: int = 2  # runs in parallel, one process each
-    executor: str = "local"  # "local" processes or "ray" (marlinkit.executors)
-    ray_address: str | None = None  # Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs
-    llm: str = "smollm2"  # LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model
-    record: bool = False  # call the model on a transcript miss and record it (False: strict replay, a miss is an error)
-    engine: str = "sumo"  # traffic engine
-    target_paper: float = 165.0  # the paper's curriculum target, on its reward scale (Section 4.2)
-    eval_seed: int = 1_000_000  # SUMO seed of every evaluation episode (and of its stochastic policy's noise)
-    eval_policy: str = "stochastic"  # evaluated policy the tables and figures report ("stochastic" or "greedy"; both are stored)
-    regen_interval: int = 5  # A8 ("llm" mode): also regenerate the context every this many episodes
-    max_attempts: int = 3  # context replies tried before the deterministic fallback context
-    checkpoint_every: int = 0  # save a resumable checkpoint every this many episodes (0: resume per run only)
-    maddpg: dict = field(default_factory=dict)  # MADDPGConfig overrides (batch size, update cadence, ...)
+    seeds: tuple[int, ...] = (200, 300, 400, 500)
+    """Paper seeds (Section 5.3)."""
+    ablations: tuple[str, ...] = ("A2", "A7", "A8")
+    """Configurations to run."""
+    episodes: int = 200
+    """Training episodes per run (paper: 200)."""
+    episode_seconds: int = 360
+    """1-s steps per episode (paper: 360)."""
+    eval_every: int = 2
+    """Training episodes between deterministic evaluations (paper: 2)."""
+    final_window: int = 20
+    """Last training episodes summarised as final performance (paper: 180-199)."""
+    workers: int = 2
+    """Runs in parallel, one process each."""
+    executor: str = "local"
+    """"local" processes or "ray" (marlinkit.executors)."""
+    ray_address: str | None = None
+    """Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs."""
+    llm: str = "smollm2"
+    """LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model."""
+    record: bool = False
+    """Call the model on a transcript miss and record it (False: strict replay, a miss is an error)."""
+    engine: str = "sumo"
+    """Traffic engine."""
+    target_paper: float = 165.0
+    """The paper's curriculum target, on its reward scale (Section 4.2)."""
+    eval_seed: int = 1_000_000
+    """SUMO seed of every evaluation episode (and of its stochastic policy's noise)."""
+    eval_policy: str = "stochastic"
+    """Evaluated policy the tables and figures report ("stochastic" or "greedy"; both are stored)."""
+    regen_interval: int = 5
+    """A8 ("llm" mode): also regenerate the context every this many episodes."""
+    max_attempts: int = 3
+    """Context replies tried before the deterministic fallback context."""
+    checkpoint_every: int = 0
+    """Save a resumable checkpoint every this many episodes (0: resume per run only)."""
+    maddpg: dict = field(default_factory=dict)
+    """MADDPGConfig overrides (batch size, update cadence, ...)."""
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(self.seeds))
@@ -141,10 +161,12 @@ class MaestroConfig:
         executors.check_executor(self.executor, self.workers)
 
 
+MaestroConfig = Config  # the name before each experiment's settings were its module's ``Config``
+
 
 # ----- settings of one run ---------------------------------------------------------------------
 
-def _maddpg_config(cfg: MaestroConfig, seed: int):
+def _maddpg_config(cfg: Config, seed: int):
     from marlinkit.algos.maddpg import MADDPGConfig
 
     total = cfg.episodes * cfg.episode_seconds
@@ -153,14 +175,14 @@ def _maddpg_config(cfg: MaestroConfig, seed: int):
     return MADDPGConfig(seed=seed, eval_every=cfg.eval_every, **overrides)
 
 
-def _architect_config(cfg: MaestroConfig, ablation: str):
+def _architect_config(cfg: Config, ablation: str):
     from marlinkit.maestro.architect import ArchitectConfig
 
     return ArchitectConfig(mode=ABLATIONS[ablation].curriculum_mode, max_attempts=cfg.max_attempts,
                            regen_interval=cfg.regen_interval)
 
 
-def run_config(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration) -> dict[str, Any]:
+def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) -> dict[str, Any]:
     """What a run's results depend on (hashed into its sidecar)."""
     run_keys = ("episodes", "episode_seconds", "eval_every", "llm", "engine", "eval_seed", "regen_interval",
                 "max_attempts", "target_paper")
@@ -204,7 +226,7 @@ class LoopState:
     elapsed_s: float = 0.0  # wall time of the run's earlier, interrupted sessions
 
 
-def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
+def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
     """One run (see :func:`dual_loop`); a transcript miss or damaged transcript names the run."""
     from marlinkit.llm.cache import transcript_context
 
@@ -212,7 +234,7 @@ def _run_job(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibrat
         return dual_loop(cfg, ablation, seed, calibration, root)
 
 
-def dual_loop(cfg: MaestroConfig, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
+def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
     """MAESTRO for one (configuration, seed): the LLM curriculum's outer loop around MADDPG's inner one.
 
     Before each episode, the **outer loop** acts on the curriculum's events: the architect writes
@@ -351,7 +373,7 @@ def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
 TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s", "baseline_s")
 
 
-def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, evaluate,
+def _evaluate(env: CurriculumEnv, learner, cfg: Config, episode: int, evaluate,
               calibration: Calibration) -> dict[str, Any]:
     """Both policies evaluated on the real flow after every ``eval_every``-th episode (NaN otherwise):
     ``eval_return_<policy>``, ``eval_score_<policy>`` (on the evaluation episode's calibration) and
@@ -370,62 +392,11 @@ def _evaluate(env: CurriculumEnv, learner, cfg: MaestroConfig, episode: int, eva
 
 # ----- the ablation ------------------------------------------------------------------------------
 
-@dataclass
-class AblationResults:
-    """Everything the notebooks read: per-episode rows, generation log, sidecars, calibration."""
-
-    config: MaestroConfig
-    preset: str
-    episodes: pd.DataFrame
-    generations: pd.DataFrame
-    sidecars: dict[str, dict]
-    calibration: Calibration
-    calibration_info: dict
-    root: Path
-    baselines: pd.DataFrame  # fixed-time and max-pressure on the evaluation episode: return and traffic metrics
-
-    @property
-    def scale_note(self) -> str:
-        """What the scores mean and which policy is evaluated (stated on every table and figure)."""
-        return (f"score: 0 = fixed-time (30 s), {self.config.target_paper:g} = max-pressure, each on the traffic "
-                f"it was measured on (training: that episode's context and SUMO seed; evaluation: real flow, "
-                f"seed {self.config.eval_seed}); evaluated policy: {self.config.eval_policy}"
-                + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if self.config.eval_policy == "stochastic"
-                   else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))
-
-    @property
-    def engine(self) -> str:
-        versions = sorted({s["engine_version"] for s in self.sidecars.values()})
-        return f"{self.config.engine} ({', '.join(versions)})"
-
-    @property
-    def llm(self) -> str:
-        return ", ".join(sorted({s["llm"] for s in self.sidecars.values()}))
-
-    def for_seeds(self, seeds) -> "AblationResults":
-        """The same results restricted to ``seeds`` (e.g. the paper's four, beside all twelve): every table and
-        figure function reads a subset as it reads the whole."""
-        seeds = tuple(int(s) for s in seeds)
-        missing = sorted(set(seeds) - set(self.config.seeds))
-        if missing:
-            raise ValueError(f"seeds {missing} are not in these results (seeds {list(self.config.seeds)})")
-        kept = {name: sidecar for name, sidecar in self.sidecars.items() if int(name.rsplit("seed", 1)[1]) in seeds}
-        return dataclasses.replace(self, config=dataclasses.replace(self.config, seeds=seeds), sidecars=kept,
-                                   episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
-                                   generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
-
-    def provenance(self, note: str | None = None) -> str:
-        """Preset, engine, LLM, the score's scale and the evaluated policy, then ``note``."""
-        from marlinkit.plots import provenance_text
-
-        return provenance_text(self.preset, self.engine, self.llm, "; ".join(filter(None, [self.scale_note, note])))
-
-
-def load_config(preset: str, record: bool | None = None, **overrides: Any) -> MaestroConfig:
+def load_config(preset: str, record: bool | None = None, **overrides: Any) -> Config:
     """A preset's ``maestro`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
     from marlinkit.llm import config as llm_config
 
-    return MaestroConfig(**presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
+    return dataclasses.replace(presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
 
 
 def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None, progress: bool = True,
@@ -451,6 +422,9 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
     return AblationResults(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
                            calibration, calibration_info, store.root, store.load("ablation_calibration"))
+
+
+run = run_ablation  # every experiment module's entry point is ``run(preset, **overrides)``
 
 
 def _load_generations(path: Path, name: str) -> pd.DataFrame:

@@ -11,6 +11,9 @@ footer names the missing ones.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import pandas as pd
 
 from marlinkit import executors, paths, presets
@@ -25,6 +28,40 @@ ENGINE_COLOR = {"sumo": "#1f77b4", "cityflow": "#d62728"}
 ENGINES_OPTIONAL_PRESET = "smoke"
 
 
+@dataclass(frozen=True)
+class Config:
+    """The ``traffic_baselines`` section: fixed-time and max-pressure on the real Hangzhou flow, and their
+    difficulty sweep on synthetic contexts, on each engine."""
+
+    engines: tuple[str, ...] = ("sumo", "cityflow")
+    """Traffic engines compared side by side (``marlinkit.envs.traffic.engines``)."""
+    episode_lengths: tuple[int, ...] = (360, 3600)
+    """Seconds of the real flow per baseline episode (360: MAESTRO's episode; 3600: the whole hour)."""
+    difficulties: tuple[float, ...] = (0.3, 0.65, 1.0)
+    """Curriculum difficulties of the synthetic contexts swept."""
+    difficulty_seeds: tuple[int, ...] = (0,)
+    """Context seeds per difficulty."""
+    difficulty_seconds: int = 360
+    """Seconds per difficulty-sweep episode."""
+    max_pressure_min_green_s: int = 10
+    """Max-pressure's minimum green (FACTS §3)."""
+    workers: int = 2
+    """Episodes at once (local processes)."""
+
+    def __post_init__(self):
+        for name in ("engines", "episode_lengths", "difficulties", "difficulty_seeds"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        unknown = sorted(set(self.engines) - set(available_engines()))
+        if unknown or not self.engines:
+            raise ValueError(f"engines must be a non-empty subset of {sorted(available_engines())}, got {list(self.engines)}")
+        if not self.episode_lengths or min(self.episode_lengths) < 1 or self.difficulty_seconds < 1:
+            raise ValueError(f"episode_lengths and difficulty_seconds must be >= 1 s, got {list(self.episode_lengths)}, "
+                             f"{self.difficulty_seconds}")
+        if not all(0.0 <= d <= 1.0 for d in self.difficulties):
+            raise ValueError(f"difficulties must lie in [0, 1], got {list(self.difficulties)}")
+        executors.check_executor("local", self.workers)
+
+
 def episode(job: dict) -> dict:
     """One baseline episode (:func:`~marlinkit.envs.traffic.controllers.run_episode` of the job's keywords).
 
@@ -35,35 +72,34 @@ def episode(job: dict) -> dict:
     return run_episode(**job)
 
 
-def baseline_jobs(settings: dict, engines: list[str]) -> list[dict]:
+def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
     """Both controllers x engines x episode lengths on the real flow (FACTS §3 signal settings)."""
     return [dict(controller=controller, seconds=seconds, engine=engine,
-                 min_green_s=settings["max_pressure_min_green_s"] if controller == "max-pressure" else 0)
-            for engine in engines for seconds in settings["episode_lengths"]
+                 min_green_s=config.max_pressure_min_green_s if controller == "max-pressure" else 0)
+            for engine in engines for seconds in config.episode_lengths
             for controller in ("fixed-time", "max-pressure")]
 
 
 def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(baseline table, difficulty table, provenance) for ``preset``, computed or loaded."""
-    settings = presets.get(preset, "traffic_baselines", **overrides)
-    executors.check_executor("local", settings["workers"])  # before any compute or cached table
-    engines = [e for e in settings["engines"] if available_engines()[e]]
-    skipped = [e for e in settings["engines"] if e not in engines]
+    config = presets.get(preset, "traffic_baselines", **overrides)  # checked before any compute or cached table
+    engines = [e for e in config.engines if available_engines()[e]]
+    skipped = [e for e in config.engines if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
-        raise ValueError(f"preset {preset!r} compares the engines {settings['engines']} but {skipped} is not installed "
+        raise ValueError(f"preset {preset!r} compares the engines {list(config.engines)} but {skipped} is not installed "
                          "here: run `make cityflow` (see the README, 'Adding CityFlow')")
     store = ResultStore(paths.results_dir("maestro", preset))
-    config = {**settings, "engines": engines, "difficulty_engines": engines}  # the sweep once ran on SUMO only
+    run_config = {**dataclasses.asdict(config), "engines": engines, "difficulty_engines": engines}  # the sweep once ran on SUMO only
     tables = {}
-    for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(settings, engines)),
-                            ("traffic_difficulty", lambda: [job for engine in engines for seed in settings["difficulty_seeds"]
-                                                            for job in difficulty_jobs(settings["difficulties"], engine=engine,
-                                                                                       seconds=settings["difficulty_seconds"], seed=seed)])):
+    for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(config, engines)),
+                            ("traffic_difficulty", lambda: [job for engine in engines for seed in config.difficulty_seeds
+                                                            for job in difficulty_jobs(list(config.difficulties), engine=engine,
+                                                                                       seconds=config.difficulty_seconds, seed=seed)])):
         def compute() -> pd.DataFrame:  # called at once, in this iteration
-            return pd.DataFrame(executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", settings["workers"],
+            return pd.DataFrame(executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", config.workers,
                                                    progress=False))
 
-        tables[name] = store.cached(name, config, compute, preset=preset, engines=engines)
+        tables[name] = store.cached(name, run_config, compute, preset=preset, engines=engines)
     versions = dict(zip(tables["traffic_baselines"]["engine"], tables["traffic_baselines"]["engine_version"]))
     engine_text = ", ".join(ENGINE_LABEL[e].format(v=versions.get(e, "").replace("SUMO ", "")) for e in engines)
     return tables["traffic_baselines"], tables["traffic_difficulty"], {"engines": engines, "skipped": skipped, "engine_text": engine_text}

@@ -14,6 +14,7 @@ systems               one training of MARL or MARLIN, and the plan source alone 
 grid, batched         the runner over scenarios x systems x seeds (cached, resumable; one run at a
                       time or many as one stacked computation)
 llm_only, fig2_...    the LLM-only trials (Fig. 3 boxes, Algorithm 1's threshold) and Fig. 2's dialogue
+fig1_scenarios        Fig. 1 (the five layouts)
 fig3_training         Fig. 3 and Table I
 fig5_hardware         Fig. 5 in simulation (actuation noise, not robots); ``hardware``: wheel commands
 dynamic_env           the authors' extension: the layout changes during training
@@ -21,4 +22,8 @@ fig6_scalability      Fig. 6: many walkers in a corridor network, conflicts nego
 fidelity              our MARL curves against the paper's at matched sample counts
 workshop              the teaching track's runners (notebooks/workshop)
 ====================  ==========================================================================
+
+Every experiment module has the same face: a frozen ``Config`` dataclass (its preset section, a docstring
+per field; ``presets.get(preset, section)`` hands it out), ``run(preset, **overrides)``, and its own figure
+and table functions.
 """

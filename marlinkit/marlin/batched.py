@@ -1,6 +1,6 @@
 """MARLIN grids on the batched multi-run trainer: many MARL/MARLIN trainings in one stacked computation.
 
-``train_systems`` trains a list of (scenario, system, seed) runs of one settings dict together with
+``train_systems`` trains a list of (scenario, system, seed) runs of one ``TrainingConfig`` together with
 ``marlinkit.algos.mappo_batched``; each run keeps its own Algorithm 1 switch (per run and per copy),
 its own records and checkpoint evaluations, built by the same ``systems.system_run`` as a training
 alone. A run's numbers do not depend on which runs share its batch (tested), so a grid may be cut
@@ -10,35 +10,33 @@ into batches in any way, e.g. one batch per worker process.
 from __future__ import annotations
 
 import time
-from typing import Any
-
 import pandas as pd
 
 from marlinkit.marlin import systems
 from marlinkit.algos import mappo_batched
 from marlinkit.envs.corridor.plans import PlanSource
+from marlinkit.marlin.systems import TrainingConfig
 
 
-def train_systems(jobs: list[tuple[str, str, int]], settings: dict[str, Any],
+def train_systems(jobs: list[tuple[str, str, int]], config: TrainingConfig,
                   source: PlanSource | None = None) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     """Train every (scenario, system, seed) of ``jobs`` (MARL or MARLIN) in one batch; tables per job, in order."""
     if any(system not in ("MARL", "MARLIN") for _, system, _ in jobs):
         raise ValueError(f"the batched trainer trains MARL and MARLIN runs only, got {sorted({j[1] for j in jobs})}")
-    config, _ = systems.settings_parts(settings)
-    runs = [systems.system_run(scenario, system, seed, settings, source) for scenario, system, seed in jobs]
+    runs = [systems.system_run(scenario, system, seed, config, source) for scenario, system, seed in jobs]
     specs = [mappo_batched.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
              for run, (_, _, seed) in zip(runs, jobs)]
-    mappo_batched.train(config, specs, n_envs=settings["n_envs"], episodes=settings["episodes"])
+    mappo_batched.train(config.mappo_config(), specs, n_envs=config.n_envs, episodes=config.episodes)
     return [run.tables() for run in runs]
 
 
-def timed(jobs: list[tuple[str, str, int]], settings: dict[str, Any], source: PlanSource | None = None,
+def timed(jobs: list[tuple[str, str, int]], config: TrainingConfig, source: PlanSource | None = None,
           batched: bool = True) -> tuple[float, float]:
     """Wall and CPU seconds to train ``jobs`` in one batch, or one after the other with ``mappo.train`` (``batched=False``)."""
     started, cpu_started = time.perf_counter(), time.process_time()
     if batched:
-        train_systems(jobs, settings, source)
+        train_systems(jobs, config, source)
     else:
         for scenario, system, seed in jobs:
-            systems.train_system(scenario, system, seed, settings, source)
+            systems.train_system(scenario, system, seed, config, source)
     return time.perf_counter() - started, time.process_time() - cpu_started

@@ -7,13 +7,14 @@ old layout is replayed on the new one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths
+from marlinkit import paths, presets
 from marlinkit.marlin import algorithm1, grid
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
@@ -23,22 +24,38 @@ from marlinkit.envs.corridor.plans import PlanSource
 # The dynamic environment
 
 
-def dynamic_settings(section: dict[str, Any]) -> dict[str, Any]:
-    """``run_grid`` settings of the ``dynamic_env`` preset section (MARL and MARLIN; checkpoints at the change and the end)."""
-    settings = {k: v for k, v in section.items() if k not in ("scenario", "new_layout", "change_episode")}
-    settings.update(scenarios=[section["scenario"]], systems=["MARL", "MARLIN"],
-                    layout_schedule=[[section["change_episode"], section["new_layout"]]],
-                    checkpoints=sorted({section["change_episode"], section["episodes"]}),
-                    llm_only_trials=1)  # required by run_grid; there are no LLM-only runs here
-    return settings
+@dataclass(frozen=True)
+class Config(grid.GridConfig):
+    """The ``dynamic_env`` section: MARL and MARLIN trained on ``scenario``, then on ``new_layout`` after
+    ``change_episode``. ``scenarios``, ``systems``, ``layout_schedule`` and ``checkpoints`` (the change and
+    the end) are derived from these fields."""
+
+    scenario: str = "single_slot"
+    """Layout of the first episodes (the paper does not name it)."""
+    new_layout: str = "maze_like"
+    """Layout after the change (the authors' extension: maze-like)."""
+    change_episode: int = 1000
+    """Episodes on ``scenario`` before the change (paper: 1000 of 1600)."""
+    llm_only_trials: int = 1
+    """Unused (no LLM-only runs here); kept at 1."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "scenarios", (self.scenario,))
+        object.__setattr__(self, "systems", ("MARL", "MARLIN"))
+        object.__setattr__(self, "layout_schedule", ((int(self.change_episode), self.new_layout),))
+        object.__setattr__(self, "checkpoints", tuple(sorted({int(self.change_episode), int(self.episodes)})))
+        super().__post_init__()
 
 
-def run_dynamic(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-                plan_source: str | None = None, **overrides: Any) -> grid.Results:
-    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section (plan source as ``run_fig5``)."""
-    settings, source = grid.section_settings_and_source(preset, "dynamic_env", plan_source, source, overrides)
-    return grid.run_grid(dynamic_settings(settings), preset, source,
-                           Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env", progress)
+def run(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
+        plan_source: str | None = None, **overrides: Any) -> grid.Results:
+    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section (plan source as Fig. 5's)."""
+    config, source = grid.non_llm_plan_source(presets.get(preset, "dynamic_env", **overrides), plan_source, source)
+    return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
+                         progress)
+
+
+run_dynamic = run  # the name the notebooks and tests know
 
 
 def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:

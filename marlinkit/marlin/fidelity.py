@@ -9,8 +9,6 @@ paper's episode ``E`` is set beside our episode ``E * paper_copies / n_envs``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -19,10 +17,10 @@ from marlinkit.marlin import grid
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 
-def marl_runs(preset: str, progress: bool = False) -> tuple[grid.Results, dict[str, Any]]:
+def marl_runs(preset: str, progress: bool = False) -> tuple[grid.Results, grid.GridConfig]:
     """The MARL trainings of the preset's ``marlin_training`` grid (loaded when Fig. 3 made them)."""
-    settings = {**presets.get(preset, "marlin_training"), "systems": ["MARL"]}
-    return grid.run_grid(settings, preset, progress=progress), settings
+    config = presets.get(preset, "marlin_training", systems=["MARL"])
+    return grid.run_grid(config, preset, progress=progress), config
 
 
 def training_curve(episodes: pd.DataFrame, window: int = 5) -> pd.DataFrame:
@@ -31,14 +29,14 @@ def training_curve(episodes: pd.DataFrame, window: int = 5) -> pd.DataFrame:
     return curve.rolling(window, min_periods=1, center=True).mean()
 
 
-def matched_table(results: grid.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5) -> pd.DataFrame:
+def matched_table(results: grid.Results, n_envs: int, paper_copies: list[int], window: int = 5) -> pd.DataFrame:
     """Per scenario, paper episode and assumed paper copies: our MARL training performance at the same sample count."""
     rows = []
     for scenario, data in results.episodes[results.episodes.system == "MARL"].groupby("scenario", sort=False):
         curve = training_curve(data, window)
         for episode in MARLIN_CHECKPOINTS:
             for copies in paper_copies:
-                ours = episode * copies / settings["n_envs"]
+                ours = episode * copies / n_envs
                 matched = round(ours)
                 values = curve.loc[matched] if 1 <= matched <= curve.index.max() else None
                 paper = float(MARLIN_TABLE1[scenario][episode][0])  # stored as the paper prints it
@@ -50,7 +48,7 @@ def matched_table(results: grid.Results, settings: dict[str, Any], paper_copies:
     return pd.DataFrame(rows)
 
 
-def figure(results: grid.Results, settings: dict[str, Any], paper_copies: list[int], window: int = 5):
+def figure(results: grid.Results, n_envs: int, paper_copies: list[int], window: int = 5):
     """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed copies."""
     import matplotlib.pyplot as plt
 
@@ -62,8 +60,8 @@ def figure(results: grid.Results, settings: dict[str, Any], paper_copies: list[i
     markers = "osD^v"
     for ax, scenario in zip(axes[0], scenarios):
         curve = training_curve(episodes[episodes.scenario == scenario], window)
-        x = curve.index * settings["n_envs"]
-        ax.plot(x, curve.mean(axis=1), color=PAPER_COLORS["MARL"], lw=1.2, label=f"ours ({settings['n_envs']} copies)")
+        x = curve.index * n_envs
+        ax.plot(x, curve.mean(axis=1), color=PAPER_COLORS["MARL"], lw=1.2, label=f"ours ({n_envs} copies)")
         if curve.shape[1] > 1:
             ax.fill_between(x, curve.min(axis=1), curve.max(axis=1), color=PAPER_COLORS["MARL"], alpha=0.18, lw=0)
         for marker, copies in zip(markers, paper_copies):

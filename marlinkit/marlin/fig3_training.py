@@ -1,15 +1,72 @@
-"""Fig. 3 (training curves of MARL, MARLIN and the plan source alone) and Table I (checkpoint means and tests)."""
+"""Fig. 3 (training curves of MARL, MARLIN and the plan source alone) and Table I (checkpoint means and tests).
+
+``run(preset, **overrides)`` trains (or loads) the ``marlin_training`` grid; ``figure3`` and ``table1`` draw it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from marlinkit import presets
 from marlinkit.paper_values import MARLIN_TABLE1
+from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
-from marlinkit.marlin.grid import Results
+from marlinkit.llm import config as llm_config
+from marlinkit.marlin import grid
+from marlinkit.marlin.algorithm1 import PLAN
+from marlinkit.marlin.grid import GridConfig, Results
+
+
+#: The ``marlin_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there).
+Config = GridConfig
+
+
+class Training(NamedTuple):
+    results: Results
+    config: Config  # the runs' config (plan source set; with the LLM source, Algorithm 1's thresholds filled in)
+    plan_source: str  # how figures name the plan source
+
+
+def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
+        **overrides: Any) -> Training:
+    """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
+
+    ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
+    ``"surrogate"``: the calibrated surrogate planner (``marlinkit.marlin.surrogate_planner``, not an LLM) with
+    the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
+    ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
+    smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
+    threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.marlin.llm_only``, the
+    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
+    an LLM, with the authors' Llama 3.1 8B thresholds.
+    """
+    config, source, label = grid.with_plan_source(presets.get(preset, "marlin_training", **overrides), plan_source)
+    if config.plan_source != "llm":
+        return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
+    from marlinkit.marlin import llm_only
+
+    protocol = presets.get(preset, "llm_only")
+    missing = sorted(set(config.scenarios) - set(protocol.scenarios))
+    if missing:
+        raise ValueError(f"preset {preset!r}: the llm_only section has no trials for {missing}; "
+                         "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
+    source = llm_only.negotiator(protocol, llm, purpose="marlin_training")
+    trials = llm_only.run_llm_only(preset, llm, progress=progress)
+    measured = trials.groupby("scenario").performance.mean().to_dict()
+    config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
+                                 llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})
+    results = grid.run_grid(config, preset, source=source, progress=progress)
+    llm_only_rows = pd.DataFrame({
+        "scenario": trials.scenario, "system": "LLM-only", "seed": trials.seed, "episode": trials.trial + 1, "env_copy": 0,
+        "layout": trials.scenario, "generator": PLAN, "toggled": False, "plan_cache_hit": False,
+        "performance": trials.performance, "steps": core.EPISODE_STEPS, "wall_time_s": trials.seconds})
+    llm_only_rows = llm_only_rows[llm_only_rows.scenario.isin(config.scenarios)]
+    episodes = pd.concat([results.episodes, llm_only_rows], ignore_index=True)
+    return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}")
 
 
 # Figure 3 and Table I
@@ -110,11 +167,11 @@ def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM
                    label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox quartiles, whiskers min-max, diamond mean")[0]
 
 
-def table1_caption(table: pd.DataFrame, settings: dict[str, Any], footer: str) -> str:
+def table1_caption(table: pd.DataFrame, config: Config, footer: str) -> str:
     """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
     runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
-    spread = f"± SD over {seeds} seeds {list(settings['seeds'])}" if seeds > 1 else f"one seed {list(settings['seeds'])}: no spread"
-    return (f"Table I (reproduction): mean performance at checkpoints {sorted(settings['checkpoints'])} "
+    spread = f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1 else f"one seed {list(config.seeds)}: no spread"
+    return (f"Table I (reproduction): mean performance at checkpoints {sorted(config.checkpoints)} "
             f"({spread}). p_value: paired t-test over {runs} evaluation runs "
             f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
             f"so it measures the evaluation noise of those policies, not the variation between trainings. "

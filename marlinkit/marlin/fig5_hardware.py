@@ -9,13 +9,15 @@ after a deviation. Simulated actuation noise, **not physical robots**.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths
+from marlinkit import paths, presets
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -39,24 +41,36 @@ def fig5_checkpoints(episodes: int, start: int, every: int) -> list[int]:
     return list(range(start, episodes + 1, every))
 
 
-def fig5_settings(section: dict[str, Any]) -> dict[str, Any]:
-    """``run_grid`` settings of the ``fig5_hardware`` preset section."""
-    settings = {k: v for k, v in section.items() if k not in ("checkpoint_start", "checkpoint_every")}
-    settings.update(scenarios=[FIG5_SCENARIO],
-                    checkpoints=fig5_checkpoints(section["episodes"], section["checkpoint_start"], section["checkpoint_every"]))
-    return settings
+@dataclass(frozen=True)
+class Config(grid.GridConfig):
+    """The ``fig5_hardware`` section: a MARLIN grid on the maze-like corridor whose checkpoints are evaluated under
+    actuation noise. ``scenarios`` (maze-like) and ``checkpoints`` (from the two fields below) are derived."""
+
+    checkpoint_start: int = 100
+    """First evaluated checkpoint (paper: episode 100)."""
+    checkpoint_every: int = 250
+    """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
+    actuation_noise: Mapping[str, float] | None = field(default_factory=lambda: {"p_fail": 0.05, "p_slip": 0.05})
+    """``hardware.ActuationNoise`` of the simulated robots (a move fails, or slips sideways)."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "scenarios", (FIG5_SCENARIO,))
+        object.__setattr__(self, "checkpoints", tuple(fig5_checkpoints(self.episodes, self.checkpoint_start, self.checkpoint_every)))
+        super().__post_init__()
 
 
-
-def run_fig5(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-             plan_source: str | None = None, **overrides: Any) -> grid.Results:
+def run(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
+        plan_source: str | None = None, **overrides: Any) -> grid.Results:
     """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise.
 
     The plan source is ``source``, else ``plan_source`` ("surrogate" or "exact"), else the section's ``plan_source``.
     """
-    settings, source = grid.section_settings_and_source(preset, "fig5_hardware", plan_source, source, overrides)
-    return grid.run_grid(fig5_settings(settings), preset, source,
-                           Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware", progress)
+    config, source = grid.non_llm_plan_source(presets.get(preset, "fig5_hardware", **overrides), plan_source, source)
+    return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
+                         progress)
+
+
+run_fig5 = run  # the name the notebooks and tests know
 
 
 def fig5_table(results: grid.Results) -> pd.DataFrame:

@@ -10,6 +10,8 @@ episode) goes to ``data/results/marlin/<preset>/`` with its configuration sideca
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
-from marlinkit.marlin.llm_only import negotiator, trial_seed
+from marlinkit.marlin.llm_only import NegotiationLimits, negotiator, trial_seed
 from marlinkit.runs import ResultStore, run_name
 
 SECTION = "fig6_scalability"
@@ -29,49 +31,72 @@ ENGINE = "crowd map on the corridor core (numpy)"
 SYSTEM_LABELS = {"llm": "LLM negotiation", "exact": "exact joint planner (upper bound)"}
 
 
-def episode_config(settings: dict[str, Any]) -> crowd.EpisodeConfig:
-    return crowd.EpisodeConfig(**{k: settings[k] for k in ("max_steps", "max_moves", "exit_bias", "cooldown", "max_negotiations")})
+@dataclass(frozen=True)
+class Config(NegotiationLimits):
+    """The ``fig6_scalability`` section: episodes of many walkers in the corridor network of paper Fig. 6."""
+
+    systems: tuple[str, ...] = SYSTEMS
+    """Plan sources: "llm" (MARLIN's negotiation) and "exact" (the exact joint planner, an upper bound)."""
+    agents: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
+    """Numbers of walkers, each at most the map's start cells."""
+    trials: int = 10
+    """Episodes per number of walkers and system."""
+    seed: int = 0
+    """Base seed of the episodes' seeds (``llm_only.trial_seed``); both systems see the same seeds."""
+    max_steps: int = 2000
+    """The episode is cut after this many steps; walkers still inside are counted."""
+    exit_bias: float = 0.0
+    """Probability of a step towards the exit instead of a random one (0: the paper's pure random walk)."""
+    cooldown: int = 5
+    """Steps before a pair that did not get through may be paired again."""
+    max_negotiations: int = 0
+    """Negotiations per episode at most (0: no limit); later conflicts are left to the walk."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "systems", tuple(self.systems))
+        object.__setattr__(self, "agents", tuple(int(n) for n in self.agents))
+        super().__post_init__()
+        unknown = sorted(set(self.systems) - set(SYSTEMS))
+        if unknown or not self.systems:
+            raise ValueError(f"systems must be a non-empty subset of {SYSTEMS}, got {list(self.systems)}")
+        starts = len(crowd.crowd_map_from_ascii().starts)
+        bad = [n for n in self.agents if not 1 <= n <= starts]
+        if bad or not self.agents:
+            raise ValueError(f"agents must be numbers in 1..{starts} (the map's start cells), got {list(self.agents)}")
+        if self.trials < 1:
+            raise ValueError(f"trials must be >= 1, got {self.trials}")
+        self.episode_config()
+
+    def episode_config(self) -> crowd.EpisodeConfig:
+        return crowd.EpisodeConfig(max_steps=self.max_steps, max_moves=self.max_moves, exit_bias=self.exit_bias,
+                                   cooldown=self.cooldown, max_negotiations=self.max_negotiations)
 
 
-def check_settings(settings: dict[str, Any], world: crowd.CrowdMap) -> crowd.EpisodeConfig:
-    """Reject bad settings before any episode runs."""
-    unknown = sorted(set(settings["systems"]) - set(SYSTEMS))
-    if unknown or not settings["systems"]:
-        raise ValueError(f"systems must be a non-empty subset of {SYSTEMS}, got {settings['systems']}")
-    bad = [n for n in settings["agents"] if not 1 <= n <= len(world.starts)]
-    if bad or not settings["agents"]:
-        raise ValueError(f"agents must be numbers in 1..{len(world.starts)} (the map's start cells), got {settings['agents']}")
-    if settings["trials"] < 1:
-        raise ValueError(f"trials must be >= 1, got {settings['trials']}")
-    return episode_config(settings)
-
-
-def _source(system: str, settings: dict[str, Any], llm: str | None):
+def _source(system: str, config: Config, llm: str | None):
     if system == "exact":
         return ExactJointPlanner(), "none (exact joint planner)"
-    source = negotiator(settings, llm, purpose=SECTION)
+    source = negotiator(config, llm, purpose=SECTION)
     return source, llm_config.label(source.backend)
 
 
-def run_scalability(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
+def run(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
     """Episodes per system x number of agents x trial (loaded when already computed with the same settings)."""
-    settings = presets.get(preset, SECTION, **overrides)
-    world = crowd.crowd_map_from_ascii()
-    config = check_settings(settings, world)
+    config = presets.get(preset, SECTION, **overrides)
+    world, episode = crowd.crowd_map_from_ascii(), config.episode_config()
     store = ResultStore(paths.results_dir("marlin", preset))
     tables = []
-    for system in settings["systems"]:
-        source, llm_label = _source(system, settings, llm)
-        run_config = {**settings, "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
+    for system in config.systems:
+        source, llm_label = _source(system, config, llm)
+        run_config = {**dataclasses.asdict(config), "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
         name = run_name(SECTION, system, llm_config.slug(llm_label))
 
         def compute() -> pd.DataFrame:  # called at once, in this iteration
             rows = []
-            for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every agent count
-                for n_agents in settings["agents"]:
-                    seed = trial_seed(settings["seed"], f"agents{n_agents}", trial)
+            for trial in range(config.trials):  # trial-major: an interrupted recording covers every agent count
+                for n_agents in config.agents:
+                    seed = trial_seed(config.seed, f"agents{n_agents}", trial)
                     with transcript_context(run=f"{name} {n_agents} agents trial {trial}", preset=preset):
-                        counts = crowd.run_episode(world, n_agents, source, seed, config)
+                        counts = crowd.run_episode(world, n_agents, source, seed, episode)
                     rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
                     if progress:
                         print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "
@@ -82,6 +107,9 @@ def run_scalability(preset: str, llm: str | None = None, progress: bool = True, 
         tables.append(store.cached(name, run_config, compute, llm=llm_label, engine=ENGINE,
                                    transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None))
     return pd.concat(tables, ignore_index=True)
+
+
+run_scalability = run  # the name the notebooks and tests know
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

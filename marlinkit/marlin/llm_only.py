@@ -8,8 +8,10 @@ and backend; the plans' full transcripts are saved next to them as JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import pandas as pd
 
 from marlinkit import paths, presets
 from marlinkit.envs.corridor import core
-from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
 from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
@@ -28,20 +30,65 @@ from marlinkit.files import atomic_write_text, read_json
 TRANSCRIPT_PURPOSE = "llm_only"
 
 
-def negotiation_config(settings: dict[str, Any]) -> NegotiationConfig:
-    """The ``NegotiationConfig`` fields a preset section sets (the rest keep the paper's values)."""
+def negotiation_config(values: Mapping[str, Any]) -> NegotiationConfig:
+    """The ``NegotiationConfig`` fields among ``values`` (the rest keep the paper's values)."""
     names = {f.name for f in fields(NegotiationConfig)}
-    return NegotiationConfig(**{k: v for k, v in settings.items() if k in names})
+    return NegotiationConfig(**{k: v for k, v in values.items() if k in names})
 
 
-def negotiator(settings: dict[str, Any], llm: str | None = None, purpose: str = TRANSCRIPT_PURPOSE) -> Negotiation:
+@dataclass(frozen=True)
+class NegotiationLimits:
+    """The negotiation protocol of a preset (shared by the LLM-only trials and Fig. 6); defaults are the authors'."""
+
+    max_moves: int = 50
+    """Moves negotiated per plan at most; afterwards the robots wait (authors: 50, the whole episode)."""
+    max_rounds: int = 5
+    """Rounds per move, each robot speaking once per round (authors: 5)."""
+    max_new_tokens: int = 300
+    """Reply length cap in tokens (authors: 300)."""
+    stall_limit: int = 0
+    """Stop after this many moves in a row that changed no position (0: never, the authors' protocol)."""
+    llm: str | None = None
+    """LLM setting (``marlinkit.llm.config``); None: ``$MARLINKIT_LLM``, else smollm2."""
+
+    def __post_init__(self):
+        negotiation_config(dataclasses.asdict(self))
+
+    def negotiation_config(self) -> NegotiationConfig:
+        return negotiation_config(dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class Config(NegotiationLimits):
+    """The ``llm_only`` section: negotiated plans from the start positions, per scenario (Fig. 3's LLM-only boxes
+    and Algorithm 1's threshold)."""
+
+    scenarios: tuple[str, ...] = tuple(LAYOUT_NAMES)
+    """Corridor layouts (those of ``marlin_training``: Algorithm 1 reads their LLM-only values)."""
+    trials: int = 50
+    """Plans per scenario (paper: 50)."""
+    seed: int = 0
+    """Base seed of the trials' sampling seeds (``trial_seed``)."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "scenarios", tuple(self.scenarios))
+        super().__post_init__()
+        unknown = sorted(set(self.scenarios) - set(LAYOUT_NAMES))
+        if unknown or not self.scenarios:
+            raise ValueError(f"scenarios must be a non-empty subset of {list(LAYOUT_NAMES)}, got {list(self.scenarios)}")
+        if self.trials < 1:
+            raise ValueError(f"trials must be >= 1, got {self.trials}")
+
+
+def negotiator(limits: NegotiationLimits, llm: str | None = None, purpose: str = TRANSCRIPT_PURPOSE,
+               record: bool | None = None) -> Negotiation:
     """The negotiation plan source a preset section describes, behind its transcript cache.
 
-    MARLIN training plugs it in as ``marlin.run_grid(..., source=negotiator(settings, purpose="marlin"))``.
+    MARLIN training plugs it in as ``grid.run_grid(..., source=negotiator(config, purpose="marlin_training"))``.
     """
-    backend = llm_config.cached_backend(llm or settings["llm"], purpose, record=settings.get("record"),
+    backend = llm_config.cached_backend(llm or limits.llm, purpose, record=record,
                                         script=greedy_robots, model="greedy-robots")
-    return Negotiation(backend, negotiation_config(settings))
+    return Negotiation(backend, limits.negotiation_config())
 
 
 def trial_seed(base: int, scenario: str, trial: int) -> int:
@@ -52,21 +99,21 @@ def _run_name(backend) -> str:
     return run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
 
 
-def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
+def run(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
     """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions."""
-    settings = presets.get(preset, "llm_only", **overrides)
-    source = negotiator(settings, llm)
+    config = presets.get(preset, "llm_only", **overrides)
+    source = negotiator(config, llm)
     backend = source.backend
-    run_config = {**settings, "llm": llm_config.label(backend)}
+    run_config = {**dataclasses.asdict(config), "llm": llm_config.label(backend)}
     store = ResultStore(paths.results_dir("marlin", preset))
     name = _run_name(backend)
 
     def compute() -> pd.DataFrame:
         rows, transcripts = [], {}
-        for trial in range(settings["trials"]):  # trial-major: an interrupted recording covers every scenario
-            for scenario in settings["scenarios"]:
+        for trial in range(config.trials):  # trial-major: an interrupted recording covers every scenario
+            for scenario in config.scenarios:
                 layout = get_layout(scenario)
-                seed = trial_seed(settings["seed"], scenario, trial)
+                seed = trial_seed(config.seed, scenario, trial)
                 with transcript_context(run=f"{name} {scenario} trial {trial}", preset=preset):
                     plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
                 stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
@@ -84,10 +131,12 @@ def run_llm_only(preset: str, llm: str | None = None, progress: bool = True, **o
     return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
 
 
+run_llm_only = run  # the name the notebooks and tests know
+
+
 def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
     """Name and sidecar of the LLM-only run of ``preset`` with that backend (after ``run_llm_only``)."""
-    settings = presets.get(preset, "llm_only")
-    name = _run_name(llm_config.make_backend(llm or settings["llm"]))
+    name = _run_name(llm_config.make_backend(llm or presets.get(preset, "llm_only").llm))
     return name, ResultStore(paths.results_dir("marlin", preset)).load_sidecar(name)
 
 

@@ -1,4 +1,5 @@
-"""One training of one MARLIN system (MARL, MARLIN, LLM-only): the parts a trainer takes, and its tables.
+"""One training of one MARLIN system (MARL, MARLIN, LLM-only): its settings (``TrainingConfig``), the parts a
+trainer takes, and its tables.
 
 ``system_run`` sets up a MARL or MARLIN training (``train_system`` runs it alone with ``mappo.train``;
 ``marlinkit.marlin.batched`` runs many together); ``llm_only`` plays the plan source alone.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -21,25 +23,73 @@ from marlinkit.algos import mappo
 from marlinkit.algos import mappo_rollouts
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
-from marlinkit.envs.corridor.layouts import Layout, get_layout
+from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
 from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.marlin.algorithm1 import PLAN, SAMPLING, Algorithm1, SwitchConfig
 
 
-def settings_parts(settings: dict[str, Any]) -> tuple[mappo.MAPPOConfig, SwitchConfig]:
-    overrides = settings.get("mappo") or {}
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(mappo.MAPPOConfig)})
-    if unknown:
-        raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
-    return mappo.MAPPOConfig(**overrides), SwitchConfig(rule=settings.get("switch_rule", "paper"))
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One MARL or MARLIN training's settings (what ``system_run`` and ``train_system`` read); the defaults
+    are the paper's protocol (15 copies x 1600 episodes, checkpoints 100/850/1600 of 50 runs each)."""
 
+    episodes: int = 1600
+    """Training episodes per environment copy (paper: 1600)."""
+    n_envs: int = 15
+    """Environment copies feeding the one policy update stream."""
+    checkpoints: tuple[int, ...] = (100, 850, 1600)
+    """Episodes after which the policy is evaluated (paper Table I: 100, 850, 1600)."""
+    eval_runs: int = 50
+    """Sampled evaluation runs per checkpoint (paper: 50)."""
+    mappo: Mapping[str, Any] = field(default_factory=dict)
+    """``MAPPOConfig`` overrides (``marlinkit.algos.mappo``); empty: the authors' RLlib settings."""
+    switch_rule: str = "paper"
+    """Algorithm 1's switch: "paper" as printed, "code" the authors' code variant (``algorithm1.SwitchConfig``)."""
+    llm_only_performance: Mapping[str, float] | None = None
+    """Algorithm 1's LLM-only threshold per scenario; None: the authors' Llama 3.1 8B values (``AUTHORS_LLM_ONLY``)."""
+    plan_budget: int | None = None
+    """New plans a MARLIN training may ask its plan source for (None: the paper's unlimited re-planning)."""
+    actuation_noise: Mapping[str, float] | None = None
+    """``hardware.ActuationNoise`` settings under which checkpoints are evaluated (Fig. 5); None: noiseless."""
+    layout_schedule: tuple[tuple[int, str], ...] | None = None
+    """``(k, layout)`` pairs: the layout after ``k`` episodes (the dynamic environment); None: one layout."""
 
-def llm_only_threshold(settings: dict[str, Any], scenario: str) -> float:
-    """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
-    values = {**AUTHORS_LLM_ONLY, **(settings.get("llm_only_performance") or {})}
-    if scenario not in values:
-        raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
-    return float(values[scenario])
+    def __post_init__(self):
+        object.__setattr__(self, "checkpoints", tuple(int(c) for c in self.checkpoints))
+        object.__setattr__(self, "mappo", dict(self.mappo or {}))
+        if self.layout_schedule:
+            object.__setattr__(self, "layout_schedule", tuple((int(k), str(name)) for k, name in self.layout_schedule))
+        for name in ("episodes", "n_envs", "eval_runs"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not all(1 <= c <= self.episodes for c in self.checkpoints):
+            raise ValueError(f"checkpoints {list(self.checkpoints)} must lie in 1..episodes={self.episodes}")
+        if self.plan_budget is not None and int(self.plan_budget) < 1:
+            raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {self.plan_budget}")
+        self.mappo_config(), self.switch_config()
+        changes = self.layout_schedule or ()
+        unknown = sorted({name for _, name in changes} - set(LAYOUT_NAMES))
+        if unknown or not all(1 <= k < self.episodes for k, _ in changes):
+            raise ValueError(f"layout_schedule {[list(c) for c in changes]} needs [episode, layout] pairs with "
+                             f"1 <= episode < episodes and layouts from {list(LAYOUT_NAMES)}")
+        if self.actuation_noise:
+            hardware.ActuationNoise(**self.actuation_noise)
+
+    def mappo_config(self) -> mappo.MAPPOConfig:
+        unknown = sorted(set(self.mappo) - {f.name for f in dataclasses.fields(mappo.MAPPOConfig)})
+        if unknown:
+            raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
+        return mappo.MAPPOConfig(**self.mappo)
+
+    def switch_config(self) -> SwitchConfig:
+        return SwitchConfig(rule=self.switch_rule)
+
+    def llm_only_threshold(self, scenario: str) -> float:
+        """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
+        values = {**AUTHORS_LLM_ONLY, **(self.llm_only_performance or {})}
+        if scenario not in values:
+            raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
+        return float(values[scenario])
 
 
 def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int], Layout]:
@@ -62,19 +112,18 @@ class SystemRun(NamedTuple):
     tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
 
 
-def system_run(scenario: str, system: str, seed: int, settings: dict[str, Any], source: PlanSource | None = None) -> SystemRun:
+def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, source: PlanSource | None = None) -> SystemRun:
     """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
-    layout_at = layout_schedule(scenario, settings.get("layout_schedule"))
-    _, switch = settings_parts(settings)
-    n_envs, checkpoints = settings["n_envs"], set(settings["checkpoints"])
-    noise = settings.get("actuation_noise")
+    layout_at = layout_schedule(scenario, config.layout_schedule)
+    n_envs, checkpoints = config.n_envs, set(config.checkpoints)
+    noise = config.actuation_noise
     controller = None
     if system == "MARLIN":
-        controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, llm_only_threshold(settings, layout_at(0).name),
-                                switch, seed, settings.get("plan_budget"))
+        controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, config.llm_only_threshold(layout_at(0).name),
+                                config.switch_config(), seed, config.plan_budget)
     records, evaluations = [], []
     clock = [time.perf_counter()]
-    episodes_done = Progress.episodes(settings["episodes"], f"{scenario} {system} seed {seed}")
+    episodes_done = Progress.episodes(config.episodes, f"{scenario} {system} seed {seed}")
 
     def on_episode_end(episode, agent, performance, team_return):
         now = time.perf_counter()
@@ -85,29 +134,28 @@ def system_run(scenario: str, system: str, seed: int, settings: dict[str, Any], 
                             **info[c], "performance": float(performance[c]), "return": float(team_return[c]),
                             "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
         if episode in checkpoints:
-            runs_, stream = settings["eval_runs"], (seed, episode)
+            runs_, stream = config.eval_runs, (seed, episode)
             actuate = hardware.ActuationNoise(**noise).actuator(stream, runs_) if noise else None
             scores = mappo.evaluate(agent, layout, runs_, stream, actuate)
             evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "layout": layout.name,
                                 "run": r, "performance": float(s)} for r, s in enumerate(scores))
         if controller:
-            controller.set_layout(layout_at(episode), llm_only_threshold(settings, layout_at(episode).name))
+            controller.set_layout(layout_at(episode), config.llm_only_threshold(layout_at(episode).name))
         episodes_done.update()
         clock[0] = time.perf_counter()
 
     return SystemRun(layout_at, controller, on_episode_end, lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
 
 
-def train_system(scenario: str, system: str, seed: int, settings: dict[str, Any],
+def train_system(scenario: str, system: str, seed: int, config: TrainingConfig,
                  source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
 
-    ``settings["layout_schedule"]`` changes the layout during training (``layout_schedule``);
-    ``settings["actuation_noise"]`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    ``config.layout_schedule`` changes the layout during training (``layout_schedule``);
+    ``config.actuation_noise`` evaluates checkpoints under ``hardware.ActuationNoise``.
     """
-    run = system_run(scenario, system, seed, settings, source)
-    config, _ = settings_parts(settings)
-    mappo.train(config, run.layout_at, n_envs=settings["n_envs"], episodes=settings["episodes"], seed=seed,
+    run = system_run(scenario, system, seed, config, source)
+    mappo.train(config.mappo_config(), run.layout_at, n_envs=config.n_envs, episodes=config.episodes, seed=seed,
                 generator=run.generator, on_episode_end=run.on_episode_end)
     return run.tables()
 

@@ -9,6 +9,9 @@ configuration and written atomically with it under ``data/results/workshop/<pres
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,8 +34,39 @@ ENGINE = "corridor core (numpy)"
 EXACT_LABEL = "exact planner: upper bound, not an LLM"
 
 
-def settings(preset: str) -> dict[str, Any]:
-    """The ``workshop`` preset section (a copy)."""
+@dataclass(frozen=True)
+class Config:
+    """The ``workshop`` section: the teaching session's sizes (``quick``) or nbval's (``smoke``)."""
+
+    scenario: str = "single_slot"
+    """The workshop's corridor layout."""
+    seed: int = 0
+    """Seed of every training and trial."""
+    training: Mapping[str, Any] = field(default_factory=dict)
+    """Notebook 02's MAPPO training: ``systems.TrainingConfig`` fields (episodes, n_envs, checkpoints, eval_runs, mappo)."""
+    negotiation: Mapping[str, Any] = field(default_factory=dict)
+    """Notebook 03's protocol: ``llm_only.NegotiationLimits`` fields, and ``record`` (True: call the model live and
+    record; None: strict replay unless ``$MARLINKIT_RECORD``)."""
+    marlin: Mapping[str, Any] = field(default_factory=dict)
+    """Notebook 04's MARL vs MARLIN: ``systems.TrainingConfig`` fields and ``llm_only_trials``."""
+
+    def __post_init__(self):
+        for part in ("training", "negotiation", "marlin"):
+            object.__setattr__(self, part, dict(getattr(self, part)))
+        self.grid("training"), self.grid("marlin"), self.negotiation_limits()  # bad values fail here, by field
+
+    def grid(self, part: str) -> grid.GridConfig:
+        """``run_grid``'s config of one part: one scenario, one seed, in this process (one local worker on purpose:
+        the LLM, loaded once, and the training share the notebook's process)."""
+        return grid.GridConfig(**{"llm_only_trials": 1, **getattr(self, part)}, scenarios=(self.scenario,), seeds=(self.seed,),
+                               workers=1)
+
+    def negotiation_limits(self) -> llm_only.NegotiationLimits:
+        return llm_only.NegotiationLimits(**{k: v for k, v in self.negotiation.items() if k != "record"})
+
+
+def settings(preset: str) -> Config:
+    """The ``workshop`` preset section."""
     return presets.get(preset, "workshop")
 
 
@@ -78,32 +112,22 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 # Notebooks 02 and 04: training through grid.run_grid
 
 
-def _grid_settings(section: dict[str, Any], part: str) -> dict[str, Any]:
-    """``run_grid`` settings from one part of the section: one scenario, one seed, in this process.
-
-    One local worker on purpose: the LLM (loaded once) and the training share the notebook's process.
-    """
-    # llm_only_trials: run_grid requires it even where no LLM-only run is asked for.
-    return {"llm_only_trials": 1, **section[part], "scenarios": [section["scenario"]], "seeds": [section["seed"]],
-            "workers": 1, "executor": "local", "ray_address": None, "switch_rule": "paper", "llm_only_performance": None}
-
-
 def run_training(preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
     """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
-    section = {**_grid_settings(settings(preset), "training"), "systems": ["MARL"]}
-    return grid.run_grid(section, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+    config = dataclasses.replace(settings(preset).grid("training"), systems=("MARL",))
+    return grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
 
 
 def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
     """The workshop's LLM behind its transcript cache (strict replay unless the preset or ``$MARLINKIT_RECORD`` records)."""
-    section = settings(preset)["negotiation"]
+    section = settings(preset).negotiation
     return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", record=section["record"],
                                      script=greedy_robots, model="greedy-robots")
 
 
 def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
     """The negotiation plan source with the workshop's protocol settings (rounds, moves, tokens)."""
-    return Negotiation(backend, llm_only.negotiation_config(settings(preset)["negotiation"]))
+    return Negotiation(backend, settings(preset).negotiation_limits().negotiation_config())
 
 
 class Comparison(NamedTuple):
@@ -121,17 +145,17 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
     is trained once.
     """
     section = settings(preset)
-    base = _grid_settings(section, "marlin")
+    base = section.grid("marlin")
     root = Path(root or results_root(preset)) / "marlin"
     sources = {f"{backend.name} negotiation": ("llm", negotiator(preset, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
     episodes, evaluations, thresholds = [], [], {}
     for label, (folder, source) in sources.items():
-        alone = grid.run_grid({**base, "systems": ["LLM-only"]}, preset, source, root / folder, progress).episodes
+        alone = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder, progress).episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
-        trained = grid.run_grid({**base, "systems": systems, "llm_only_performance": {section["scenario"]: thresholds[label]}},
-                                  preset, source, root / folder, progress)
+        trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems), llm_only_performance={section.scenario: thresholds[label]}),
+                                preset, source, root / folder, progress)
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
             out.append(table.assign(curve=np.where(table.system == "MARL", "MARL", table.system + " (" + label + ")")))
     return Comparison(pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), thresholds)

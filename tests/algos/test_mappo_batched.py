@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,9 +28,9 @@ def _tables_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
 def test_two_runs_batched_give_the_bytes_of_each_run_alone():
     """'Alone' is this trainer with one run: bmm and mm sum in different orders, so mappo.train agrees to rounding only."""
     source = CalibratedSurrogatePlanner()
-    both = marlin_batched.train_systems(JOBS, SETTINGS, source)
+    both = marlin_batched.train_systems(JOBS, grid.GridConfig(**SETTINGS), source)
     for job, (episodes, evaluations) in zip(JOBS, both):
-        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], SETTINGS, CalibratedSurrogatePlanner())[0]
+        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**SETTINGS), CalibratedSurrogatePlanner())[0]
         assert _tables_equal(episodes, alone_episodes) and _tables_equal(evaluations, alone_evaluations), job
     marlin_runs = both[1][0]
     assert set(marlin_runs.generator) == {algorithm1.SAMPLING, algorithm1.PLAN}  # Algorithm 1 switched per copy inside the batch
@@ -55,7 +57,7 @@ def test_per_run_state_stays_apart():
     assert torch.equal(first["actor.0.weight"], mappo.MAPPO(config, 3).actor[0].weight.detach())
     assert batch.flat.shape[1] % mappo_batched.FLAT_ALIGN == 0
     with pytest.raises(ValueError, match="MARL and MARLIN"):
-        marlin_batched.train_systems([("single_slot", "LLM-only", 0)], SETTINGS)
+        marlin_batched.train_systems([("single_slot", "LLM-only", 0)], grid.GridConfig(**SETTINGS))
     x = torch.randn(3, 7, 5)
     assert torch.equal(mappo_batched.per_run_exp(x)[2], x[2].exp())
     obs = np.zeros((3, 2, 4), np.float32)
@@ -63,8 +65,8 @@ def test_per_run_state_stays_apart():
 
 
 def test_grid_runner_trains_a_workers_runs_as_one_batch_and_resumes(tmp_path):
-    settings = {**SETTINGS, "scenarios": ["single_slot"], "seeds": [0, 1], "episodes": 4, "checkpoints": [4], "llm_only_trials": 2,
-                "trainer": "batched"}
+    settings = grid.GridConfig(**{**SETTINGS, "scenarios": ["single_slot"], "seeds": [0, 1], "episodes": 4, "checkpoints": [4],
+                                  "llm_only_trials": 2, "trainer": "batched"})
     source = CalibratedSurrogatePlanner()
     results = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
     assert set(results.episodes.system) == set(algorithm1.SYSTEMS) and set(results.evaluations.seed) == {0, 1}
@@ -76,7 +78,7 @@ def test_grid_runner_trains_a_workers_runs_as_one_batch_and_resumes(tmp_path):
     again = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)  # loaded, not retrained
     assert again.episodes.equals(results.episodes)
     with pytest.raises(ValueError, match="trainer"):
-        grid.validate_settings({**settings, "trainer": "vmap"})
+        dataclasses.replace(settings, trainer="vmap")
 
 
 def test_runs_above_the_distinct_capacity_fall_back_to_per_row_and_stay_apart(monkeypatch):

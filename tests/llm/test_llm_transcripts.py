@@ -20,13 +20,13 @@ def test_smoke_negotiation_replays_from_committed_smollm2_transcripts():
     if not path.exists():
         pytest.fail(f"{path} is missing: record it with `make build/quick/marlin/llm_only.ipynb PRESET=quick`")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
-    source = Negotiation(cache, llm_only.negotiation_config(settings))
-    for scenario in settings["scenarios"]:
+    source = Negotiation(cache, settings.negotiation_config())
+    for scenario in settings.scenarios:
         layout = get_layout(scenario)
-        seed = llm_only.trial_seed(settings["seed"], scenario, 0)
+        seed = llm_only.trial_seed(settings.seed, scenario, 0)
         # A changed prompt, parser or seed scheme misses here: re-record the transcripts then.
         plan = source.make_plan(layout, np.array(layout.starts), 50, seed=seed)
         assert plan.stats["cached_calls"] == plan.stats["llm_calls"] > 0
-        assert len(plan.actions) == settings["max_moves"] and 0 <= plan.performance <= 1
+        assert len(plan.actions) == settings.max_moves and 0 <= plan.performance <= 1
         replies = [e for e in plan.transcript if e["speaker"] in ("Alice", "Bob") and e["kind"] != "task"]
         assert replies and all(isinstance(e["text"], str) for e in replies)

@@ -6,6 +6,8 @@ cache), so nothing depends on the committed transcripts.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 import warnings
@@ -192,5 +194,5 @@ def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypat
     source = llm_only.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
     with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "
                                              r"replay: .*marlin_training__smollm2__.*PRESET=smoke"):
-        grid.run_grid({**settings, "systems": ["MARLIN"]}, "smoke", source, root=tmp_path / "results", progress=False)
+        grid.run_grid(dataclasses.replace(settings, systems=("MARLIN",)), "smoke", source, root=tmp_path / "results", progress=False)
     assert not (tmp_path / "transcripts").exists()  # strict replay never writes a transcript

@@ -6,8 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pathlib import Path
-
 from marlinkit import paths, presets, stats
 from marlinkit.marlin import algorithm1, fig3_training, grid
 from marlinkit.algos.joint_planner import NAME, ExactJointPlanner
@@ -144,7 +142,7 @@ def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
     episode()
     assert episode()["generator"] == algorithm1.PLAN and unlimited.plans_made == 2
     with pytest.raises(ValueError, match="plan_budget"):
-        grid.run_grid({**TINY, "plan_budget": 0}, "test", root=Path("/nonexistent"))
+        grid.GridConfig(**TINY, plan_budget=0)
 
 
 def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, monkeypatch):
@@ -152,20 +150,20 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
-    training = grid.run_training("quick", "llm", llm="scripted", progress=False, **overrides)
+    training = fig3_training.run("quick", "llm", llm="scripted", progress=False, **overrides)
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
-    assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only")["trials"]
-    assert training.settings["llm_only_performance"] == {"single_slot": llm_only.performance.mean()}
+    assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
+    assert training.config.llm_only_performance == {"single_slot": llm_only.performance.mean()}
     names = {f.name for f in (tmp_path / "results" / "marlin" / "quick").glob("*marlin*seed0.json")}
     assert "single_slot__marlin-negotiation-scripted-greedy-robots__seed0.json" in names, names
     plans = episodes[(episodes.system == "MARLIN") & (episodes.generator == algorithm1.PLAN)]
     assert len(plans) > 0 and "scripted" in training.plan_source
     assert not list((tmp_path / "transcripts").glob("*scripted*"))  # a script is its own record: nothing to replay
     with pytest.raises(ValueError, match="plan_source"):
-        grid.run_training("smoke", "gpt", progress=False)
+        fig3_training.run("smoke", "gpt", progress=False)
     with pytest.raises(ValueError, match="no trials for"):
-        grid.run_training("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
+        fig3_training.run("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -263,7 +261,7 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
     assert "±" in shown.MARL.iloc[0] and r"$\pm$" in latex and "p\\_value\\_seeds" in latex
     one_seed = fig3_training.table1(frame[frame.seed == 0], [5]).iloc[0]
     assert one_seed.seeds == 1 and np.isnan(one_seed.p_value_seeds) and np.isnan(one_seed.MARL_seed_sd)
-    caption = fig3_training.table1_caption(fig3_training.table1(frame, [5]), {"checkpoints": [5], "seeds": [0, 1, 2]}, "footer")
+    caption = fig3_training.table1_caption(fig3_training.table1(frame, [5]), grid.GridConfig(episodes=5, checkpoints=[5], seeds=[0, 1, 2]), "footer")
     assert "evaluation noise" in caption and "the seed is the unit" in caption
 
 
@@ -273,7 +271,7 @@ TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, 
 
 
 def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
-    first = grid.run_grid(TINY, "test", root=tmp_path / "a", progress=False)
+    first = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "a", progress=False)
     episodes = first.episodes
     assert set(episodes.system) == set(algorithm1.SYSTEMS)
     trained = episodes[episodes.system != "LLM-only"]
@@ -287,10 +285,10 @@ def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
     assert len(evaluations) == 2 * 2 * 6 and set(evaluations.checkpoint) == {2, 4}
     files = sorted((tmp_path / "a").iterdir())
     stamps = {f: f.stat().st_mtime_ns for f in files}
-    again = grid.run_grid(TINY, "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
+    again = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
     assert {f: f.stat().st_mtime_ns for f in sorted((tmp_path / "a").iterdir())} == stamps
     pd.testing.assert_frame_equal(again.episodes, episodes)
-    repeat = grid.run_grid(TINY, "test", root=tmp_path / "b", progress=False)
+    repeat = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "b", progress=False)
     deterministic = [c for c in episodes.columns if c != "wall_time_s"]
     pd.testing.assert_frame_equal(repeat.episodes[deterministic], episodes[deterministic])
     pd.testing.assert_frame_equal(repeat.evaluations, evaluations)
@@ -298,13 +296,13 @@ def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
 
 def test_runner_rejects_bad_settings_before_compute(tmp_path):
     with pytest.raises(ValueError, match="unknown scenario"):
-        grid.run_grid({**TINY, "scenarios": ["corridor9"]}, "test", root=tmp_path)
+        grid.GridConfig(**{**TINY, "scenarios": ["corridor9"]})
     with pytest.raises(ValueError, match="checkpoints"):
-        grid.run_grid({**TINY, "checkpoints": [5]}, "test", root=tmp_path)
+        grid.GridConfig(**{**TINY, "checkpoints": [5]})
     with pytest.raises(ValueError, match="switch rule"):
-        grid.run_grid({**TINY, "switch_rule": "median"}, "test", root=tmp_path)
+        grid.GridConfig(**{**TINY, "switch_rule": "median"})
     with pytest.raises(ValueError, match="unknown mappo setting"):
-        grid.run_grid({**TINY, "mappo": {"learning_rate": 1.0}}, "test", root=tmp_path)
+        grid.GridConfig(**{**TINY, "mappo": {"learning_rate": 1.0}})
     assert not any(tmp_path.iterdir())
 
 
@@ -318,4 +316,4 @@ def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
     assert [len(b) for b in grid.training_batches(runs[:3], workers=4, batch_runs=10)] == [1, 1, 1]
     assert grid.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
-        grid.validate_settings(presets.get("smoke", "marlin_training", batch_runs=0))
+        presets.get("smoke", "marlin_training", batch_runs=0)

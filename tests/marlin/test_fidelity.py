@@ -16,7 +16,7 @@ def test_matched_table_reads_our_curve_at_the_papers_sample_count():
              "performance": min(1.0, e / 1000) + 0.01 * seed}
             for seed in (0, 1) for e in range(1, 1001) for c in range(3)]
     results = grid.Results(pd.DataFrame(rows), pd.DataFrame())
-    table = fidelity.matched_table(results, {"n_envs": 15}, [6, 9, 15], window=1)
+    table = fidelity.matched_table(results, 15, [6, 9, 15], window=1)
     row = table[(table.paper_episode == 850) & (table.paper_copies == 9)].iloc[0]
     assert row.our_episode == 510 and row.copy_episodes == 7650
     assert row.ours_MARL == pytest.approx(0.51 + 0.005) and row.ours_seed_sd == pytest.approx(np.std([0.51, 0.52], ddof=1))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
 import pytest
 
 from marlinkit import presets
-from marlinkit.marlin import algorithm1, grid, systems
-from marlinkit.marlin import dynamic_env, fig5_hardware
+from marlinkit.marlin import algorithm1, systems
+from marlinkit.marlin import fig5_hardware
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.marlin.hardware import VelocityCommand, integrate
@@ -17,8 +19,9 @@ from marlinkit.marlin.hardware import VelocityCommand, integrate
 
 def test_fig5_checkpoints_follow_the_paper_schedule():
     assert fig5_hardware.fig5_checkpoints(1600, 100, 250) == [100, 350, 600, 850, 1100, 1350, 1600]
-    settings = fig5_hardware.fig5_settings(presets.get("paper", "fig5_hardware"))
-    assert settings["scenarios"] == ["maze_like"] and settings["checkpoints"][-1] == settings["episodes"] == 1600
+    config = presets.get("paper", "fig5_hardware")
+    assert config.scenarios == ("maze_like",) and config.checkpoints[-1] == config.episodes == 1600
+    assert config.checkpoints == (100, 350, 600, 850, 1100, 1350, 1600)
     with pytest.raises(ValueError, match="checkpoint_start"):
         fig5_hardware.fig5_checkpoints(50, 100, 250)
 
@@ -60,8 +63,8 @@ class RecordingPlanner:
 
 
 def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_plans():
-    settings = {**presets.get("smoke", "marlin_training"), "episodes": 10, "n_envs": 2, "checkpoints": [7, 10],
-                "layout_schedule": [[7, "maze_like"]], "plan_budget": None}  # the paper's unlimited re-planning
+    settings = dataclasses.replace(presets.get("smoke", "marlin_training", episodes=10, n_envs=2, checkpoints=[7, 10],
+                                               layout_schedule=[[7, "maze_like"]]), plan_budget=None)  # the paper's unlimited re-planning
     source = RecordingPlanner()
     episodes, evaluations = systems.train_system("single_slot", "MARLIN", 0, settings, source)
     assert (episodes[episodes.episode <= 7].layout == "single_slot").all()
@@ -78,10 +81,10 @@ def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_pl
 
 
 def test_dynamic_settings_and_bad_schedules(tmp_path):
-    settings = dynamic_env.dynamic_settings(presets.get("paper", "dynamic_env"))
-    assert settings["layout_schedule"] == [[1000, "maze_like"]] and settings["checkpoints"] == [1000, 1600]
-    base = dynamic_env.dynamic_settings(presets.get("smoke", "dynamic_env"))
-    for schedule in ([[12, "maze_like"]], [[3, "maze9"]]):
+    config = presets.get("paper", "dynamic_env")
+    assert config.layout_schedule == ((1000, "maze_like"),) and config.checkpoints == (1000, 1600)
+    assert config.scenarios == ("single_slot",) and config.systems == ("MARL", "MARLIN")
+    for change, layout in ((12, "maze_like"), (3, "maze9")):
         with pytest.raises(ValueError, match="layout_schedule"):
-            grid.run_grid({**base, "layout_schedule": schedule}, "test", root=tmp_path)
+            presets.get("smoke", "dynamic_env", change_episode=change, new_layout=layout)
     assert not any(tmp_path.iterdir())

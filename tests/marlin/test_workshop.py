@@ -41,7 +41,7 @@ def test_play_plan_steps_the_env_to_the_plans_performance():
 
 
 def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
-    training = presets.get("smoke", "workshop")["training"]
+    training = presets.get("smoke", "workshop").training
     results = workshop.run_training("smoke", root=tmp_path)
     assert set(results.episodes.system) == {"MARL"}
     assert len(results.episodes) == training["episodes"] * training["n_envs"]
@@ -64,7 +64,7 @@ def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
     forced = exact[exact.episode.between(6, 10) & (exact.generator == "plan") & ~exact.toggled]
     assert len(forced) and (forced.performance == 1.0).all()
     table = workshop.comparison_table(comparison)
-    checkpoints = presets.get("smoke", "workshop")["marlin"]["checkpoints"]
+    checkpoints = presets.get("smoke", "workshop").marlin["checkpoints"]
     assert len(table) == 2 * len(checkpoints) and set(table.plan_source) == set(comparison.thresholds)
 
 
