@@ -107,10 +107,11 @@ def test_lane_reader_counts_moves_between_lanes():
     reader = _LaneReader(n_lanes=3)
 
     def read(on_lane):
-        lanes, occupied = reader.read(on_lane)
+        lanes = reader.read(on_lane)
         reading = Reading(0.0, lanes, [], [])
         assert reading.count.tolist() == lanes[COUNT].tolist() == [len(ids) for ids in on_lane]
-        assert occupied.tolist() == [j for j, ids in enumerate(on_lane) if ids]
+        # the tracked lane of every vehicle (CityFlow counts halted vehicles per lane with it)
+        assert reader.lane_of == {vehicle: j for j, ids in enumerate(on_lane) for vehicle in ids}
         return lanes[INFLOW].tolist(), lanes[OUTFLOW].tolist()
 
     assert read([("0", "1"), (), ()]) == ([2, 0, 0], [0, 0, 0])
@@ -121,6 +122,9 @@ def test_lane_reader_counts_moves_between_lanes():
     assert read([(), ("3",), ("0",)]) == ([0, 0, 0], [0, 0, 0])
     # a swap of two vehicles between lanes in one second is one exit and one entry on each
     assert read([(), ("0",), ("3",)]) == ([0, 1, 1], [0, 1, 1])
+    # moves to a lane read before the one left (0: lane 1 to 0, 3: lane 2 to 1), then after it
+    assert read([("0",), ("3",), ()]) == ([1, 1, 0], [0, 1, 1])
+    assert read([(), ("3", "0"), ()]) == ([0, 1, 0], [1, 0, 0])
 
 
 def test_waiting_to_be_inserted_counts_every_second_until_the_insertion():

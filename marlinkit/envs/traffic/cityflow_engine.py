@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import repeat
 from operator import itemgetter
+
+import numpy as np
 
 from marlinkit.envs.traffic.context import Flow, write_cityflow_flow
 from marlinkit.envs.traffic.data import MOVEMENTS, ROADNET, SOURCE_HINT, DataError, Network
@@ -80,8 +83,8 @@ class CityFlowEngine(Engine):
         self._roadnet = str((network.folder / ROADNET).resolve())
         self._engine = None
         self._engine_key: tuple[str, str] | None = None
-        self._running: set[str] = set()
-        self._lane_vehicles = itemgetter(*self.lane_ids)
+        self._running: dict[str, float] = {}  # speed of each running vehicle (last second)
+        self._observed: itemgetter | None = None  # picks the observed lanes' values from all lanes', see load()
         self._road_length = {road: r.length for road, r in network.roads.items()}
 
     def load(self, flow: Flow, seed: int) -> None:
@@ -92,9 +95,13 @@ class CityFlowEngine(Engine):
             idle = _CITYFLOW_IDLE.get(key)
             self._engine = idle.pop() if idle else self._new_engine(flow)
             self._engine_key = key
+            # CityFlow returns lane reads as a dict in its own (sorted) lane order, the same every
+            # call: the observed lanes are picked by position from the list of its values
+            order = {lane: k for k, lane in enumerate(self._engine.get_lane_vehicles())}
+            self._observed = itemgetter(*[order[lane] for lane in self.lane_ids])
         self._engine.reset()
         self._engine.set_random_seed(int(seed))
-        self._running = set()
+        self._running = {}
         self._start_episode(flow)
 
     def _release(self) -> None:
@@ -137,16 +144,32 @@ class CityFlowEngine(Engine):
         self._engine.next_step()
 
     def step(self) -> Reading:
-        """One second: CityFlow reports lanes only all 240 at once, so three reads a second (vehicle ids
-        per lane, halted vehicles per lane, running vehicles); the 192 observed lanes are picked with
-        one itemgetter call each."""
+        """One second, two reads: the vehicle ids on every lane and the speed of every running vehicle.
+
+        CityFlow reads lanes only all 240 at once; the 192 observed ones are picked by position.
+        Halted vehicles per lane (speed < 0.1 m/s, CityFlow's own ``get_lane_waiting_vehicle_count``
+        criterion) are counted from the speeds of the halted vehicles and the lane each one is on,
+        which the lane reader tracks; the running vehicles (for departures and arrivals) are the
+        speeds' keys, as ``get_vehicles()`` would list them. The speed read (~21 us a second, one
+        entry per running vehicle) costs half the two it replaces (~36 + 7 us: each CityFlow lane
+        read converts a 240-entry dict).
+        """
         eng = self._engine
         eng.next_step()
-        lanes, _ = self._lane_reader.read(self._lane_vehicles(eng.get_lane_vehicles()))
-        lanes[HALTING] = self._lane_vehicles(eng.get_lane_waiting_vehicle_count())
-        running = set(eng.get_vehicles(include_waiting=False))
-        departed, arrived = running - self._running, self._running - running
-        self._running = running
+        reader = self._lane_reader
+        lanes = reader.read(self._observed(list(eng.get_lane_vehicles().values())))
+        speeds = eng.get_vehicle_speed()
+        halted = [vehicle for vehicle, speed in speeds.items() if speed < 0.1]
+        n = len(self.lanes)  # vehicles on no observed lane count in a bin past the last lane
+        lane = np.fromiter(map(reader.lane_of.get, halted, repeat(n)), dtype=np.intp, count=len(halted))
+        lanes[HALTING] = np.bincount(lane, minlength=n + 1)[:n]
+        running, before = speeds.keys(), self._running.keys()
+        departed = arrived = ()
+        if running != before:  # about half the seconds: vehicles enter or leave the network
+            changed = running ^ before
+            departed = [vehicle for vehicle in changed if vehicle in speeds]
+            arrived = [vehicle for vehicle in changed if vehicle not in speeds]
+        self._running = speeds
         index = self._index.__getitem__
         return Reading(float(eng.get_current_time()), lanes,
                        sorted(map(index, departed)), sorted(map(index, arrived)))

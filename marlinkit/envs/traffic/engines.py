@@ -94,24 +94,34 @@ class _LaneReader:
     changes, an id new on a lane entered it, an id gone from it left it (into the junction, to a
     neighbouring lane, or off the end of its route). A vehicle is on one lane at a time, so this
     equals tracking each vehicle's lane, without touching every vehicle every second.
+
+    :attr:`lane_of` is that tracking, kept up to date from the same few lanes: the index of the
+    observed lane each vehicle is on now (vehicles on no observed lane are absent).
     """
 
     def __init__(self, n_lanes: int):
         self._lane_range = range(n_lanes)
         self._on_lane: list = [()] * n_lanes  # vehicle ids on each lane last second
         self._count = np.zeros(n_lanes)  # and how many
+        self.lane_of: dict = {}
 
-    def read(self, on_lane: list) -> tuple[np.ndarray, np.ndarray]:
-        """The lanes array (halting left 0 for the engine to fill) and the indices of the occupied lanes."""
+    def read(self, on_lane) -> np.ndarray:
+        """The lanes array (halting left 0 for the engine to fill)."""
         before, self._on_lane = self._on_lane, on_lane
-        lanes, count = np.zeros((4, len(on_lane))), self._count
+        lanes, count, lane_of = np.zeros((4, len(on_lane))), self._count, self.lane_of
         for j in compress(self._lane_range, map(ne, on_lane, before)):
             count[j] = len(on_lane[j])
             now, old = set(on_lane[j]), set(before[j])
-            lanes[INFLOW, j] = len(now - old)
-            lanes[OUTFLOW, j] = len(old - now)
+            entered, left = now - old, old - now
+            lanes[INFLOW, j] = len(entered)
+            lanes[OUTFLOW, j] = len(left)
+            for vehicle in left:  # unless it is already on the lane it moved to
+                if lane_of.get(vehicle) == j:
+                    del lane_of[vehicle]
+            for vehicle in entered:
+                lane_of[vehicle] = j
         lanes[COUNT] = count
-        return lanes, np.flatnonzero(count)
+        return lanes
 
 
 class Engine(abc.ABC):
@@ -296,8 +306,8 @@ class SumoEngine(Engine):
     def step(self) -> Reading:
         ls = self._ls
         ls.simulationStep()
-        lanes, occupied = self._lane_reader.read(list(map(self._vehicle_ids, self.lane_ids)))
-        # an empty lane has no halted vehicle: read the occupied ones only
+        lanes = self._lane_reader.read(list(map(self._vehicle_ids, self.lane_ids)))
+        occupied = np.flatnonzero(lanes[COUNT])  # an empty lane has no halted vehicle: read the occupied ones only
         lanes[HALTING, occupied] = list(map(self._halting, map(self.lane_ids.__getitem__, occupied.tolist())))
         index = self._index.__getitem__
         return Reading(self._time(), lanes, list(map(index, self._departed())), list(map(index, self._arrived())))
