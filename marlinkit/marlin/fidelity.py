@@ -65,7 +65,8 @@ def figure(results: grid.Results, n_envs: int, paper_copies: list[int], window: 
         if curve.shape[1] > 1:
             ax.fill_between(x, curve.min(axis=1), curve.max(axis=1), color=PAPER_COLORS["MARL"], alpha=0.18, lw=0)
         for marker, copies in zip(markers, paper_copies):
-            points = [(e * copies, MARLIN_TABLE1[scenario][e][0]) for e in MARLIN_CHECKPOINTS]
+            # the paper's values are stored as printed (strings): plotted as strings they become categories
+            points = [(e * copies, float(MARLIN_TABLE1[scenario][e][0])) for e in MARLIN_CHECKPOINTS]
             ax.scatter(*zip(*points), marker=marker, color="k", s=18, zorder=3, label=f"paper, {copies} copies assumed")
         ax.set_xscale("log")
         ax.set_title(scenario, fontsize=9)

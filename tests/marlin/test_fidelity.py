@@ -23,3 +23,18 @@ def test_matched_table_reads_our_curve_at_the_papers_sample_count():
     assert row.paper_MARL == float(MARLIN_TABLE1["two_path"][850][0]) and row.difference == pytest.approx(row.ours_MARL - row.paper_MARL)
     beyond = table[(table.paper_episode == 1600) & (table.paper_copies == 15)].iloc[0]
     assert beyond.our_episode == 1600 and np.isnan(beyond.ours_MARL)  # our training is shorter: no number made up
+
+
+def test_the_figure_plots_the_papers_values_as_numbers_on_a_numeric_axis():
+    """The paper's values are stored as printed strings; plotted as strings, matplotlib made them categories."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows = [{"scenario": "two_path", "system": "MARL", "seed": 0, "episode": e, "env_copy": 0, "performance": e / 100}
+            for e in range(1, 101)]
+    fig = fidelity.figure(grid.Results(pd.DataFrame(rows), pd.DataFrame()), 15, [6, 9])
+    ax = fig.axes[0]
+    points = np.concatenate([collection.get_offsets() for collection in ax.collections if len(collection.get_offsets()) == 3])
+    paper = [float(MARLIN_TABLE1["two_path"][e][0]) for e in (100, 850, 1600)]
+    np.testing.assert_allclose(np.sort(points[:, 1]), np.sort(paper * 2))
+    assert ax.get_ylim()[1] >= 1.0 and not ax.yaxis.units  # a numeric axis, not categories
