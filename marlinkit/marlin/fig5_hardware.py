@@ -85,9 +85,9 @@ def fig5_table(results: grid.Results) -> pd.DataFrame:
     return table.reset_index()
 
 
-def figure5(results: grid.Results, noise: dict[str, float], source_label: str = "exact planner alone"):
-    """Median noisy performance vs episode for MARL and MARLIN (quartile bands); the plan source alone (here
-    the exact joint planner, not an LLM) at the right."""
+def figure5(results: grid.Results, noise: dict[str, float], source_label: str = "plan source alone"):
+    """Median noisy performance vs episode for MARL and MARLIN (quartile bands); the plan source alone (named by
+    ``source_label``: the surrogate or the exact planner, neither an LLM) at the right."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
