@@ -108,13 +108,18 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
     return base
 
 
-def system_tag(system: str, source_name: str) -> str:
-    """The system part of a run name; runs using another plan source than the exact planner name it,
-    so that switching sources keeps both sets of results instead of overwriting one with the other."""
+def system_tag(system: str, source_name: str, switch_rule: str = "paper") -> str:
+    """The system part of a run name; runs using another plan source than the exact planner name it, and
+    MARLIN runs under another switch rule than the paper's name that too, so that switching either keeps
+    both sets of results instead of overwriting one with the other."""
     tag = system.replace("-", "_").lower()
-    if system == "MARL" or source_name == ExactJointPlanner.name:
+    if system == "MARL":
         return tag
-    return f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
+    if source_name != ExactJointPlanner.name:
+        tag = f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
+    if system == "MARLIN" and switch_rule != "paper":
+        tag = f"{tag}-{switch_rule}-switch"
+    return tag
 
 
 def _run_batch(batch: list[tuple[str, dict[str, Any]]], config: GridConfig,
@@ -199,7 +204,7 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     source_name = (source or ExactJointPlanner()).name
     root = Path(root) if root else paths.results_dir("marlin", preset)
     store = runs.ResultStore(root)
-    jobs = [(runs.run_name(sc, system_tag(sy, source_name), f"seed{se}"), job_config(sc, sy, se, config, source_name))
+    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule), f"seed{se}"), job_config(sc, sy, se, config, source_name))
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
     todo = [(name, job) for name, job in jobs
             if not (store.is_complete(name, job)
@@ -233,6 +238,17 @@ PLAN_SOURCES = ("surrogate", "llm", "exact")
 SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only performance; NOT an LLM)"
 #: File-name suffix of each plan source's Fig. 3 and Table I outputs.
 PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner"}
+
+
+def switch_rule_note(config: GridConfig) -> str:
+    """What figures add to the plan source's name: nothing under the paper's switch rule, else the rule."""
+    return "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
+
+
+def output_suffix(config: GridConfig) -> str:
+    """File-name suffix of a grid's Fig. 3 and Table I outputs: its plan source's, and ``__code_switch``
+    under the authors' code variant of Algorithm 1's switch."""
+    return PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
 
 
 def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tuple[GridConfig, PlanSource | None, str]:

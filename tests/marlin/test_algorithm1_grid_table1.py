@@ -294,6 +294,23 @@ def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
     pd.testing.assert_frame_equal(repeat.evaluations, evaluations)
 
 
+def test_the_code_switch_keeps_its_own_marlin_runs_beside_the_paper_rules_and_shares_marl(tmp_path):
+    tiny = {**TINY, "systems": ["MARL", "MARLIN"]}
+    paper = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
+    names = {f.name for f in tmp_path.iterdir()}
+    code = grid.run_grid(grid.GridConfig(**{**tiny, "switch_rule": "code"}), "test", root=tmp_path, progress=False)
+    added = {f.name for f in tmp_path.iterdir()} - names
+    assert added and all("marlin-code-switch" in name for name in added)  # MARL reused, nothing overwritten
+    assert grid.system_tag("MARLIN", grid.ExactJointPlanner.name, "code") == "marlin-code-switch"
+    assert grid.system_tag("MARL", grid.ExactJointPlanner.name, "code") == "marl"
+    again = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(again.episodes, paper.episodes)  # the paper rule's runs are still there, unchanged
+    assert grid.output_suffix(grid.GridConfig(**{**tiny, "switch_rule": "code"})) == "__code_switch"
+    assert grid.output_suffix(grid.GridConfig(**tiny)) == "" and grid.switch_rule_note(grid.GridConfig(**tiny)) == ""
+    marl = code.episodes[code.episodes.system == "MARL"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(marl, paper.episodes[paper.episodes.system == "MARL"].reset_index(drop=True))
+
+
 def test_runner_rejects_bad_settings_before_compute(tmp_path):
     with pytest.raises(ValueError, match="unknown scenario"):
         grid.GridConfig(**{**TINY, "scenarios": ["corridor9"]})
