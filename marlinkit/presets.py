@@ -357,6 +357,10 @@ def get(preset: str, section: str, **overrides: Any):
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+    derived = sorted(k for k, v in overrides.items() if v is not None and k in getattr(cls, "DERIVED", ()))
+    if derived:
+        raise ValueError(f"{section} setting(s) {derived} are derived from the section's other fields, not set: "
+                         f"{cls.__name__}.DERIVED in {cls.__module__}")
     values = copy.deepcopy(sections[section])
     for key, variable in EXECUTOR_VARIABLES.items():  # one setting moves every grid to Ray: $MARLINKIT_EXECUTOR=ray
         if key in known and os.environ.get(variable):

@@ -31,6 +31,17 @@ def test_preset_overrides_apply_and_typos_fail_before_compute():
         presets.get("fast", "marlin_training")
 
 
+def test_a_derived_field_is_refused_as_an_override_and_no_preset_sets_one():
+    with pytest.raises(ValueError, match=r"\['checkpoints'\] are derived"):
+        presets.get("smoke", "fig5_hardware", checkpoints=[1, 2])
+    with pytest.raises(ValueError, match=r"\['layout_schedule', 'scenarios'\] are derived"):
+        presets.get("smoke", "dynamic_env", scenarios=["maze_like"], layout_schedule=[[2, "single_slot"]])
+    assert presets.get("smoke", "dynamic_env", scenario="two_path").scenarios == ("two_path",)  # the field to set instead
+    for preset, sections in presets.PRESETS.items():
+        for section, values in sections.items():
+            assert not set(values) & set(getattr(presets.config_class(section), "DERIVED", ())), (preset, section)
+
+
 def test_every_section_is_its_experiments_frozen_config_with_a_docstring_per_field():
     """The Config dataclass of each section documents every field (the preset values are plain data)."""
     import ast

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,9 @@ class Config(grid.GridConfig):
     """Episodes on ``scenario`` before the change (paper: 1000 of 1600)."""
     llm_only_trials: int = 1
     """Unused (no LLM-only runs here); kept at 1."""
+
+    DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "systems", "layout_schedule", "checkpoints")
+    """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode and episodes instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (self.scenario,))

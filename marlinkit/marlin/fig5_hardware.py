@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,9 @@ class Config(grid.GridConfig):
     """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
     actuation_noise: Mapping[str, float] | None = field(default_factory=lambda: {"p_fail": 0.05, "p_slip": 0.05})
     """``hardware.ActuationNoise`` of the simulated robots (a move fails, or slips sideways)."""
+
+    DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "checkpoints")
+    """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set checkpoint_start and checkpoint_every instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (FIG5_SCENARIO,))
