@@ -71,6 +71,10 @@ _SMOKE_GRID = _marlin_grid("one-at-a-time", 1, {"update_epochs": 2, "steps_per_i
 #: The quick and paper presets: each worker's runs as one stacked computation, the paper's MAPPO.
 _GRID = _marlin_grid("batched", 2, {})
 
+#: The fidelity notebook's variants: one of our departures from the authors' RLlib set-up undone at a time
+#: (marlin_training overrides; see marlinkit.marlin.fidelity.Config).
+_FIDELITY_VARIANTS = {"6 copies": {"n_envs": 6}, "9 copies": {"n_envs": 9}, "torch init": {"mappo": {"init": "torch"}}}
+
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
@@ -95,6 +99,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 5,
         },
         "paper_audit": {"bootstrap_resamples": 1000, "bootstrap_seed": 0, "rounding_samples": 20},
+        "fidelity": {"seeds": [0], "variants": _FIDELITY_VARIANTS},  # seconds: the smoke grid's MARL runs
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": ["single_slot", "two_path"],  # the marlin_training scenarios: Algorithm 1 reads their LLM-only values
@@ -184,6 +189,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 50,
         },
         "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 200},
+        "fidelity": {"seeds": [0], "variants": _FIDELITY_VARIANTS},  # ~7 CPU-min: 15 short MARL trainings, one seed
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": _SCENARIOS,
@@ -262,6 +268,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_runs": 50,
         },
         "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 2000},
+        "fidelity": {"seeds": [0, 1, 2], "variants": _FIDELITY_VARIANTS},  # ~0.8 CPU-h per seed (45 MARL trainings in all)
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
             "scenarios": _SCENARIOS,
@@ -332,12 +339,13 @@ def config_class(section: str) -> type:
     """The frozen ``Config`` dataclass of one experiment section (its fields and their docstrings are the reference)."""
     from marlinkit import paper_audit
     from marlinkit.maestro import ablation, traffic_baselines
-    from marlinkit.marlin import dynamic_env, fig1_scenarios, fig3_training, fig5_hardware, fig6_scalability, llm_only, workshop
+    from marlinkit.marlin import (dynamic_env, fidelity, fig1_scenarios, fig3_training, fig5_hardware, fig6_scalability, llm_only,
+                                  workshop)
 
     classes = {"marlin_training": fig3_training.Config, "fig5_hardware": fig5_hardware.Config, "dynamic_env": dynamic_env.Config,
                "llm_only": llm_only.Config, "fig6_scalability": fig6_scalability.Config, "fig1_scenarios": fig1_scenarios.Config,
                "workshop": workshop.Config, "paper_audit": paper_audit.Config, "traffic_baselines": traffic_baselines.Config,
-               "maestro": ablation.Config}
+               "maestro": ablation.Config, "fidelity": fidelity.Config}
     if section not in classes:
         raise ValueError(f"no section {section!r}; known: {sorted(classes)}")
     return classes[section]

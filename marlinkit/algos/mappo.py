@@ -21,9 +21,10 @@ iteration moves towards them. The 50-step episode end is terminal (fixed horizon
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -128,6 +129,12 @@ class MAPPOConfig:
     """Units in each of the actor's two tanh layers (paper: 256)."""
     critic_hidden: int = 16
     """Units in the critic's tanh layer (paper: 16)."""
+    init: str = "orthogonal"
+    """Weight initialisation (``INITS``): "orthogonal", CleanRL's (gain sqrt 2 in the hidden layers, 0.01 in the
+    policy head, 1 in the value head, zero biases); "torch", ``nn.Linear``'s own (Kaiming-uniform weights and
+    biases), which RLlib 2.60's default model keeps when no ``fcnet_kernel_initializer`` is set. The paper does
+    not name its RLlib version or initialiser. Enters a run's cache key only when not "orthogonal"
+    (``config_key``), so the runs made before it existed keep their keys."""
     distinct_obs: bool = True
     """Run the actor once per distinct observation of a batch, not once per row (speed only).
 
@@ -136,6 +143,23 @@ class MAPPOConfig:
     them, and sums its rows' logit gradients per distinct observation before the backward pass:
     the same gradients with sums in another order (float rounding only). Batches with more
     distinct observations than 3/4 of a minibatch use the per-row pass."""
+
+
+    def __post_init__(self):
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+
+
+#: ``MAPPOConfig.init`` values: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
+INITS = ("orthogonal", "torch")
+#: Settings added after runs were cached: they enter ``config_key`` only when they differ from the default.
+_KEY_WHEN_SET = ("init",)
+
+
+def config_key(config: MAPPOConfig) -> dict[str, Any]:
+    """The settings a run's cache key holds: every field, less those of ``_KEY_WHEN_SET`` left at their default."""
+    defaults = MAPPOConfig()
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in _KEY_WHEN_SET or v != getattr(defaults, k)}
 
 
 class Minibatch(NamedTuple):
@@ -170,8 +194,10 @@ def ppo_loss(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAP
 # Networks (their forward and written-out backward passes: marlinkit.algos.tanh_mlp)
 
 
-def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
-    layer = nn.Linear(n_in, n_out)
+def _layer(n_in: int, n_out: int, std: float, init: str = "orthogonal") -> nn.Linear:
+    layer = nn.Linear(n_in, n_out)  # "torch": keeps nn.Linear's own initialisation
+    if init == "torch":
+        return layer
     nn.init.orthogonal_(layer.weight, std)
     nn.init.zeros_(layer.bias)
     return layer
@@ -180,9 +206,9 @@ def _layer(n_in: int, n_out: int, std: float) -> nn.Linear:
 class Actor(nn.Sequential):
     """Decentralised policy shared by both robots: ``[x, y, goal_x, goal_y]`` -> 256 tanh -> 256 tanh -> 5 logits."""
 
-    def __init__(self, hidden: int = 256):
-        super().__init__(_layer(OBS_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, hidden, 2**0.5), FastTanh(),
-                         _layer(hidden, core.N_ACTIONS, 0.01))
+    def __init__(self, hidden: int = 256, init: str = "orthogonal"):
+        super().__init__(_layer(OBS_SIZE, hidden, 2**0.5, init), FastTanh(), _layer(hidden, hidden, 2**0.5, init), FastTanh(),
+                         _layer(hidden, core.N_ACTIONS, 0.01, init))
 
     @property
     def linears(self) -> list[nn.Linear]:
@@ -196,8 +222,8 @@ class Actor(nn.Sequential):
 class Critic(nn.Sequential):
     """Centralised value: own obs, other robot's obs and its one-hot action (13 inputs) -> 16 tanh -> V."""
 
-    def __init__(self, hidden: int = 16):
-        super().__init__(_layer(CRITIC_SIZE, hidden, 2**0.5), FastTanh(), _layer(hidden, 1, 1.0))
+    def __init__(self, hidden: int = 16, init: str = "orthogonal"):
+        super().__init__(_layer(CRITIC_SIZE, hidden, 2**0.5, init), FastTanh(), _layer(hidden, 1, 1.0, init))
 
     @property
     def linears(self) -> list[nn.Linear]:
@@ -276,8 +302,8 @@ class MAPPO:
     def __init__(self, config: MAPPOConfig, seed: int):
         torch.manual_seed(seed)
         self.config = config
-        self.actor = Actor(config.actor_hidden)
-        self.critic = Critic(config.critic_hidden)
+        self.actor = Actor(config.actor_hidden, config.init)
+        self.critic = Critic(config.critic_hidden, config.init)
         self.params = [*self.actor.parameters(), *self.critic.parameters()]
         self.adam_moments = [torch.zeros_like(p) for p in self.params], [torch.zeros_like(p) for p in self.params]
         self.adam_step_count = torch.zeros(())  # one counter: every parameter takes every step

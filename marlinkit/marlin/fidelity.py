@@ -9,17 +9,126 @@ paper's episode ``E`` is set beside our episode ``E * paper_copies / n_envs``.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
 import numpy as np
 import pandas as pd
 
-from marlinkit import presets
+from marlinkit import paths, presets
+from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
+#: How the table and figure name our Fig. 3 MARL runs, the baseline every variant changes one setting of.
+BASELINE = "ours"
 
-def marl_runs(preset: str, progress: bool = False) -> tuple[grid.Results, grid.GridConfig]:
+
+@dataclass(frozen=True)
+class Config:
+    """The ``fidelity`` section: MARL trained with one of our departures from the authors' RLlib set-up undone
+    at a time, beside our Fig. 3 MARL runs (the ``marlin_training`` section's, which every variant starts from)."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Training seeds of every variant (and of the baseline, read from the Fig. 3 runs)."""
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {
+        "6 copies": {"n_envs": 6}, "9 copies": {"n_envs": 9}, "torch init": {"mappo": {"init": "torch"}}})
+    """Name -> ``marlin_training`` overrides of one variant; ``mappo`` entries are merged into the section's.
+    The authors pooled trainings of 6 and 9 copies per update stream (ours: 15); RLlib 2.60's default model
+    keeps torch's layer initialisation (ours: orthogonal, ``MAPPOConfig.init``)."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        object.__setattr__(self, "variants", {str(k): dict(v) for k, v in dict(self.variants).items()})
+        if not self.seeds:
+            raise ValueError("fidelity needs at least one seed")
+        if BASELINE in self.variants:
+            raise ValueError(f"{BASELINE!r} names the Fig. 3 runs; give the variant another name")
+
+
+def variant_config(preset: str, overrides: Mapping[str, Any], seeds: tuple[int, ...]) -> grid.GridConfig:
+    """The preset's MARL grid with one variant's overrides (``mappo`` merged into the section's)."""
+    base = presets.get(preset, "marlin_training", systems=["MARL"], seeds=list(seeds))
+    changes = dict(overrides)
+    if "mappo" in changes:
+        changes["mappo"] = {**base.mappo, **changes["mappo"]}
+    return dataclasses.replace(base, **changes)
+
+
+def run(preset: str, progress: bool = True, **overrides: Any) -> dict[str, tuple[grid.Results, grid.GridConfig]]:
+    """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of the same seeds.
+
+    Each variant keeps its runs in its own folder (``data/results/marlin/<preset>/fidelity/<variant>/``):
+    its runs share their names with Fig. 3's, not their settings.
+    """
+    config = presets.get(preset, "fidelity", **overrides)
+    out = {BASELINE: marl_runs(preset, progress, seeds=list(config.seeds))}
+    for name, changes in config.variants.items():
+        variant = variant_config(preset, changes, config.seeds)
+        root = paths.results_dir("marlin", preset) / "fidelity" / llm_config.slug(name)
+        out[name] = grid.run_grid(variant, preset, root=root, progress=progress), variant
+    return out
+
+
+def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], window: int = 5) -> pd.DataFrame:
+    """Per scenario and paper checkpoint: the paper's MARL value and each variant's MARL training performance at
+    that episode (mean over seeds, its spread, and the difference to the paper); NaN where a training is shorter."""
+    rows = []
+    scenarios = list(dict.fromkeys(runs[BASELINE][0].episodes.scenario))
+    for scenario in scenarios:
+        for episode in MARLIN_CHECKPOINTS:
+            paper = float(MARLIN_TABLE1[scenario][episode][0])
+            for name, (results, config) in runs.items():
+                data = results.episodes[(results.episodes.system == "MARL") & (results.episodes.scenario == scenario)]
+                curve = training_curve(data, window)
+                values = curve.loc[episode] if episode in curve.index else None
+                mean = float(values.mean()) if values is not None else np.nan
+                rows.append({"scenario": scenario, "paper_episode": episode, "variant": name, "n_envs": config.n_envs,
+                             "init": config.mappo_config().init, "seeds": 0 if values is None else int(values.notna().sum()),
+                             "ours_MARL": mean,
+                             "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1 else np.nan,
+                             "paper_MARL": paper, "difference": mean - paper})
+    return pd.DataFrame(rows)
+
+
+def variants_summary(table: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFrame:
+    """Per variant: cells compared, cells within ``tolerance`` of the paper, and the mean absolute difference."""
+    known = table.dropna(subset=["ours_MARL"])
+    grouped = known.groupby("variant", sort=False)
+    return pd.DataFrame({"cells": grouped.size(), f"within_{tolerance}": grouped.difference.apply(lambda d: int((d.abs() <= tolerance).sum())),
+                         "mean_abs_difference": grouped.difference.apply(lambda d: float(d.abs().mean())),
+                         "mean_difference": grouped.difference.mean()}).reset_index()
+
+
+def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], window: int = 5):
+    """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I points."""
+    import matplotlib.pyplot as plt
+
+    scenarios = list(dict.fromkeys(runs[BASELINE][0].episodes.scenario))
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.2), sharey=True, squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, scenario in zip(axes[0], scenarios):
+        for index, (name, (results, config)) in enumerate(runs.items()):
+            data = results.episodes[(results.episodes.system == "MARL") & (results.episodes.scenario == scenario)]
+            curve = training_curve(data, window)
+            label = f"{name} ({config.n_envs} copies, {config.mappo_config().init} init)"
+            ax.plot(curve.index, curve.mean(axis=1), color=colors(index), lw=1.1, label=label)
+        points = [(e, float(MARLIN_TABLE1[scenario][e][0])) for e in MARLIN_CHECKPOINTS]
+        ax.scatter(*zip(*points), marker="o", color="k", s=20, zorder=3, label="paper Table I (MARL)")
+        ax.set_title(scenario, fontsize=9)
+        ax.set_xlabel("episode per copy")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("MARL training performance")
+    axes[0][0].set_ylim(-0.02, 1.05)
+    axes[0][0].legend(fontsize=6, loc="lower right")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def marl_runs(preset: str, progress: bool = False, **overrides: Any) -> tuple[grid.Results, grid.GridConfig]:
     """The MARL trainings of the preset's ``marlin_training`` grid (loaded when Fig. 3 made them)."""
-    config = presets.get(preset, "marlin_training", systems=["MARL"])
+    config = presets.get(preset, "marlin_training", systems=["MARL"], **overrides)
     return grid.run_grid(config, preset, progress=progress), config
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from marlinkit import executors, paths, runs
+from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
 from marlinkit.envs.corridor.plans import PlanSource
@@ -93,7 +94,7 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
     if system == "LLM-only":
         return {**base, "trials": config.llm_only_trials, "plan_source": source_name}
     base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
-                eval_runs=config.eval_runs, mappo=dataclasses.asdict(config.mappo_config()))
+                eval_runs=config.eval_runs, mappo=mappo.config_key(config.mappo_config()))
     if config.trainer != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
         base["trainer"] = config.trainer
     if config.layout_schedule:

@@ -289,3 +289,19 @@ def test_policy_learns_from_outside_actions_alone():
 def test_training_validates_its_arguments():
     with pytest.raises(ValueError, match="n_envs and episodes"):
         mappo.train(FAST, get_layout("single_slot"), n_envs=0, episodes=1, seed=0)
+
+
+def test_torch_initialisation_is_nn_linears_own_and_enters_the_run_key_only_when_set():
+    orthogonal, default = mappo.MAPPO(mappo.MAPPOConfig(), seed=3), mappo.MAPPO(mappo.MAPPOConfig(init="torch"), seed=3)
+    torch.manual_seed(3)
+    reference = [torch.nn.Linear(mappo.OBS_SIZE, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 5)]
+    for ours, linear in zip(default.actor.linears, reference):  # "torch": nn.Linear's own draws, in layer order
+        torch.testing.assert_close(ours.weight, linear.weight, rtol=0, atol=0)
+        torch.testing.assert_close(ours.bias, linear.bias, rtol=0, atol=0)
+    head = orthogonal.actor.linears[-1].weight
+    assert float(orthogonal.actor.linears[0].bias.abs().max()) == 0.0 and float(head.norm()) < 0.05  # CleanRL's 0.01 head
+    assert float(default.actor.linears[-1].weight.norm()) > 10 * float(head.norm())
+    assert "init" not in mappo.config_key(mappo.MAPPOConfig())  # the runs cached before the setting keep their keys
+    assert mappo.config_key(mappo.MAPPOConfig(init="torch"))["init"] == "torch"
+    with pytest.raises(ValueError, match="init must be one of"):
+        mappo.MAPPOConfig(init="normc")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,3 +40,31 @@ def test_the_figure_plots_the_papers_values_as_numbers_on_a_numeric_axis():
     paper = [float(MARLIN_TABLE1["two_path"][e][0]) for e in (100, 850, 1600)]
     np.testing.assert_allclose(np.sort(points[:, 1]), np.sort(paper * 2))
     assert ax.get_ylim()[1] >= 1.0 and not ax.yaxis.units  # a numeric axis, not categories
+
+
+def test_a_variant_changes_one_setting_of_the_fig3_grid_and_merges_mappo_overrides():
+    base = fidelity.variant_config("smoke", {}, (0,))
+    torch_init = fidelity.variant_config("smoke", {"mappo": {"init": "torch"}}, (0,))
+    assert torch_init.mappo == {**base.mappo, "init": "torch"} and base.mappo.get("steps_per_iteration") == 400  # smoke's kept
+    assert fidelity.variant_config("smoke", {"n_envs": 6}, (0, 1)).n_envs == 6 and base.systems == ("MARL",)
+    with pytest.raises(ValueError, match="names the Fig. 3 runs"):
+        fidelity.Config(variants={"ours": {}})
+    with pytest.raises(ValueError, match="init must be one of"):
+        fidelity.variant_config("smoke", {"mappo": {"init": "normc"}}, (0,))
+
+
+def test_variants_table_reads_each_variant_at_the_papers_episode_and_counts_cells_within_tolerance():
+    def results(offset):
+        rows = [{"scenario": "two_path", "system": "MARL", "seed": seed, "episode": e, "env_copy": 0,
+                 "performance": float(MARLIN_TABLE1["two_path"][100][0]) + offset + 0.02 * seed}
+                for seed in (0, 1) for e in range(1, 121)]
+        return grid.Results(pd.DataFrame(rows), pd.DataFrame())
+    config = grid.GridConfig(episodes=120, checkpoints=[120], systems=["MARL"])
+    runs = {"ours": (results(0.0), config), "6 copies": (results(0.3), grid.GridConfig(**{**dataclasses.asdict(config), "n_envs": 6}))}
+    table = fidelity.variants_table(runs, window=1)
+    at_100 = table[table.paper_episode == 100].set_index("variant")
+    assert at_100.loc["ours", "difference"] == pytest.approx(0.01) and at_100.loc["6 copies", "difference"] == pytest.approx(0.31)
+    assert at_100.loc["6 copies", "n_envs"] == 6 and at_100.loc["ours", "seeds"] == 2
+    assert table[table.paper_episode == 850].ours_MARL.isna().all()  # the training is shorter: no number made up
+    summary = fidelity.variants_summary(table).set_index("variant")
+    assert summary.loc["ours", "within_0.1"] == 1 and summary.loc["6 copies", "within_0.1"] == 0 and summary.loc["ours", "cells"] == 1
