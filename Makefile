@@ -53,6 +53,9 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 # Executed notebooks and figures go to BUILD_ROOT and FIGURES_ROOT (`make verify` points both at a scratch folder).
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
+ifeq ($(PRESET),paper)
+EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
+endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
@@ -128,15 +131,28 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 verify: $(STAMP)
 	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)
 
-# A notebook re-runs only when it, the package or its data changed.
-$(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+# A notebook re-runs only when it, the package or its data changed. NOTEBOOK_ARGS: a variant's parameters.
+define NOTEBOOK_RECIPE
 	@mkdir -p $(@D)
-	@echo "== $< (preset $(PRESET)), started $$(date +%H:%M:%S)"
+	@echo "== $< $(NOTEBOOK_ARGS) (preset $(PRESET)), started $$(date +%H:%M:%S)"
 	@# The kernel reports runs and episodes to papermill's stderr, this terminal (marlinkit/progress.py).
 	@MARLINKIT_PROGRESS_TO=/proc/$$$$/fd/2 MARLINKIT_PROGRESS_LABEL=$(notdir $<) \
 	exec $(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb \
-	    -p PRESET $(PRESET) -p FIGURES_DIR $(abspath $(FIGURES_ROOT))/$(word 2,$(subst /, ,$<))
+	    -p PRESET $(PRESET) -p FIGURES_DIR $(abspath $(FIGURES_ROOT))/$(word 2,$(subst /, ,$<)) $(NOTEBOOK_ARGS)
 	@mv $(basename $@).partial.ipynb $@
+endef
+
+$(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
+
+# The paper preset's other rows of Fig. 3 and Table I (issue 14): MARLIN under the authors' code variant of
+# Algorithm 1's switch, and with the exact planner; their outputs carry the suffixes __code_switch and __exact_planner.
+$(BUILD_ROOT)/marlin/%__code_switch.ipynb: NOTEBOOK_ARGS := -p SWITCH_RULE code
+$(BUILD_ROOT)/marlin/%__code_switch.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
+$(BUILD_ROOT)/marlin/%__exact_planner.ipynb: NOTEBOOK_ARGS := -p PLAN_SOURCE exact
+$(BUILD_ROOT)/marlin/%__exact_planner.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
 
 lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
