@@ -281,3 +281,31 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
     retired = gen[gen["kind"] == "retire"].groupby("mode").size()  # accepted rewards retired in training
     out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0 for k, m in zip(out["kind"], out["mode"])]
     return out.fillna({"top rejection stages": "—"})
+
+
+def curriculum_movement(results: AblationResults) -> pd.DataFrame:
+    """Why the difficulty moves or does not (Section 4.2's rule in numbers), per configuration and seed.
+
+    The rule raises d after ``up_windows`` windows whose mean training score beats ``up_ratio * target``,
+    lowers it whenever the window mean is below ``down_ratio * target``, and forces a raise after
+    ``plateau_episodes`` unchanged episodes. The columns count what fired, the levels d visited, and how
+    the rolling 5-episode window mean of the score stood against the two bars.
+    """
+    from marlinkit.maestro.curriculum import CurriculumConfig
+
+    rule = CurriculumConfig(target=results.config.target_paper)
+    up_bar, down_bar = rule.up_ratio * rule.target, rule.down_ratio * rule.target
+    rows = []
+    for (a, seed), run in results.episodes.groupby(["ablation", "seed"]):
+        window = run.sort_values("episode")["score"].rolling(rule.window).mean().dropna()
+        events = run["difficulty_event"].value_counts()
+        rows.append({"config": a, "seed": int(seed), "episodes": len(run),
+                     "d_max": float(run["difficulty"].max()), "d_mean": float(run["difficulty"].mean()),
+                     "share_at_d_min": float((run["difficulty"] <= rule.d_min + 1e-9).mean()),
+                     "raises (score)": int(events.get("up", 0)), "raises (plateau)": int(events.get("plateau", 0)),
+                     "drop decisions": int(events.get("down", 0)),
+                     "window score mean": float(window.mean()), "window score max": float(window.max()),
+                     "windows above drop bar": float((window >= down_bar).mean()),
+                     "windows above raise bar": float((window > up_bar).mean()),
+                     "raise bar": up_bar, "drop bar": down_bar})
+    return pd.DataFrame(rows)

@@ -92,3 +92,19 @@ def test_statistics_on_a_subset_of_seeds_read_only_those_seeds():
     assert len(report.final_by_seed(two)) == 4  # 2 conditions x 2 seeds
     with pytest.raises(ValueError, match="not in these results"):
         full.for_seeds((200, 1300))
+
+
+def test_curriculum_movement_counts_what_the_rule_did_and_where_the_window_stood_against_its_bars():
+    results = _results({"A2": [0.0]})
+    n = 30
+    scores = [170.0] * 6 + [0.0] * (n - 6)  # two windows above the drop bar (156.75), none above the raise bar (173.25)
+    results.episodes = frame = pd.DataFrame({
+        "ablation": "A2", "seed": 200, "episode": range(n), "score": scores,
+        "difficulty": [0.3] * 10 + [0.35] * (n - 10),
+        "difficulty_event": ["down"] * 3 + [None] * 6 + ["plateau"] + [None] * (n - 10)})
+    row = report.curriculum_movement(results).iloc[0]
+    assert row["raise bar"] == 165 * 1.05 and row["drop bar"] == 165 * 0.95
+    assert row["drop decisions"] == 3 and row["raises (plateau)"] == 1 and row["raises (score)"] == 0
+    assert row["share_at_d_min"] == 10 / len(frame) and row["d_max"] == 0.35
+    windows = pd.Series(scores).rolling(5).mean().dropna()
+    assert row["windows above drop bar"] == (windows >= 156.75).mean() > 0 and row["windows above raise bar"] == 0.0
