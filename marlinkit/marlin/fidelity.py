@@ -116,10 +116,19 @@ def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], wi
             ax.plot(curve.index, curve.mean(axis=1), color=colors(index), lw=1.1, label=label)
         points = [(e, float(MARLIN_TABLE1[scenario][e][0])) for e in MARLIN_CHECKPOINTS]
         ax.scatter(*zip(*points), marker="o", color="k", s=20, zorder=3, label="paper Table I (MARL)")
-        ax.set_title(scenario, fontsize=9)
-        ax.set_xlabel("episode per copy")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("MARL training performance")
+        _label_panel(ax, scenario, "episode per copy")
+    return _finish(fig, axes, "MARL training performance")
+
+
+def _label_panel(ax, scenario: str, xlabel: str) -> None:
+    ax.set_title(scenario, fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3)
+
+
+def _finish(fig, axes, ylabel: str):
+    """Both figures' shared y axis (performance in [0, 1]), legend and room for the provenance footer."""
+    axes[0][0].set_ylabel(ylabel)
     axes[0][0].set_ylim(-0.02, 1.05)
     axes[0][0].legend(fontsize=6, loc="lower right")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -178,11 +187,5 @@ def figure(results: grid.Results, n_envs: int, paper_copies: list[int], window: 
             points = [(e * copies, float(MARLIN_TABLE1[scenario][e][0])) for e in MARLIN_CHECKPOINTS]
             ax.scatter(*zip(*points), marker=marker, color="k", s=18, zorder=3, label=f"paper, {copies} copies assumed")
         ax.set_xscale("log")
-        ax.set_title(scenario, fontsize=9)
-        ax.set_xlabel("copy-episodes into the policy (log)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("MARL performance")
-    axes[0][0].set_ylim(-0.02, 1.05)
-    axes[0][0].legend(fontsize=6, loc="lower right")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return fig
+        _label_panel(ax, scenario, "copy-episodes into the policy (log)")
+    return _finish(fig, axes, "MARL performance")
