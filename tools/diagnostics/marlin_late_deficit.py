@@ -1,0 +1,71 @@
+"""Issue 14, MARLIN's late deficit: one paper-protocol MARLIN training with one part of Algorithm 1 changed.
+
+    python tools/diagnostics/marlin_late_deficit.py no-toggle      # Algorithm 1's mid-episode toggle off
+    python tools/diagnostics/marlin_late_deficit.py mask-actor     # the actor learns nothing from plan-driven steps
+
+Both train single-slot, seed 1, 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
+run's settings, batched trainer) and print the checkpoint evaluations; the episode and evaluation tables go to
+``OUT`` (default /tmp). About 9-13 min on one core. A research script, not part of the package: it changes
+behaviour by patching two functions, so its runs are never cached with the real ones.
+
+``mask-actor`` records, at every step, which agents' actions came from the plan rather than the policy's sample,
+and sets those agent-steps' advantages to the mean of the others, so that after the batch standardisation they are
+exactly 0: no policy gradient from them (the critic still learns their returns).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+
+import numpy as np
+import torch
+
+from marlinkit import presets
+from marlinkit.algos import mappo, mappo_batched
+from marlinkit.marlin import algorithm1, batched, grid
+
+VARIANTS = ("no-toggle", "mask-actor")
+
+
+def main(variant: str, out: str) -> None:
+    torch.set_num_threads(1)
+    if variant == "no-toggle":
+        from marlinkit.marlin import systems
+
+        systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
+    else:
+        masks: deque = deque()
+        call = algorithm1.Algorithm1.__call__
+
+        def recording_call(self, state, sampled):
+            actions = call(self, state, sampled)
+            masks.append(np.asarray(actions) != np.asarray(sampled))  # [B, 2]: the agent's action came from the plan
+            return actions
+
+        gae = mappo.compute_gae
+
+        def masked_gae(rewards, values, dones, next_value, gamma, lam):
+            advantages, returns = gae(rewards, values, dones, next_value, gamma, lam)
+            outside = np.stack([masks.popleft() for _ in range(advantages.shape[0])])  # [T, B, 2], one run
+            run = advantages[:, 0]
+            if outside.any() and (~outside).any():
+                run[outside] = run[~outside].mean()  # standardised to exactly 0 with the batch's mean
+            return advantages, returns
+
+        algorithm1.Algorithm1.__call__ = recording_call
+        mappo_batched.mappo.compute_gae = masked_gae
+    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=["single_slot"], seeds=[1]))
+    started = time.time()
+    [(episodes, evaluations)] = batched.train_systems([("single_slot", "MARLIN", 1)], config, source)
+    episodes.to_csv(os.path.join(out, f"episodes_{variant}.csv.gz"), index=False)
+    evaluations.to_csv(os.path.join(out, f"eval_{variant}.csv"), index=False)
+    print(variant, f"{time.time() - started:.0f} s", evaluations.groupby("checkpoint").performance.mean().round(3).to_dict())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in VARIANTS:
+        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(VARIANTS)}}}")
+    main(sys.argv[1], os.environ.get("OUT", "/tmp"))
