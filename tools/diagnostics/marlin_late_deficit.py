@@ -2,6 +2,7 @@
 
     python tools/diagnostics/marlin_late_deficit.py no-toggle      # Algorithm 1's mid-episode toggle off
     python tools/diagnostics/marlin_late_deficit.py mask-actor     # the actor learns nothing from plan-driven steps
+    python tools/diagnostics/marlin_late_deficit.py separate       # ... nor the critic, and no return crosses into a plan
 
 Both train single-slot, seed 1, 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
 run's settings, batched trainer) and print the checkpoint evaluations; the episode and evaluation tables go to
@@ -11,6 +12,10 @@ behaviour by patching two functions, so its runs are never cached with the real 
 ``mask-actor`` records, at every step, which agents' actions came from the plan rather than the policy's sample,
 and sets those agent-steps' advantages to the mean of the others, so that after the batch standardisation they are
 exactly 0: no policy gradient from them (the critic still learns their returns).
+
+``separate`` also keeps plan segments out of everything the policy's own steps learn from: a plan-driven step's value
+target is its current value (no critic gradient), and the GAE trace stops where a plan segment starts (the policy's
+last step before it bootstraps from V there instead of being credited with the plan's rewards).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from marlinkit import presets
 from marlinkit.algos import mappo, mappo_batched
 from marlinkit.marlin import algorithm1, batched, grid
 
-VARIANTS = ("no-toggle", "mask-actor")
+VARIANTS = ("no-toggle", "mask-actor", "separate")
 
 
 def main(variant: str, out: str) -> None:
@@ -36,6 +41,37 @@ def main(variant: str, out: str) -> None:
         from marlinkit.marlin import systems
 
         systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
+    elif variant == "separate":
+        on_plan: deque = deque()
+        call = algorithm1.Algorithm1.__call__
+
+        def recording_call(self, state, sampled):
+            actions = call(self, state, sampled)
+            on_plan.append(np.array([g == algorithm1.PLAN for g in self.generator]))  # [B]: this step is plan-driven
+            return actions
+
+        def separated_gae(rewards, values, dones, next_value, gamma, lam):
+            T = len(rewards)
+            plan = np.stack([on_plan.popleft() for _ in range(T)])[:, None, :, None]  # [T, 1, B, 1]
+            plan_after = on_plan[0][None, :, None] if on_plan else np.zeros_like(plan[0], bool)  # the next window's first step
+            advantages, last = np.zeros_like(values), np.zeros_like(next_value)
+            for t in reversed(range(T)):
+                following = next_value if t == T - 1 else values[t + 1]
+                live = 1.0 - dones[t]
+                next_is_plan = plan_after if t == T - 1 else plan[t + 1]
+                delta = rewards[t] + gamma * following * live - values[t]
+                last = delta + gamma * lam * live * np.where(next_is_plan, 0.0, last)
+                advantages[t] = last
+            returns = advantages + values
+            plan_rows = np.broadcast_to(plan, advantages.shape)
+            returns[plan_rows] = values[plan_rows]  # no value-loss gradient from plan-driven steps
+            run, run_plan = advantages[:, 0], plan_rows[:, 0]
+            if run_plan.any() and (~run_plan).any():
+                run[run_plan] = run[~run_plan].mean()  # standardised to exactly 0: no policy gradient either
+            return advantages, returns
+
+        algorithm1.Algorithm1.__call__ = recording_call
+        mappo_batched.mappo.compute_gae = separated_gae
     else:
         masks: deque = deque()
         call = algorithm1.Algorithm1.__call__
