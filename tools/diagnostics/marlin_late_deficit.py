@@ -3,6 +3,8 @@
     python tools/diagnostics/marlin_late_deficit.py no-toggle      # Algorithm 1's mid-episode toggle off
     python tools/diagnostics/marlin_late_deficit.py mask-actor     # the actor learns nothing from plan-driven steps
     python tools/diagnostics/marlin_late_deficit.py separate       # ... nor the critic, and no return crosses into a plan
+    python tools/diagnostics/marlin_late_deficit.py separate-critic  # actor and critic only (returns still cross)
+    python tools/diagnostics/marlin_late_deficit.py separate-trace   # actor and the cut trace only (critic learns plans)
 
 Both train single-slot, seed 1, 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
 run's settings, batched trainer) and print the checkpoint evaluations; the episode and evaluation tables go to
@@ -32,7 +34,7 @@ from marlinkit import presets
 from marlinkit.algos import mappo, mappo_batched
 from marlinkit.marlin import algorithm1, batched, grid
 
-VARIANTS = ("no-toggle", "mask-actor", "separate")
+VARIANTS = ("no-toggle", "mask-actor", "separate", "separate-critic", "separate-trace")
 
 
 def main(variant: str, out: str) -> None:
@@ -41,7 +43,8 @@ def main(variant: str, out: str) -> None:
         from marlinkit.marlin import systems
 
         systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
-    elif variant == "separate":
+    elif variant.startswith("separate"):
+        cut_trace, critic_out = variant in ("separate", "separate-trace"), variant in ("separate", "separate-critic")
         on_plan: deque = deque()
         call = algorithm1.Algorithm1.__call__
 
@@ -60,11 +63,12 @@ def main(variant: str, out: str) -> None:
                 live = 1.0 - dones[t]
                 next_is_plan = plan_after if t == T - 1 else plan[t + 1]
                 delta = rewards[t] + gamma * following * live - values[t]
-                last = delta + gamma * lam * live * np.where(next_is_plan, 0.0, last)
+                last = delta + gamma * lam * live * (np.where(next_is_plan, 0.0, last) if cut_trace else last)
                 advantages[t] = last
             returns = advantages + values
             plan_rows = np.broadcast_to(plan, advantages.shape)
-            returns[plan_rows] = values[plan_rows]  # no value-loss gradient from plan-driven steps
+            if critic_out:
+                returns[plan_rows] = values[plan_rows]  # no value-loss gradient from plan-driven steps
             run, run_plan = advantages[:, 0], plan_rows[:, 0]
             if run_plan.any() and (~run_plan).any():
                 run[run_plan] = run[~run_plan].mean()  # standardised to exactly 0: no policy gradient either
