@@ -6,7 +6,7 @@
     python tools/diagnostics/marlin_late_deficit.py separate-critic  # actor and critic only (returns still cross)
     python tools/diagnostics/marlin_late_deficit.py separate-trace   # actor and the cut trace only (critic learns plans)
 
-Both train single-slot, seed 1, 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
+Each trains single-slot, seed 1 (or ``SCENARIO`` and ``SEED`` from the environment), 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
 run's settings, batched trainer) and print the checkpoint evaluations; the episode and evaluation tables go to
 ``OUT`` (default /tmp). About 9-13 min on one core. A research script, not part of the package: it changes
 behaviour by patching two functions, so its runs are never cached with the real ones.
@@ -37,7 +37,7 @@ from marlinkit.marlin import algorithm1, batched, grid
 VARIANTS = ("no-toggle", "mask-actor", "separate", "separate-critic", "separate-trace")
 
 
-def main(variant: str, out: str) -> None:
+def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -> None:
     torch.set_num_threads(1)
     if variant == "no-toggle":
         from marlinkit.marlin import systems
@@ -97,15 +97,16 @@ def main(variant: str, out: str) -> None:
 
         algorithm1.Algorithm1.__call__ = recording_call
         mappo_batched.mappo.compute_gae = masked_gae
-    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=["single_slot"], seeds=[1]))
+    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=[scenario], seeds=[seed]))
     started = time.time()
-    [(episodes, evaluations)] = batched.train_systems([("single_slot", "MARLIN", 1)], config, source)
-    episodes.to_csv(os.path.join(out, f"episodes_{variant}.csv.gz"), index=False)
-    evaluations.to_csv(os.path.join(out, f"eval_{variant}.csv"), index=False)
-    print(variant, f"{time.time() - started:.0f} s", evaluations.groupby("checkpoint").performance.mean().round(3).to_dict())
+    [(episodes, evaluations)] = batched.train_systems([(scenario, "MARLIN", seed)], config, source)
+    name = f"{variant}_{scenario}_seed{seed}"
+    episodes.to_csv(os.path.join(out, f"episodes_{name}.csv.gz"), index=False)
+    evaluations.to_csv(os.path.join(out, f"eval_{name}.csv"), index=False)
+    print(name, f"{time.time() - started:.0f} s", evaluations.groupby("checkpoint").performance.mean().round(3).to_dict())
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in VARIANTS:
         sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(VARIANTS)}}}")
-    main(sys.argv[1], os.environ.get("OUT", "/tmp"))
+    main(sys.argv[1], os.environ.get("OUT", "/tmp"), os.environ.get("SCENARIO", "single_slot"), int(os.environ.get("SEED", "1")))
