@@ -6,9 +6,9 @@
     python tools/diagnostics/marlin_late_deficit.py separate-critic  # actor and critic only (returns still cross)
     python tools/diagnostics/marlin_late_deficit.py separate-trace   # actor and the cut trace only (critic learns plans)
 
-Each trains single-slot, seed 1 (or ``SCENARIO`` and ``SEED`` from the environment), 15 copies x 1600 episodes with the calibrated surrogate planner (the committed paper
-run's settings, batched trainer) and print the checkpoint evaluations; the episode and evaluation tables go to
-``OUT`` (default /tmp). About 9-13 min on one core. A research script, not part of the package: it changes
+Each trains single-slot, seed 1 (or ``SCENARIO`` and ``SEED`` from the environment), 15 copies x 1600 episodes
+with the calibrated surrogate planner (the committed paper runs' settings, batched trainer) and prints the checkpoint
+evaluations; the episode and evaluation tables go to ``OUT`` (default /tmp). About 9-13 min on one core. A research script, not part of the package: it changes
 behaviour by patching two functions, so its runs are never cached with the real ones.
 
 ``mask-actor`` records, at every step, which agents' actions came from the plan rather than the policy's sample,
