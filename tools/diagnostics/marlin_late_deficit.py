@@ -8,8 +8,9 @@
 
 Each trains single-slot, seed 1 (or ``SCENARIO`` and ``SEED`` from the environment), 15 copies x 1600 episodes
 with the calibrated surrogate planner (the committed paper runs' settings, batched trainer) and prints the checkpoint
-evaluations; the episode and evaluation tables go to ``OUT`` (default /tmp). About 9-13 min on one core. A research script, not part of the package: it changes
-behaviour by patching two functions, so its runs are never cached with the real ones.
+evaluations; the episode and evaluation tables go to ``OUT`` (default /tmp). About 9-13 min on one core. A research
+script, not part of the package: it changes behaviour by patching two functions, so its runs are never cached with
+the real ones.
 
 ``mask-actor`` records, at every step, which agents' actions came from the plan rather than the policy's sample,
 and sets those agent-steps' advantages to the mean of the others, so that after the batch standardisation they are
