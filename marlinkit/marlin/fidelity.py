@@ -75,13 +75,12 @@ def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], win
     """Per scenario and paper checkpoint: the paper's MARL value and each variant's MARL training performance at
     that episode (mean over seeds, its spread, and the difference to the paper); NaN where a training is shorter."""
     rows = []
-    scenarios = list(dict.fromkeys(runs[BASELINE][0].episodes.scenario))
-    for scenario in scenarios:
+    for scenario in _scenarios(runs):
+        curves = {name: _marl_curve(results, scenario, window) for name, (results, _) in runs.items()}
         for episode in MARLIN_CHECKPOINTS:
             paper = float(MARLIN_TABLE1[scenario][episode][0])
             for name, (results, config) in runs.items():
-                data = results.episodes[(results.episodes.system == "MARL") & (results.episodes.scenario == scenario)]
-                curve = training_curve(data, window)
+                curve = curves[name]
                 values = curve.loc[episode] if episode in curve.index else None
                 mean = float(values.mean()) if values is not None else np.nan
                 rows.append({"scenario": scenario, "paper_episode": episode, "variant": name, "n_envs": config.n_envs,
@@ -105,14 +104,13 @@ def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], wi
     """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I points."""
     import matplotlib.pyplot as plt
 
-    scenarios = list(dict.fromkeys(runs[BASELINE][0].episodes.scenario))
+    scenarios = _scenarios(runs)
     fig, axes = plt.subplots(1, len(scenarios), figsize=(3.2 * len(scenarios), 3.2), sharey=True, squeeze=False)
     colors = plt.get_cmap("tab10")
     for ax, scenario in zip(axes[0], scenarios):
         last = 0
         for index, (name, (results, config)) in enumerate(runs.items()):
-            data = results.episodes[(results.episodes.system == "MARL") & (results.episodes.scenario == scenario)]
-            curve = training_curve(data, window)
+            curve = _marl_curve(results, scenario, window)
             label = f"{name} ({config.n_envs} copies, {config.mappo_config().init} init)"
             ax.plot(curve.index, curve.mean(axis=1), color=colors(index), lw=1.1, label=label)
             last = max(last, int(curve.index.max()))
@@ -122,6 +120,17 @@ def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], wi
             ax.scatter(*zip(*points), marker="o", color="k", s=20, zorder=3, label="paper Table I (MARL)")
         _label_panel(ax, scenario, "episode per copy")
     return _finish(fig, axes, "MARL training performance")
+
+
+def _scenarios(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]]) -> list[str]:
+    """The scenarios of the baseline's runs, in their order."""
+    return list(dict.fromkeys(runs[BASELINE][0].episodes.scenario))
+
+
+def _marl_curve(results: grid.Results, scenario: str, window: int) -> pd.DataFrame:
+    """One scenario's MARL training curve (:func:`training_curve`)."""
+    episodes = results.episodes
+    return training_curve(episodes[(episodes.system == "MARL") & (episodes.scenario == scenario)], window)
 
 
 def _label_panel(ax, scenario: str, xlabel: str) -> None:

@@ -32,7 +32,7 @@ class Training(NamedTuple):
 
 
 def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
-        switch_rule: str | None = None, **overrides: Any) -> Training:
+        **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
 
     ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
@@ -44,11 +44,9 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
     runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
     an LLM, with the authors' Llama 3.1 8B thresholds.
 
-    ``switch_rule`` (default: the preset's, "paper"): Algorithm 1 as printed, or "code", the authors' code
-    variant (``algorithm1.SwitchConfig``); its MARLIN runs are saved under their own names (``grid.system_tag``).
+    ``overrides`` are the section's fields (None keeps the preset's), e.g. ``switch_rule="code"``, the authors'
+    code variant of Algorithm 1's switch, whose MARLIN runs are saved under their own names (``grid.system_tag``).
     """
-    if switch_rule is not None:
-        overrides["switch_rule"] = switch_rule
     config, source, label = grid.with_plan_source(presets.get(preset, "marlin_training", **overrides), plan_source)
     if config.plan_source != "llm":
         return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)

@@ -38,6 +38,26 @@ from marlinkit.marlin import algorithm1, batched, grid
 VARIANTS = ("no-toggle", "mask-actor", "separate", "separate-critic", "separate-trace")
 
 
+def _record_each_step(flag) -> deque:
+    """Wrap Algorithm 1's generator so each call appends ``flag(generator, actions, sampled)``; the queue it fills."""
+    recorded: deque = deque()
+    call = algorithm1.Algorithm1.__call__
+
+    def recording_call(self, state, sampled):
+        actions = call(self, state, sampled)
+        recorded.append(flag(self, actions, sampled))
+        return actions
+
+    algorithm1.Algorithm1.__call__ = recording_call
+    return recorded
+
+
+def _no_policy_gradient(advantages: np.ndarray, mask: np.ndarray) -> None:
+    """Set the masked rows of one run to the others' mean: after the batch standardisation they are exactly 0."""
+    if mask.any() and (~mask).any():
+        advantages[mask] = advantages[~mask].mean()
+
+
 def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -> None:
     torch.set_num_threads(1)
     if variant == "no-toggle":
@@ -46,13 +66,8 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
         systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
     elif variant.startswith("separate"):
         cut_trace, critic_out = variant in ("separate", "separate-trace"), variant in ("separate", "separate-critic")
-        on_plan: deque = deque()
-        call = algorithm1.Algorithm1.__call__
-
-        def recording_call(self, state, sampled):
-            actions = call(self, state, sampled)
-            on_plan.append(np.array([g == algorithm1.PLAN for g in self.generator]))  # [B]: this step is plan-driven
-            return actions
+        # [B]: the copy's step is plan-driven
+        on_plan = _record_each_step(lambda alg, actions, sampled: np.array([g == algorithm1.PLAN for g in alg.generator]))
 
         def separated_gae(rewards, values, dones, next_value, gamma, lam):
             T = len(rewards)
@@ -70,33 +85,21 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             plan_rows = np.broadcast_to(plan, advantages.shape)
             if critic_out:
                 returns[plan_rows] = values[plan_rows]  # no value-loss gradient from plan-driven steps
-            run, run_plan = advantages[:, 0], plan_rows[:, 0]
-            if run_plan.any() and (~run_plan).any():
-                run[run_plan] = run[~run_plan].mean()  # standardised to exactly 0: no policy gradient either
+            _no_policy_gradient(advantages[:, 0], plan_rows[:, 0])  # one run
             return advantages, returns
 
-        algorithm1.Algorithm1.__call__ = recording_call
         mappo_batched.mappo.compute_gae = separated_gae
     else:
-        masks: deque = deque()
-        call = algorithm1.Algorithm1.__call__
-
-        def recording_call(self, state, sampled):
-            actions = call(self, state, sampled)
-            masks.append(np.asarray(actions) != np.asarray(sampled))  # [B, 2]: the agent's action came from the plan
-            return actions
-
+        # [B, 2]: the agent's action came from the plan
+        masks = _record_each_step(lambda alg, actions, sampled: np.asarray(actions) != np.asarray(sampled))
         gae = mappo.compute_gae
 
         def masked_gae(rewards, values, dones, next_value, gamma, lam):
             advantages, returns = gae(rewards, values, dones, next_value, gamma, lam)
             outside = np.stack([masks.popleft() for _ in range(advantages.shape[0])])  # [T, B, 2], one run
-            run = advantages[:, 0]
-            if outside.any() and (~outside).any():
-                run[outside] = run[~outside].mean()  # standardised to exactly 0 with the batch's mean
+            _no_policy_gradient(advantages[:, 0], outside)
             return advantages, returns
 
-        algorithm1.Algorithm1.__call__ = recording_call
         mappo_batched.mappo.compute_gae = masked_gae
     config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=[scenario], seeds=[seed]))
     started = time.time()
