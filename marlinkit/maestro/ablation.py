@@ -125,7 +125,11 @@ class Config:
     engine: str = "sumo"
     """Traffic engine."""
     target_paper: float = 165.0
-    """The paper's curriculum target, on its reward scale (Section 4.2)."""
+    """The paper's curriculum target, on its reward scale (Section 4.2): the score's max-pressure level."""
+    curriculum: str = "paper"
+    """The difficulty rule's target and start (marlinkit.maestro.curriculum.SETTINGS): "paper" (target =
+    max-pressure level, start at the easiest d) or "measured" (target where a measured learner ends, start at
+    the real flow's load)."""
     eval_seed: int = 1_000_000
     """SUMO seed of every evaluation episode (and of its stochastic policy's noise)."""
     eval_policy: str = "stochastic"
@@ -159,6 +163,7 @@ class Config:
         if self.eval_policy not in EVAL_POLICIES:
             raise ValueError(f"eval_policy must be one of {EVAL_POLICIES}, got {self.eval_policy!r}")
         executors.check_executor(self.executor, self.workers)
+        curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
 
 
 MaestroConfig = Config  # the name before each experiment's settings were its module's ``Config``
@@ -189,14 +194,34 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
     return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
             "maddpg": asdict(_maddpg_config(cfg, seed)), "calibration": asdict(calibration),
             "architect": asdict(_architect_config(cfg, ablation)),
-            "curriculum": asdict(curriculum.CurriculumConfig(target=cfg.target_paper))}
+            "curriculum": asdict(rule_config(cfg))}
 
 
-def _stats(scores: list[float], metrics: dict | None, episode: int) -> dict[str, float]:
+def setting_suffix(cfg: Config) -> str:
+    """What names a run's folder and transcripts apart from the paper setting's ("" for the paper's rule)."""
+    return "" if cfg.curriculum == "paper" else f"{cfg.curriculum}_curriculum"
+
+
+def transcript_name(cfg: Config, ablation: str, seed: int) -> str:
+    """The run's LLM transcript: one per (configuration, seed, curriculum setting), since the prompts carry the rule's target."""
+    return "_".join(filter(None, ("maestro", ablation, str(seed), setting_suffix(cfg))))
+
+
+def results_root(preset: str, cfg: Config) -> Path:
+    """Where a preset's runs live: the paper setting's in ``data/results/maestro/<preset>/``, another's in a subfolder."""
+    return paths.results_dir(PAPER, preset) / setting_suffix(cfg)
+
+
+def rule_config(cfg: Config) -> curriculum.CurriculumConfig:
+    """The difficulty rule a run follows (its ``curriculum`` setting, on the ``target_paper`` score scale)."""
+    return curriculum.rule_config(cfg.curriculum, cfg.target_paper)
+
+
+def _stats(scores: list[float], metrics: dict | None, episode: int, target: float) -> dict[str, float]:
     """Summary statistics for the architect's prompts."""
     out: dict[str, float] = {"episode": episode}
     if scores:
-        out["window mean score (target 165)"] = float(np.mean(scores[-5:]))
+        out[f"window mean score (target {target:g})"] = float(np.mean(scores[-5:]))
         out["last score"] = float(scores[-1])
     if metrics:
         out.update({"throughput": float(metrics["throughput"]), "avg delay s": float(metrics["avg_delay_s"]),
@@ -260,10 +285,10 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     torch.set_num_threads(1)  # one run per core: more threads only contend
     started = time.perf_counter()
     spec = ABLATIONS[ablation]
-    ccfg = curriculum.CurriculumConfig(target=cfg.target_paper)
+    ccfg = rule_config(cfg)
     mcfg = _maddpg_config(cfg, seed)
     seed_everything(seed)
-    backend = llm_config.cached_backend(cfg.llm, f"maestro_{ablation}_{seed}", cfg.record,
+    backend = llm_config.cached_backend(cfg.llm, transcript_name(cfg, ablation, seed), cfg.record,
                                         script=arch.scripted_architect_replies(), model="maestro-architect")
     log = arch.GenerationLog()
     acfg = _architect_config(cfg, ablation)
@@ -290,7 +315,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
         for episode in range(state.episode, cfg.episodes):
             # outer loop: the curriculum's and the reward schedule's events, answered by the LLM architect
             d = state.difficulty.difficulty
-            stats = _stats(state.scores, state.metrics, episode)
+            stats = _stats(state.scores, state.metrics, episode, ccfg.target)
             t0 = time.perf_counter()
             if state.new_context:
                 state.context, state.context_from_llm = architect.propose(d, stats, episode, seed * 1000 + state.generations,
@@ -406,7 +431,7 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     from marlinkit.llm.cache import transcript_context
 
     cfg = load_config(preset, **overrides)
-    store = ResultStore(Path(root) if root else paths.results_dir(PAPER, preset))
+    store = ResultStore(Path(root) if root else results_root(preset, cfg))
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
     calibrated = store.is_complete("ablation_calibration", calibration_config(cfg))
     # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
-from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults
+from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults, rule_config
 from marlinkit.maestro.report import acceptance, final_by_seed, nan_if_undefined, seed_groups
 from marlinkit.maestro.sandbox import STAGES
 
@@ -181,9 +181,7 @@ def _arrow(ax, start, end, text="", color="#333333", offset=(0.0, 0.02), ha="cen
 
 def framework_diagram(ax, results: AblationResults) -> None:
     """Figure 1: the dual loop, labelled with this run's components, rules and measured call counts."""
-    from marlinkit.maestro import curriculum as cur
-
-    c = cur.CurriculumConfig(target=results.config.target_paper)
+    c = rule_config(results.config)
     gen = results.generations[~results.generations["fallback"]]
     n_ctx, n_rew = (int((gen["kind"] == k).sum()) for k in ("context", "reward"))
     runs = results.episodes.groupby(["ablation", "seed"]).ngroups

@@ -23,7 +23,7 @@ import pandas as pd
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
-from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults
+from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults, rule_config
 
 #: Primary traffic metrics (the paper's mean delay, queue length and throughput).
 TRAFFIC = {"avg_delay_s": "Avg delay (s)", "avg_queue": "Avg queue (veh)", "throughput": "Throughput (veh/ep)"}
@@ -291,9 +291,7 @@ def curriculum_movement(results: AblationResults) -> pd.DataFrame:
     ``plateau_episodes`` unchanged episodes. The columns count what fired, the levels d visited, and how
     the rolling 5-episode window mean of the score stood against the two bars.
     """
-    from marlinkit.maestro.curriculum import CurriculumConfig
-
-    rule = CurriculumConfig(target=results.config.target_paper)
+    rule = rule_config(results.config)
     up_bar, down_bar = rule.up_ratio * rule.target, rule.down_ratio * rule.target
     rows = []
     for (a, seed), run in results.episodes.groupby(["ablation", "seed"]):

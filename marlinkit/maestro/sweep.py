@@ -29,9 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
-from marlinkit.maestro.curriculum_env import BASELINE_METRICS, baseline_episodes, calibrated_score
+from marlinkit.envs.traffic.context import context_for_difficulty
+from marlinkit.maestro.curriculum import CurriculumConfig
+from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
 
-#: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`).
+#: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`; ``train_difficulty`` d
+#: instead trains on the curriculum's deterministic context for d, one sample per run (context seed = the run's
+#: seed), evaluations still on the real flow: does training on synthetic traffic transfer?).
 SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {},  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
     "ue25": {"update_every": 25},  # 4x the updates
@@ -39,6 +43,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "ue25_lr1e-3": {"update_every": 25, "actor_lr": 1e-3, "critic_lr": 1e-3},
     "ue25_tau0.05": {"update_every": 25, "tau": 0.05},  # faster-moving targets
     "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
+    "paper_context0.3": {"train_difficulty": 0.3},  # the curriculum's easiest traffic (169 vehicles in 360 s)
+    "paper_context0.4": {"train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299 vehicles)
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Traffic metrics each row records (training, evaluation and baseline episodes): MAESTRO's primary ones.
@@ -83,16 +89,20 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
 
     torch.set_num_threads(1)
     settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}
+    train_difficulty = settings.pop("train_difficulty", None)
     buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
     config = MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
-    env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
+    base_env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
+    env = CurriculumEnv(base_env, CurriculumConfig())  # resets onto env.context (None: the real flow), env reward
+    training = None if train_difficulty is None else context_for_difficulty(train_difficulty, seed, episode_seconds)
     path = run_path(Path(out), setting, seed)
     sidecar = {"setting": setting, "maddpg": asdict(config), "episodes": episodes, "episode_seconds": episode_seconds,
-               "eval_seed": eval_seed, "engine_version": env.engine.version, "numerics": numerics.state(),
+               "training_traffic": "real flow" if training is None else training.to_dict(),
+               "eval_seed": eval_seed, "engine_version": base_env.engine.version, "numerics": numerics.state(),
                "torch": torch.__version__, "numpy": np.__version__}
     atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
     try:
-        base = baseline_episodes(env, eval_seed, {"context": None})
+        base = baseline_episodes(base_env, eval_seed, {"context": None})
         seed_everything(seed)
         agents, obs_dim, n_actions = env_dims(env)
         learner = MADDPG(len(agents), obs_dim, n_actions, config)
@@ -100,18 +110,20 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
         rows, steps = [], 0
         for episode in range(episodes):
             started = time.perf_counter()
+            env.context = training
             train = run_episode(env, learner, seed + episode, True, buffer, steps)
             steps += train["steps"]
             row = {"setting": setting, "seed": seed, "episode": episode, "episode_seconds": episode_seconds,
-                   "train_return": train["return"], **{f"train_{k}": env.last_metrics[k] for k in METRICS},
+                   "train_return": train["return"], **{f"train_{k}": base_env.last_metrics[k] for k in METRICS},
                    "updates": train["updates"], "sim_s": train["sim_s"], "train_s": train["train_s"]}
             for policy in EVAL_POLICIES:
                 if (episode + 1) % eval_every:
                     row.update({f"eval_return_{policy}": np.nan, f"eval_avg_delay_s_{policy}": np.nan,
                                 f"eval_avg_queue_{policy}": np.nan, f"eval_throughput_{policy}": np.nan})
                     continue
+                env.context = None  # evaluations run the real flow
                 ret = evaluate(env, learner, eval_seed, policy=policy)
-                row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": env.last_metrics[k]
+                row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": base_env.last_metrics[k]
                                                              for k in METRICS}})
             row.update(base, wall_s=time.perf_counter() - started)
             rows.append(row)
@@ -141,7 +153,7 @@ def load(out: Path = DEFAULT_OUT):
 def learning_figure(axes, df) -> None:
     """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
     max-pressure on the evaluation episode). Right: average delay of the training episodes."""
-    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]))
+    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e", "#17becf", "#bcbd22"]))
     for (setting, seed), run in df.groupby(["setting", "seed"]):
         evaluated = run.dropna(subset=["eval_score_stochastic"])
         for policy, style in (("stochastic", "-"), ("greedy", "--")):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from marlinkit import paths
 from marlinkit.maestro import curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
@@ -196,3 +199,23 @@ def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_anot
     stale.pop("format")  # a checkpoint written before the LoopState layout
     torch.save(stale, path)
     assert checkpoint.resume(path, fresh, fresh_buffer, "hash-a") is None
+
+
+def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_keys(tmp_path):
+    paper = maestro.load_config("smoke", **TINY)
+    calibration = curriculum_env.Calibration(1.0, 0.0)
+    # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
+    assert maestro.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
+    assert "window mean score (target 165)" in maestro._stats([1.0], None, 3, maestro.rule_config(paper).target)
+    measured = dataclasses.replace(paper, curriculum="measured")  # named apart: own folder, own transcripts
+    assert maestro.transcript_name(paper, "A2", 200) == "maestro_A2_200"
+    assert maestro.transcript_name(measured, "A2", 200) == "maestro_A2_200_measured_curriculum"
+    assert maestro.results_root("paper", paper) == paths.results_dir("maestro", "paper")
+    assert maestro.results_root("paper", measured) == paths.results_dir("maestro", "paper") / "measured_curriculum"
+    with pytest.raises(ValueError, match="unknown curriculum setting"):
+        maestro.load_config("smoke", **TINY, curriculum="easy")
+    results = maestro.run_ablation("smoke", root=tmp_path, progress=False, **{**TINY, "ablations": ["A2"]},
+                                   curriculum="measured")
+    assert results.episodes["difficulty"].iloc[0] == 0.4  # starts at the real flow's load, not the easiest level
+    rule = ResultStore(tmp_path).load_sidecar("A2__seed200")["config"]["curriculum"]
+    assert rule["target"] == curriculum.rule_config("measured").target and rule["d_initial"] == 0.4

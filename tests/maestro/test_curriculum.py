@@ -186,3 +186,31 @@ def test_difficulty_levels_are_the_exact_values_training_reaches():
         state = cur.update_difficulty(state, score, config)
         seen.add(state.difficulty)
     assert seen <= set(levels) and len(seen) > 5
+
+
+def test_the_paper_setting_is_the_printed_rule_and_measured_moves_only_target_and_start():
+    assert cur.rule_config("paper") == CONFIG  # the committed paper runs keep their keys
+    measured = cur.rule_config("measured")
+    assert measured.target == pytest.approx(78.47 / 0.962, abs=0.01) and measured.d_initial == 0.4
+    assert asdict(measured) == {**asdict(CONFIG), "target": measured.target, "d_initial": 0.4}
+    assert cur.difficulty_levels(measured) == cur.difficulty_levels(CONFIG)  # the sandbox validates on the same levels
+    assert cur.rule_config("measured", score_scale=1.0).target == pytest.approx(measured.target / 165.0)
+    with pytest.raises(ValueError, match="unknown curriculum setting 'measure'.*measured"):
+        cur.rule_config("measure")
+
+
+def test_the_measured_target_and_start_come_from_the_data_they_name():
+    """MEASURED_LEARNER_SCORE is the sweep's plain MADDPG, last 20 training episodes; d = 0.4 is the real flow's load."""
+    import pandas as pd
+
+    from marlinkit import paths
+    from marlinkit.envs.traffic.context import context_for_difficulty, load_flow_file, truncate
+    from marlinkit.envs.traffic.data import REAL_FLOW, find_data_dir, load_network
+
+    sweep = pd.read_csv(paths.DATA_DIR / "maestro_sweep" / "paper__seed200.csv").tail(20)
+    score = 165 * (sweep.train_return - sweep.fixed_time_return) / (sweep.max_pressure_return - sweep.fixed_time_return)
+    assert score.mean() == pytest.approx(cur.MEASURED_LEARNER_SCORE, abs=0.005)
+    folder = find_data_dir()
+    network, real = load_network(folder), len(truncate(load_flow_file(folder / REAL_FLOW), 360))
+    vehicles = {d: np.mean([len(context_for_difficulty(d, s, 360).flow(network)) for s in range(5)]) for d in (0.35, 0.4, 0.45)}
+    assert real == 299 and min(vehicles, key=lambda d: abs(vehicles[d] - real)) == cur.REAL_FLOW_DIFFICULTY

@@ -39,3 +39,18 @@ def test_sweep_rejects_unknown_settings(tmp_path):
         maestro_sweep.run(_args(tmp_path, settings=["nope"]))
     with pytest.raises(ValueError, match="--episodes"):
         maestro_sweep.run(_args(tmp_path, episodes=0))
+
+
+def test_a_train_difficulty_setting_trains_on_synthetic_traffic_and_evaluates_on_the_real_flow(tmp_path):
+    maestro_sweep.run(_args(tmp_path, settings=["paper", "paper_context0.3"]))
+    df = maestro_sweep.load(tmp_path).set_index(["setting", "episode"])
+    synthetic, real = df.loc["paper_context0.3"], df.loc["paper"]
+    # the same seed and MADDPG settings: only the training traffic differs, so the first (untrained) training
+    # episodes differ in their traffic while the evaluations before any update see the same real flow
+    assert (synthetic["train_avg_delay_s"] != real["train_avg_delay_s"]).all()
+    assert (synthetic["updates"] == 0).all()
+    np.testing.assert_array_equal(synthetic["fixed_time_return"], real["fixed_time_return"])
+    np.testing.assert_array_equal(synthetic["eval_return_stochastic"], real["eval_return_stochastic"])
+    sidecar = pd.read_json(tmp_path / "paper_context0.3__seed200.json", typ="series")
+    assert sidecar["training_traffic"]["seed"] == 200 and sidecar["training_traffic"]["demand_level"] == 0.5
+    assert pd.read_json(tmp_path / "paper__seed200.json", typ="series")["training_traffic"] == "real flow"
