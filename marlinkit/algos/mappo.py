@@ -43,11 +43,13 @@ from marlinkit.envs.corridor.layouts import Layout
 
 
 def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray,
-                gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+                gamma: float, lam: float, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Advantages A and returns (the value targets A + V) by GAE(gamma, lambda) over arrays [T, ...].
 
     ``dones[t]`` marks that the episode ended with step ``t``; ``next_value`` is V of the state
-    after the last step (used only where the last step did not end an episode).
+    after the last step (used only where the last step did not end an episode). ``cut[t]`` (optional,
+    broadcastable to ``values[t]``): the trace does not carry step ``t + 1``'s advantage into step ``t``,
+    which keeps only its one-step TD error (``generated_steps="separate"``: a generated segment starts at ``t + 1``).
     """
     advantages = np.zeros_like(values)
     last = np.zeros_like(next_value)
@@ -55,9 +57,26 @@ def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next
         following = next_value if t == len(rewards) - 1 else values[t + 1]
         live = 1.0 - dones[t]
         delta = rewards[t] + gamma * following * live - values[t]
-        last = delta + gamma * lam * live * last
+        last = delta + gamma * lam * live * (last if cut is None else np.where(cut[t], 0.0, last))
         advantages[t] = last
     return advantages, advantages + values
+
+
+def separate_generated_steps(rewards, values, dones, next_value, gamma: float, lam: float,
+                             generated: np.ndarray, generated_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GAE for ``generated_steps="separate"``, one run's arrays [T, B, 2]: ``generated`` [T, B] marks the copies
+    whose step a generator chose, ``generated_next`` [B] the step after the last.
+
+    The trace stops before every generated step; a generated step's value target is its own value (no
+    value-loss gradient) and its advantage the mean of the others' (exactly 0 after the batch's standardisation).
+    """
+    following = np.concatenate([generated[1:], generated_next[None]])[..., None]  # [T, B, 1]: the next step is generated
+    advantages, returns = compute_gae(rewards, values, dones, next_value, gamma, lam, cut=following)
+    rows = np.broadcast_to(generated[..., None], values.shape)
+    returns[rows] = values[rows]
+    if rows.any() and not rows.all():
+        advantages[rows] = advantages[~rows].mean()
+    return advantages, returns
 
 
 def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
@@ -135,6 +154,14 @@ class MAPPOConfig:
     biases), which RLlib 2.60's default model keeps when no ``fcnet_kernel_initializer`` is set. The paper does
     not name its RLlib version or initialiser. Enters a run's cache key only when not "orthogonal"
     (``config_key``), so the runs made before it existed keep their keys."""
+    generated_steps: str = "learn"
+    """Steps whose joint action a generator chose instead of the policy (MARLIN's plan steps, Algorithm 1).
+    "learn", the paper's: they are ordinary rows of the batch (actor and critic learn from them, and their
+    rewards flow back into the returns of the policy's own steps before them). "separate": no policy gradient
+    and no value-loss gradient from them (their advantage is set to the batch's mean, 0 after standardisation;
+    their value target is their own value), and the GAE trace of the policy's own steps stops where such a
+    segment starts (the last step before it bootstraps from V there). Enters a run's cache key only when
+    not "learn" (``config_key``)."""
     distinct_obs: bool = True
     """Run the actor once per distinct observation of a batch, not once per row (speed only).
 
@@ -148,12 +175,16 @@ class MAPPOConfig:
     def __post_init__(self):
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.generated_steps not in GENERATED_STEPS:
+            raise ValueError(f"generated_steps must be one of {GENERATED_STEPS}, got {self.generated_steps!r}")
 
 
 #: ``MAPPOConfig.init`` values: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
 INITS = ("orthogonal", "torch")
+#: ``MAPPOConfig.generated_steps`` values: the paper's (generator-chosen steps are ordinary data) or kept apart.
+GENERATED_STEPS = ("learn", "separate")
 #: Settings added after runs were cached: they enter ``config_key`` only when they differ from the default.
-_KEY_WHEN_SET = ("init",)
+_KEY_WHEN_SET = ("init", "generated_steps")
 
 
 def config_key(config: MAPPOConfig) -> dict[str, Any]:
@@ -416,15 +447,26 @@ def update_reference(agent: MAPPO, obs, critic_in, actions, old_logp, old_logits
 # Training and evaluation on the batched corridor core (the rollouts: mappo_rollouts.py)
 
 
-def training_rows(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> tuple[np.ndarray, ...]:
+def training_rows(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value, generated=None,
+                  generated_next=None) -> tuple[np.ndarray, ...]:
     """A rollout as the flat rows ``MAPPO.update`` takes: obs, critic inputs, actions, log-probs, logits,
-    GAE advantages and returns ([T, B, 2, ...] -> [T*B*2, ...])."""
+    GAE advantages and returns ([T, B, 2, ...] -> [T*B*2, ...]). ``generated`` [T, B] and ``generated_next``
+    [B]: which copies' steps a generator chose (read only under ``generated_steps="separate"``)."""
     cfg = agent.config
     critic_in = critic_inputs(obs, actions)
     values = agent.values(critic_in)
-    advantages, returns = compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
+    advantages, returns = gae_for(cfg, rewards, values, dones, next_value, generated, generated_next)
     flat = lambda a: a.reshape(-1, *a.shape[3:])  # noqa: E731  [T, B, 2, ...] -> [T*B*2, ...]
     return flat(obs), flat(critic_in), flat(actions), flat(logp), flat(logits), flat(advantages), flat(returns)
+
+
+def gae_for(cfg: MAPPOConfig, rewards, values, dones, next_value, generated, generated_next):
+    """The advantages and returns ``cfg`` trains on: plain GAE, or :func:`separate_generated_steps`."""
+    if cfg.generated_steps == "learn":
+        return compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
+    if generated is None:
+        raise ValueError('generated_steps="separate" needs the rollout\'s generated-step flags')
+    return separate_generated_steps(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda, generated, generated_next)
 
 
 def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,

@@ -267,22 +267,25 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
     horizon = max(1, round(config.steps_per_iteration / n_envs))
     shape = (horizon, R, n_envs, core.N_AGENTS)
     obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = mappo_rollouts.rollout_buffers(shape)
+    generated_buf = np.zeros(shape[:3], bool)  # [T, R, B]
 
     def choose(states):
         obs = np.stack([core.observe(a, s) for a, s in zip(arrays, states)]).astype(np.float32)  # [R, B, 2, 4]
         logits = agent.logits(obs.reshape(R, -1, mappo_rollouts.OBS_SIZE)).reshape(R, n_envs, core.N_AGENTS, core.N_ACTIONS)
         actions = np.empty((R, n_envs, core.N_AGENTS), np.int64)
+        generated = np.zeros((R, n_envs), bool)
         for i, run in enumerate(runs):
             sampled = mappo_rollouts.sample_actions(logits[i], rngs[i].random((n_envs, core.N_AGENTS)))
             actions[i] = sampled if run.generator is None else np.asarray(run.generator(states[i], sampled), dtype=np.int64)
-        return obs, logits, actions
+            generated[i] = mappo_rollouts.generated_steps(run.generator, n_envs)
+        return obs, logits, actions, generated
 
     states = [core.reset(a, n_envs) for a in arrays]
-    obs, logits, actions = choose(states)
+    obs, logits, actions, generated = choose(states)
     team_return = np.zeros((R, n_envs))
     filled, episode = 0, 0
     for _ in range(episodes * core.EPISODE_STEPS):
-        obs_buf[filled], logits_buf[filled], action_buf[filled] = obs, logits, actions
+        obs_buf[filled], logits_buf[filled], action_buf[filled], generated_buf[filled] = obs, logits, actions, generated
         logp_buf[filled] = [mappo_rollouts.log_prob(logits[i], actions[i]) for i in range(R)]  # per run: see per_run_exp
         results = [core.step(a, s, actions[i]) for i, (a, s) in enumerate(zip(arrays, states))]
         for i, result in enumerate(results):
@@ -300,26 +303,33 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
             states, team_return = [core.reset(a, n_envs) for a in arrays], np.zeros((R, n_envs))
         last_step = episode == episodes
         if not last_step:
-            obs, logits, actions = choose(states)
+            obs, logits, actions, generated = choose(states)
         if filled == horizon or last_step:
             if last_step:
                 next_value = np.zeros((R, n_envs, core.N_AGENTS), np.float32)
+                generated = np.zeros((R, n_envs), bool)
             else:
                 next_value = agent.values(mappo_rollouts.critic_inputs(obs, actions).reshape(R, -1, mappo_rollouts.CRITIC_SIZE)).reshape(R, n_envs, core.N_AGENTS)
             _update(agent, obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
-                    reward_buf[:filled], done_buf[:filled], next_value)
+                    reward_buf[:filled], done_buf[:filled], next_value, generated_buf[:filled], generated)
             filled = 0
     return agent
 
 
-def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value) -> dict[str, np.ndarray]:
+def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value, generated,
+            generated_next) -> dict[str, np.ndarray]:
     """``mappo.training_rows`` and ``MAPPO.update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
     cfg = agent.config
     T, R = obs.shape[:2]
     critic_in = mappo_rollouts.critic_inputs(obs, actions)
     values = agent.values(critic_in.transpose(1, 0, 2, 3, 4).reshape(R, -1, mappo_rollouts.CRITIC_SIZE))
     values = values.reshape(R, T, *obs.shape[2:4]).transpose(1, 0, 2, 3)
-    advantages, returns = mappo.compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
+    if cfg.generated_steps == "learn":
+        advantages, returns = mappo.compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
+    else:  # per run: each run's advantages are standardised on their own
+        advantages, returns = (np.stack(parts, axis=1) for parts in zip(*(
+            mappo.gae_for(cfg, rewards[:, i], values[:, i], dones[:, i], next_value[i], generated[:, i], generated_next[i])
+            for i in range(R))))
     per_run = lambda a: np.ascontiguousarray(np.moveaxis(a, 1, 0)).reshape(R, -1, *a.shape[4:])  # noqa: E731
     return agent.update(per_run(obs), per_run(critic_in), per_run(actions), per_run(logp), per_run(logits),
                         per_run(advantages), per_run(returns))

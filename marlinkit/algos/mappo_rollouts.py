@@ -62,8 +62,10 @@ def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: 
     """Play ``episodes`` episodes on ``n_envs`` copies; yield each update's rollout (see :func:`training_rows`).
 
     Every ``steps_per_iteration`` steps (all copies together) and at the end: the buffers
-    ``(obs, actions, logp, logits, rewards, dones)`` [T, B, 2, ...] and V of the next state. The
-    next actions are sampled before the yield, so by the policy that collected the rollout.
+    ``(obs, actions, logp, logits, rewards, dones)`` [T, B, 2, ...], V of the next state, and which
+    copies' steps the generator chose ([T, B], and [B] for the next step; all False without a generator
+    or one without ``generated``). The next actions are sampled before the yield, so by the policy that
+    collected the rollout.
     """
     config = agent.config
     rng = np.random.default_rng(seed)
@@ -71,20 +73,21 @@ def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: 
     horizon = max(1, round(config.steps_per_iteration / n_envs))  # steps per copy per update
     shape = (horizon, n_envs, core.N_AGENTS)
     obs_buf, action_buf, logp_buf, logits_buf, reward_buf, done_buf = rollout_buffers(shape)
+    generated_buf = np.zeros(shape[:2], bool)
 
     def choose(state):
         obs = core.observe(arrays, state).astype(np.float32)
         logits = agent.logits(obs)
         sampled = sample_actions(logits, rng.random((n_envs, core.N_AGENTS)))
         actions = sampled if generator is None else np.asarray(generator(state, sampled), dtype=np.int64)
-        return obs, logits, actions
+        return obs, logits, actions, generated_steps(generator, n_envs)
 
     state = core.reset(arrays, n_envs)
-    obs, logits, actions = choose(state)
+    obs, logits, actions, generated = choose(state)
     team_return = np.zeros(n_envs)
     filled, episode = 0, 0
     for _ in range(episodes * core.EPISODE_STEPS):
-        obs_buf[filled], logits_buf[filled], action_buf[filled] = obs, logits, actions
+        obs_buf[filled], logits_buf[filled], action_buf[filled], generated_buf[filled] = obs, logits, actions, generated
         logp_buf[filled] = log_prob(logits, actions)
         result = core.step(arrays, state, actions)
         reward_buf[filled] = result.reward
@@ -101,12 +104,20 @@ def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: 
             state, team_return = core.reset(arrays, n_envs), np.zeros(n_envs)
         last_step = episode == episodes
         if not last_step:
-            obs, logits, actions = choose(state)  # sampled before the update: the true behaviour policy
+            obs, logits, actions, generated = choose(state)  # sampled before the update: the true behaviour policy
         if filled == horizon or last_step:
             next_value = agent.values(critic_inputs(obs, actions)) if not last_step else np.zeros((n_envs, 2), np.float32)
             yield (obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
-                   reward_buf[:filled], done_buf[:filled], next_value)
+                   reward_buf[:filled], done_buf[:filled], next_value,
+                   generated_buf[:filled], generated if not last_step else np.zeros(n_envs, bool))
             filled = 0
+
+
+def generated_steps(generator, n_envs: int) -> np.ndarray:
+    """bool [B]: the copies whose last actions ``generator`` chose (its ``generated``), not the policy's samples."""
+    if generator is None or not hasattr(generator, "generated"):
+        return np.zeros(n_envs, bool)
+    return np.asarray(generator.generated, dtype=bool)
 
 
 def evaluation_uniforms(seed: int | tuple, runs: int) -> np.ndarray:

@@ -164,6 +164,12 @@ class Algorithm1:
                 actions[c] = plan[offset] if offset < len(plan) else 0  # after the plan: WAIT
         return actions
 
+    @property
+    def generated(self) -> np.ndarray:
+        """bool [B]: the copies whose actions of the last call came from the plan (read by the trainers'
+        ``generated_steps`` setting; a plan that ran out drives its copy's WAITs too)."""
+        return np.array([g == PLAN for g in self.generator])
+
     def end_episode(self, performance: np.ndarray) -> list[dict[str, Any]]:
         """Line 21: store each copy's performance; return what each copy did this episode."""
         info = []

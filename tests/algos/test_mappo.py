@@ -305,3 +305,38 @@ def test_torch_initialisation_is_nn_linears_own_and_enters_the_run_key_only_when
     assert mappo.config_key(mappo.MAPPOConfig(init="torch"))["init"] == "torch"
     with pytest.raises(ValueError, match="init must be one of"):
         mappo.MAPPOConfig(init="normc")
+
+
+def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
+    """One copy, agents as the last axis; step 1 is generated (a plan step): step 0 keeps only its TD error,
+    step 1's target is its own value and its advantage the others' mean (0 once standardised)."""
+    rewards = np.array([[[1.0, 1.0]], [[5.0, 5.0]], [[2.0, 0.0]]])  # [T=3, B=1, 2]
+    values = np.array([[[0.5, 0.2]], [[1.0, 1.0]], [[1.5, 0.4]]])
+    dones, next_value = np.zeros((3, 1, 1)), np.array([[2.0, 0.0]])
+    generated, after = np.array([[False], [True], [False]]), np.array([True])
+    advantages, returns = mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, generated, after)
+    plain, _ = mappo.compute_gae(rewards, values, dones, next_value, 0.9, 0.8)
+    td = rewards + 0.9 * np.concatenate([values[1:], next_value[None]]) - values  # every trace is cut here
+    np.testing.assert_allclose(advantages[0], td[0])  # not plain[0], which carries step 1's plan rewards
+    assert not np.allclose(plain[0], td[0])
+    np.testing.assert_allclose(advantages[2], plain[2])  # a window's last step bootstraps from V either way
+    np.testing.assert_allclose(returns[1], values[1])  # no value-loss gradient from the plan step
+    np.testing.assert_allclose(advantages[1], np.mean([advantages[0], advantages[2]]))
+    standardised = (advantages - advantages.mean()) / advantages.std()
+    np.testing.assert_allclose(standardised[1], 0.0, atol=1e-12)
+    # with nothing generated the setting is plain GAE
+    none = np.zeros((3, 1), bool)
+    np.testing.assert_array_equal(
+        mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, none, np.array([False]))[0], plain)
+
+
+def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set():
+    assert "generated_steps" not in mappo.config_key(mappo.MAPPOConfig())  # the committed runs keep their keys
+    assert mappo.config_key(mappo.MAPPOConfig(generated_steps="separate"))["generated_steps"] == "separate"
+    with pytest.raises(ValueError, match="generated_steps must be one of"):
+        mappo.MAPPOConfig(generated_steps="mask")
+    agent = mappo.MAPPO(mappo.MAPPOConfig(generated_steps="separate"), seed=0)
+    rollout = next(mappo_rollouts.rollouts(agent, get_layout("single_slot"), n_envs=2, episodes=1, seed=0))
+    assert not rollout[-2].any() and not rollout[-1].any()  # no generator: no generated steps
+    with pytest.raises(ValueError, match="generated-step flags"):
+        mappo.training_rows(agent, *rollout[:-2])

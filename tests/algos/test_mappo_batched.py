@@ -90,3 +90,16 @@ def test_runs_above_the_distinct_capacity_fall_back_to_per_row_and_stay_apart(mo
     alone = mappo_batched.train(config, specs[1:], n_envs=3, episodes=2).policy(0).state_dict()
     weights = batch.policy(1).state_dict()
     assert all(torch.equal(weights[k], alone[k]) for k in weights)
+
+
+def test_separated_plan_steps_batched_give_the_bytes_of_each_run_alone_and_change_only_marlin():
+    """generated_steps="separate" (plan steps kept out of what the policy learns), per run inside a batch."""
+    separate = {**SETTINGS, "mappo": {**SETTINGS["mappo"], "generated_steps": "separate"}}
+    both = marlin_batched.train_systems(JOBS, grid.GridConfig(**separate), CalibratedSurrogatePlanner())
+    for job, (episodes, evaluations) in zip(JOBS, both):
+        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**separate), CalibratedSurrogatePlanner())[0]
+        assert _tables_equal(episodes, alone_episodes) and _tables_equal(evaluations, alone_evaluations), job
+    paper = marlin_batched.train_systems(JOBS, grid.GridConfig(**SETTINGS), CalibratedSurrogatePlanner())
+    assert _tables_equal(both[0][1], paper[0][1])  # MARL has no generated steps: the setting changes nothing
+    assert set(both[1][0].generator) == {algorithm1.SAMPLING, algorithm1.PLAN}
+    assert not _tables_equal(both[1][0], paper[1][0])  # MARLIN learns otherwise once plan steps are kept apart

@@ -18,7 +18,9 @@ exactly 0: no policy gradient from them (the critic still learns their returns).
 
 ``separate`` also keeps plan segments out of everything the policy's own steps learn from: a plan-driven step's value
 target is its current value (no critic gradient), and the GAE trace stops where a plan segment starts (the policy's
-last step before it bootstraps from V there instead of being credited with the plan's rewards).
+last step before it bootstraps from V there instead of being credited with the plan's rewards). It is now the MAPPO
+setting ``generated_steps="separate"`` (``marlinkit.algos.mappo``), which this script sets; the two halves of it,
+``separate-critic`` and ``separate-trace``, stay patches here.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
         from marlinkit.marlin import systems
 
         systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
-    elif variant.startswith("separate"):
-        cut_trace, critic_out = variant in ("separate", "separate-trace"), variant in ("separate", "separate-critic")
+    elif variant in ("separate-critic", "separate-trace"):  # "separate" itself is the MAPPO setting, below
+        cut_trace, critic_out = variant == "separate-trace", variant == "separate-critic"
         # [B]: the copy's step is plan-driven
         on_plan = _record_each_step(lambda alg, actions, sampled: np.array([g == algorithm1.PLAN for g in alg.generator]))
 
@@ -89,7 +91,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             return advantages, returns
 
         mappo_batched.mappo.compute_gae = separated_gae
-    else:
+    elif variant == "mask-actor":
         # [B, 2]: the agent's action came from the plan
         masks = _record_each_step(lambda alg, actions, sampled: np.asarray(actions) != np.asarray(sampled))
         gae = mappo.compute_gae
@@ -101,7 +103,9 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             return advantages, returns
 
         mappo_batched.mappo.compute_gae = masked_gae
-    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=[scenario], seeds=[seed]))
+    mappo_settings = {"generated_steps": "separate"} if variant == "separate" else {}
+    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=[scenario], seeds=[seed],
+                                                          mappo=mappo_settings))
     started = time.time()
     [(episodes, evaluations)] = batched.train_systems([(scenario, "MARLIN", seed)], config, source)
     name = f"{variant}_{scenario}_seed{seed}"
