@@ -54,7 +54,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
-EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
+EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
 endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
@@ -146,12 +146,16 @@ $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
 # The paper preset's other rows of Fig. 3 and Table I (issue 14): MARLIN under the authors' code variant of
-# Algorithm 1's switch, and with the exact planner; their outputs carry the suffixes __code_switch and __exact_planner.
+# Algorithm 1's switch, with the exact planner, and with its plan steps kept out of MAPPO's updates; their outputs
+# carry the suffixes __code_switch, __exact_planner and __separate_plan_steps.
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: NOTEBOOK_ARGS := -p SWITCH_RULE code
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 $(BUILD_ROOT)/marlin/%__exact_planner.ipynb: NOTEBOOK_ARGS := -p PLAN_SOURCE exact
 $(BUILD_ROOT)/marlin/%__exact_planner.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
+$(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: NOTEBOOK_ARGS := -p PLAN_STEPS separate
+$(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
 lab: $(STAMP) data

@@ -32,7 +32,7 @@ class Training(NamedTuple):
 
 
 def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
-        **overrides: Any) -> Training:
+        plan_steps: str | None = None, **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
 
     ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
@@ -46,8 +46,14 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
 
     ``overrides`` are the section's fields (None keeps the preset's), e.g. ``switch_rule="code"``, the authors'
     code variant of Algorithm 1's switch, whose MARLIN runs are saved under their own names (``grid.system_tag``).
+    ``plan_steps`` (None: the preset's): MAPPO's ``generated_steps`` setting added to the preset's MAPPO settings,
+    "separate" keeping MARLIN's plan steps out of its updates (its runs are named apart too; MARL's are shared).
     """
-    config, source, label = grid.with_plan_source(presets.get(preset, "marlin_training", **overrides), plan_source)
+    config = presets.get(preset, "marlin_training", **overrides)
+    if plan_steps is not None:
+        config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
+        config.mappo_config()  # a bad value fails here, by name
+    config, source, label = grid.with_plan_source(config, plan_source)
     if config.plan_source != "llm":
         return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
     from marlinkit.marlin import llm_only

@@ -93,8 +93,11 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
         base["actuation_noise"] = dict(config.actuation_noise)
     if system == "LLM-only":
         return {**base, "trials": config.llm_only_trials, "plan_source": source_name}
+    training = config.mappo_config()
+    if system != "MARLIN":  # MARL has no generated steps: its numbers, key and name do not depend on the setting
+        training = dataclasses.replace(training, generated_steps="learn")
     base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
-                eval_runs=config.eval_runs, mappo=mappo.config_key(config.mappo_config()))
+                eval_runs=config.eval_runs, mappo=mappo.config_key(training))
     if config.trainer != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
         base["trainer"] = config.trainer
     if config.layout_schedule:
@@ -109,10 +112,11 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
     return base
 
 
-def system_tag(system: str, source_name: str, switch_rule: str = "paper") -> str:
+def system_tag(system: str, source_name: str, switch_rule: str = "paper", generated_steps: str = "learn") -> str:
     """The system part of a run name; runs using another plan source than the exact planner name it, and
-    MARLIN runs under another switch rule than the paper's name that too, so that switching either keeps
-    both sets of results instead of overwriting one with the other."""
+    MARLIN runs under another switch rule than the paper's, or with their plan steps kept out of learning
+    (``MAPPOConfig.generated_steps``), name that too, so that switching either keeps both sets of results
+    instead of overwriting one with the other."""
     tag = system.replace("-", "_").lower()
     if system == "MARL":
         return tag
@@ -120,6 +124,8 @@ def system_tag(system: str, source_name: str, switch_rule: str = "paper") -> str
         tag = f"{tag}-{llm_config.slug(source_name.split('[')[0])}"
     if system == "MARLIN" and switch_rule != "paper":
         tag = f"{tag}-{switch_rule}-switch"
+    if system == "MARLIN" and generated_steps != "learn":
+        tag = f"{tag}-{generated_steps}-plan-steps"
     return tag
 
 
@@ -205,7 +211,8 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     source_name = (source or ExactJointPlanner()).name
     root = Path(root) if root else paths.results_dir("marlin", preset)
     store = runs.ResultStore(root)
-    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule), f"seed{se}"), job_config(sc, sy, se, config, source_name))
+    plan_steps = config.mappo_config().generated_steps
+    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps), f"seed{se}"), job_config(sc, sy, se, config, source_name))
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
     todo = [(name, job) for name, job in jobs
             if not (store.is_complete(name, job)
@@ -241,15 +248,21 @@ SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the au
 PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner"}
 
 
-def switch_rule_note(config: GridConfig) -> str:
-    """What figures add to the plan source's name: nothing under the paper's switch rule, else the rule."""
-    return "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
+def variant_note(config: GridConfig) -> str:
+    """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule
+    and how plan steps are learned from."""
+    note = "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
+    if config.mappo_config().generated_steps != "learn":
+        note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo_config().generated_steps!r})"
+    return note
 
 
 def output_suffix(config: GridConfig) -> str:
-    """File-name suffix of a grid's Fig. 3 and Table I outputs: its plan source's, and ``__code_switch``
-    under the authors' code variant of Algorithm 1's switch."""
-    return PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
+    """File-name suffix of a grid's Fig. 3 and Table I outputs: its plan source's, ``__code_switch``
+    under the authors' code variant of Algorithm 1's switch, ``__separate_plan_steps`` with plan steps kept apart."""
+    plan_steps = config.mappo_config().generated_steps
+    return (PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
+            + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps"))
 
 
 def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tuple[GridConfig, PlanSource | None, str]:

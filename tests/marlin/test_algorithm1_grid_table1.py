@@ -306,9 +306,24 @@ def test_the_code_switch_keeps_its_own_marlin_runs_beside_the_paper_rules_and_sh
     again = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.episodes, paper.episodes)  # the paper rule's runs are still there, unchanged
     assert grid.output_suffix(grid.GridConfig(**{**tiny, "switch_rule": "code"})) == "__code_switch"
-    assert grid.output_suffix(grid.GridConfig(**tiny)) == "" and grid.switch_rule_note(grid.GridConfig(**tiny)) == ""
+    assert grid.output_suffix(grid.GridConfig(**tiny)) == "" and grid.variant_note(grid.GridConfig(**tiny)) == ""
     marl = code.episodes[code.episodes.system == "MARL"].reset_index(drop=True)
     pd.testing.assert_frame_equal(marl, paper.episodes[paper.episodes.system == "MARL"].reset_index(drop=True))
+
+
+def test_separated_plan_steps_keep_their_own_marlin_runs_and_share_marl(tmp_path):
+    tiny = {**TINY, "systems": ["MARL", "MARLIN"]}
+    paper = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
+    names = {f.name for f in tmp_path.iterdir()}
+    separate = grid.GridConfig(**{**tiny, "mappo": {**tiny["mappo"], "generated_steps": "separate"}})
+    apart = grid.run_grid(separate, "test", root=tmp_path, progress=False)
+    added = {f.name for f in tmp_path.iterdir()} - names
+    assert added and all("marlin-separate-plan-steps" in name for name in added)  # MARL reused, nothing overwritten
+    assert grid.output_suffix(separate) == "__separate_plan_steps" and "generated_steps='separate'" in grid.variant_note(separate)
+    again = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(again.episodes, paper.episodes)  # the paper's runs are still there, unchanged
+    marlin = lambda r: r.episodes[r.episodes.system == "MARLIN"].drop(columns="wall_time_s").reset_index(drop=True)  # noqa: E731
+    assert not marlin(apart).equals(marlin(paper))
 
 
 def test_runner_rejects_bad_settings_before_compute(tmp_path):
@@ -334,3 +349,10 @@ def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
     assert grid.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
         presets.get("smoke", "marlin_training", batch_runs=0)
+
+
+def test_fig3_plan_steps_is_checked_before_compute():
+    from marlinkit.marlin import fig3_training
+
+    with pytest.raises(ValueError, match="generated_steps must be one of"):
+        fig3_training.run("smoke", plan_steps="mask", progress=False)
