@@ -11,6 +11,10 @@ runs:
   An already initialised Ray is reused; one started here is shut down at the end. Ray is the
   optional ``ray`` extra (``pip install -e '.[ray]'``).
 
+Local worker processes never outlive the run: an exception here (Ctrl-C included) or SIGTERM stops them at once
+instead of waiting for their jobs, and each worker exits by itself when this process dies (even by SIGKILL), so a
+stopped run leaves no orphan computing on (a run resumes from its files and checkpoints).
+
 Results travel back to the caller, so a runner that writes its files from ``on_result`` (called
 in this process as each job finishes) needs no shared filesystem with a cluster's workers, and
 keeps every finished job when a later one fails. Worker nodes of a remote cluster need marlinkit
@@ -21,7 +25,11 @@ from __future__ import annotations
 
 import ast
 import multiprocessing
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -83,15 +91,57 @@ def run_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], executor: str = "loc
                 done(index, fn(*job))
         else:
             _check_spawn_safe()
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, max(len(jobs), 1)), mp_context=context,
-                                     max_tasks_per_child=1 if fresh_process else None) as pool:
-                futures = {pool.submit(fn, *job): index for index, job in enumerate(jobs)}
-                for future in as_completed(futures):
-                    done(futures[future], future.result())
+            _run_local(fn, jobs, workers, fresh_process, done)
     finally:
         bar.close()
     return results
+
+
+def _run_local(fn, jobs, workers, fresh_process, done) -> None:
+    """The jobs on a pool of spawned processes; on any exception or SIGTERM the workers are killed, not awaited."""
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, max(len(jobs), 1)), mp_context=context,
+                               max_tasks_per_child=1 if fresh_process else None,
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    with _sigterm_raises():
+        try:
+            futures = {pool.submit(fn, *job): index for index, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+        except BaseException:
+            workers_now = list((pool._processes or {}).values())  # noqa: SLF001 (no public handle on the workers)
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers_now:
+                process.kill()
+            raise
+        pool.shutdown(wait=True)
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises SystemExit here (so the pool's clean-up runs); only in the main thread, where handlers live."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: a daemon thread ends this worker once the process that started it is gone."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def unguarded_script_line() -> int | None:

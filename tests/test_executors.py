@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
@@ -81,7 +86,6 @@ def test_missing_ray_gives_a_clear_error(monkeypatch):
 
 
 def test_a_session_starts_ray_once_for_the_calls_inside_it(monkeypatch):
-    import sys
     import types
 
     calls = []
@@ -164,9 +168,6 @@ def test_maestro_rejects_an_unknown_executor_before_any_compute():
 
 
 def _script(tmp_path, body: str):
-    import subprocess
-    import sys
-
     script = tmp_path / "user_script.py"
     script.write_text("from marlinkit import executors\n" + body)
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -184,3 +185,45 @@ def test_a_guarded_script_spawns_workers(tmp_path):
                                '    print(executors.run_jobs(abs, [(-1,), (-2,)], workers=2, progress=False))\n')
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[1, 2]"
+
+
+_SLEEPER = '''import os, sys, time
+from pathlib import Path
+
+def sleep_job(folder):
+    Path(folder, f"{os.getpid()}.pid").write_text("")
+    time.sleep(120)
+    return 0
+
+if __name__ == "__main__":
+    executors.run_jobs(sleep_job, [(sys.argv[1],)], workers=1, progress=False, fresh_process=True)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_run_leaves_no_worker_behind(tmp_path, stop):
+    """SIGTERM: the driver kills its workers and exits; SIGKILL: each worker sees its parent gone and exits."""
+    script = tmp_path / "user_script.py"
+    script.write_text("from marlinkit import executors\n" + _SLEEPER)
+    driver = subprocess.Popen([sys.executable, str(script), str(tmp_path)], cwd=tmp_path)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("*.pid")) and time.time() < deadline:
+        time.sleep(0.1)
+    [pid_file] = list(tmp_path.glob("*.pid"))
+    worker = int(pid_file.stem)
+    assert _alive(worker)
+    driver.send_signal(stop)
+    assert driver.wait(timeout=30) != 0
+    deadline = time.time() + 10
+    while _alive(worker) and time.time() < deadline:
+        time.sleep(0.1)
+    # a killed worker whose parent is gone is reaped by init; a zombie no longer computes
+    assert not _alive(worker) or open(f"/proc/{worker}/stat").read().split(") ")[1][0] == "Z"
