@@ -38,13 +38,24 @@ def _curve(df: pd.DataFrame, column: str, band: str, seed: int = 0):
     return mean, bounds[:, 0], bounds[:, 1]
 
 
+def _identical_to(drawn: dict[str, pd.Series], curve: pd.Series) -> str | None:
+    """The configuration already drawn whose curve equals ``curve`` value for value (it would hide under it), if any."""
+    return next((name for name, other in drawn.items() if other.index.equals(curve.index)
+                 and np.array_equal(other.to_numpy(), curve.to_numpy(), equal_nan=True)), None)
+
+
 def learning_curves(ax, results: AblationResults, column: str = "score", band: str = "ci") -> None:
-    """Figures 3 (95 % CI bands) and 8 (SD bands): mean over seeds per episode."""
+    """Figures 3 (95 % CI bands) and 8 (SD bands): mean over seeds per episode. A curve equal to one drawn
+    before it (A7 whose reward replies all failed trains exactly as A2) is dashed and labelled so."""
+    drawn: dict[str, pd.Series] = {}
     for a, frame in results.episodes.groupby("ablation"):
         frame = frame.dropna(subset=[column])
         mean, low, high = _curve(frame, column, band)
-        ax.plot(mean.index, mean, color=COLORS[a], label=ABLATIONS[a].label)
+        same = _identical_to(drawn, mean)
+        ax.plot(mean.index, mean, color=COLORS[a], ls="--" if same else "-",
+                label=ABLATIONS[a].label + (f": identical to {same}" if same else ""))
         ax.fill_between(mean.index, low, high, color=COLORS[a], alpha=0.2)
+        drawn[a] = mean
     ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="165 = max-pressure on the same traffic")
     ax.axhline(0.0, color="grey", ls=":", lw=1, label="0 = fixed-time on the same traffic")
     ax.set_xlabel("training episode")
@@ -65,13 +76,16 @@ def _spread(values: np.ndarray, gap: float) -> np.ndarray:
 def evaluation_curves(ax, results: AblationResults) -> None:
     """Evaluation score on the real flow per evaluation, mean over seeds: the evaluated policy solid,
     the other dashed; 0 = fixed-time and 165 = max-pressure on that same evaluation episode."""
+    drawn: dict[str, pd.Series] = {}
     for a, frame in results.episodes.groupby("ablation"):
         for policy in EVAL_POLICIES:
             column = f"eval_score_{policy}"
             mean = frame.dropna(subset=[column]).groupby("episode")[column].mean()
             reported = policy == results.config.eval_policy
+            same = _identical_to(drawn, mean)
             ax.plot(mean.index, mean, color=COLORS[a], ls="-" if reported else "--", lw=1.5 if reported else 0.9,
-                    label=f"{a} {policy}" + (" (reported)" if reported else ""))
+                    label=f"{a} {policy}" + (" (reported)" if reported else "") + (f" = {same}" if same else ""))
+            drawn[f"{a} {policy}"] = mean
     ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="max-pressure (165)")
     ax.axhline(0.0, color="grey", ls=":", lw=1, label="fixed-time (0)")
     ax.set_xlabel("training episode")

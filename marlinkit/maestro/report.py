@@ -18,6 +18,8 @@ ours in every table.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -152,6 +154,12 @@ def _effect_label(d: float) -> str:
 def table4(results: AblationResults) -> pd.DataFrame:
     """Table 4: Mann-Whitney U (exact, Bonferroni over the pairs), Cohen's d, seeds for 80 % power."""
     groups = seed_groups(final_by_seed(results))
+    too_few = sorted(a for a, values in groups.items() if len(values) < 2)
+    if too_few:  # a rank test and a pooled SD need two seeds per condition (a long run may have finished one)
+        return pd.DataFrame([{"Comparison": f"{first} vs {second}", "U": "—", "p": "—", "p (Bonferroni)": "—",
+                              "Cohen's d": "—", "Effect": "—",
+                              "Significant?": f"— (fewer than 2 seeds: {', '.join(too_few)})"}
+                             for first, second in itertools.combinations(groups, 2)])
     rows = []
     for row in stats.pairwise_mann_whitney(groups) if len(groups) > 1 else []:
         first, second = row["comparison"].split(" vs ")

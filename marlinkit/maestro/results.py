@@ -59,10 +59,19 @@ class AblationResults:
                                    episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
                                    generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
 
+    @property
+    def runs_note(self) -> str:
+        """Which seeds, curriculum rule and MADDPG settings the rows come from."""
+        rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
+        maddpg = f"; MADDPG overrides {self.config.maddpg}" if self.config.maddpg else "; MADDPG: the paper's defaults"
+        return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"
+                + rule + maddpg)
+
     def provenance(self, note: str | None = None) -> str:
-        """Preset, engine, LLM, the score's scale and the evaluated policy, then ``note``."""
+        """Preset, engine, LLM, seeds and settings, the score's scale and the evaluated policy, then ``note``."""
         from marlinkit.plots import provenance_text
 
-        return provenance_text(self.preset, self.engine, self.llm, "; ".join(filter(None, [self.scale_note, note])))
+        return provenance_text(self.preset, self.engine, self.llm,
+                               "; ".join(filter(None, [self.runs_note, self.scale_note, note])))
 
 

@@ -108,3 +108,28 @@ def test_curriculum_movement_counts_what_the_rule_did_and_where_the_window_stood
     assert row["share_at_d_min"] == 10 / len(frame) and row["d_max"] == 0.35
     windows = pd.Series(scores).rolling(5).mean().dropna()
     assert row["windows above drop bar"] == (windows >= 156.75).mean() > 0 and row["windows above raise bar"] == 0.0
+
+
+def test_table4_with_one_seed_per_condition_says_so_instead_of_failing():
+    """A long run's first finished seed: no rank test or pooled SD is defined; the table says why."""
+    one = report.table4(_results({"A2": [1.0], "A7": [3.0], "A8": [2.0]}))
+    assert list(one["Comparison"]) == ["A2 vs A7", "A2 vs A8", "A7 vs A8"]
+    assert (one["U"] == "—").all() and one["Significant?"].str.contains("fewer than 2 seeds: A2, A7, A8").all()
+    two = report.table4(_results({"A2": [1.0, 2.0], "A7": [3.0, 5.0]}))
+    assert two.iloc[0]["U"] != "—"  # two seeds each: the test runs
+
+
+def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_names_the_seeds():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = _results({"A2": [1.0, 2.0], "A7": [1.0, 2.0], "A8": [3.0, 4.0]})
+    fig, ax = plt.subplots()
+    figures.learning_curves(ax, results)
+    labels = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert labels["A7 (full MAESTRO): identical to A2"] == "--" and labels["A2 (LLM curriculum + template)"] == "-"
+    assert not any("identical" in label for label in labels if label.startswith("A8"))
+    plt.close(fig)
+    assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in results.provenance()
