@@ -54,3 +54,17 @@ def test_a_train_difficulty_setting_trains_on_synthetic_traffic_and_evaluates_on
     sidecar = pd.read_json(tmp_path / "paper_context0.3__seed200.json", typ="series")
     assert sidecar["training_traffic"]["seed"] == 200 and sidecar["training_traffic"]["demand_level"] == 0.5
     assert pd.read_json(tmp_path / "paper__seed200.json", typ="series")["training_traffic"] == "real flow"
+
+
+def test_over_seeds_summarises_each_setting_and_checks_the_bar_on_its_worst_seed():
+    rows = []
+    for seed, delay in ((200, 40.0), (300, 42.0)):
+        for episode in range(4):
+            rows.append({"setting": "paper", "seed": seed, "episode": episode, "wall_s": 1.0,
+                         "eval_avg_delay_s_stochastic": delay, "eval_avg_delay_s_greedy": 60.0,
+                         "eval_delay_vs_fixed_pct_stochastic": 100 * (delay / 54.0 - 1)})
+    table = maestro_sweep.over_seeds(pd.DataFrame(rows), last=2).set_index("setting")
+    assert table.loc["paper", "seeds"] == 2 and table.loc["paper", "delay_mean"] == 41.0
+    assert table.loc["paper", "delay_worst"] == 42.0
+    assert table.loc["paper", "vs_fixed_pct_worst"] == pytest.approx(100 * (42 / 54 - 1))
+    assert not table.loc["paper", "every seed <= -25 %"]  # 42 s is -22 %: the worst seed misses the bar
