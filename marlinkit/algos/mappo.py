@@ -63,14 +63,15 @@ def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next
 
 
 def separate_generated_steps(rewards, values, dones, next_value, gamma: float, lam: float,
-                             generated: np.ndarray, generated_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                             generated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """GAE for ``generated_steps="separate"``, one run's arrays [T, B, 2]: ``generated`` [T, B] marks the copies
-    whose step a generator chose, ``generated_next`` [B] the step after the last.
+    whose step a generator chose.
 
     The trace stops before every generated step; a generated step's value target is its own value (no
     value-loss gradient) and its advantage the mean of the others' (exactly 0 after the batch's standardisation).
+    The window's last step bootstraps from V whatever comes next, so the step after the window needs no flag.
     """
-    following = np.concatenate([generated[1:], generated_next[None]])[..., None]  # [T, B, 1]: the next step is generated
+    following = np.concatenate([generated[1:], np.zeros_like(generated[:1])])[..., None]  # [T, B, 1]: the next step is generated
     advantages, returns = compute_gae(rewards, values, dones, next_value, gamma, lam, cut=following)
     rows = np.broadcast_to(generated[..., None], values.shape)
     returns[rows] = values[rows]
@@ -447,26 +448,26 @@ def update_reference(agent: MAPPO, obs, critic_in, actions, old_logp, old_logits
 # Training and evaluation on the batched corridor core (the rollouts: mappo_rollouts.py)
 
 
-def training_rows(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value, generated=None,
-                  generated_next=None) -> tuple[np.ndarray, ...]:
+def training_rows(agent: MAPPO, obs, actions, logp, logits, rewards, dones, next_value,
+                  generated=None) -> tuple[np.ndarray, ...]:
     """A rollout as the flat rows ``MAPPO.update`` takes: obs, critic inputs, actions, log-probs, logits,
-    GAE advantages and returns ([T, B, 2, ...] -> [T*B*2, ...]). ``generated`` [T, B] and ``generated_next``
-    [B]: which copies' steps a generator chose (read only under ``generated_steps="separate"``)."""
+    GAE advantages and returns ([T, B, 2, ...] -> [T*B*2, ...]). ``generated`` [T, B]: which copies' steps a
+    generator chose (read only under ``generated_steps="separate"``)."""
     cfg = agent.config
     critic_in = critic_inputs(obs, actions)
     values = agent.values(critic_in)
-    advantages, returns = gae_for(cfg, rewards, values, dones, next_value, generated, generated_next)
+    advantages, returns = gae_for(cfg, rewards, values, dones, next_value, generated)
     flat = lambda a: a.reshape(-1, *a.shape[3:])  # noqa: E731  [T, B, 2, ...] -> [T*B*2, ...]
     return flat(obs), flat(critic_in), flat(actions), flat(logp), flat(logits), flat(advantages), flat(returns)
 
 
-def gae_for(cfg: MAPPOConfig, rewards, values, dones, next_value, generated, generated_next):
+def gae_for(cfg: MAPPOConfig, rewards, values, dones, next_value, generated):
     """The advantages and returns ``cfg`` trains on: plain GAE, or :func:`separate_generated_steps`."""
     if cfg.generated_steps == "learn":
         return compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
     if generated is None:
         raise ValueError('generated_steps="separate" needs the rollout\'s generated-step flags')
-    return separate_generated_steps(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda, generated, generated_next)
+    return separate_generated_steps(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda, generated)
 
 
 def train(config: MAPPOConfig, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,

@@ -307,17 +307,15 @@ def train(config: mappo.MAPPOConfig, runs: Sequence[RunSpec], *, n_envs: int, ep
         if filled == horizon or last_step:
             if last_step:
                 next_value = np.zeros((R, n_envs, core.N_AGENTS), np.float32)
-                generated = np.zeros((R, n_envs), bool)
             else:
                 next_value = agent.values(mappo_rollouts.critic_inputs(obs, actions).reshape(R, -1, mappo_rollouts.CRITIC_SIZE)).reshape(R, n_envs, core.N_AGENTS)
             _update(agent, obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
-                    reward_buf[:filled], done_buf[:filled], next_value, generated_buf[:filled], generated)
+                    reward_buf[:filled], done_buf[:filled], next_value, generated_buf[:filled])
             filled = 0
     return agent
 
 
-def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value, generated,
-            generated_next) -> dict[str, np.ndarray]:
+def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, next_value, generated) -> dict[str, np.ndarray]:
     """``mappo.training_rows`` and ``MAPPO.update`` per run: buffers [T, R, B, 2, ...] -> per-run rows [R, T*B*2, ...]."""
     cfg = agent.config
     T, R = obs.shape[:2]
@@ -328,7 +326,7 @@ def _update(agent: BatchedMAPPO, obs, actions, logp, logits, rewards, dones, nex
         advantages, returns = mappo.compute_gae(rewards, values, dones, next_value, cfg.gamma, cfg.gae_lambda)
     else:  # per run: each run's advantages are standardised on their own
         advantages, returns = (np.stack(parts, axis=1) for parts in zip(*(
-            mappo.gae_for(cfg, rewards[:, i], values[:, i], dones[:, i], next_value[i], generated[:, i], generated_next[i])
+            mappo.gae_for(cfg, rewards[:, i], values[:, i], dones[:, i], next_value[i], generated[:, i])
             for i in range(R))))
     per_run = lambda a: np.ascontiguousarray(np.moveaxis(a, 1, 0)).reshape(R, -1, *a.shape[4:])  # noqa: E731
     return agent.update(per_run(obs), per_run(critic_in), per_run(actions), per_run(logp), per_run(logits),

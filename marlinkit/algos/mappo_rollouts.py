@@ -63,9 +63,8 @@ def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: 
 
     Every ``steps_per_iteration`` steps (all copies together) and at the end: the buffers
     ``(obs, actions, logp, logits, rewards, dones)`` [T, B, 2, ...], V of the next state, and which
-    copies' steps the generator chose ([T, B], and [B] for the next step; all False without a generator
-    or one without ``generated``). The next actions are sampled before the yield, so by the policy that
-    collected the rollout.
+    copies' steps the generator chose ([T, B]; all False without a generator or one without ``generated``).
+    The next actions are sampled before the yield, so by the policy that collected the rollout.
     """
     config = agent.config
     rng = np.random.default_rng(seed)
@@ -108,8 +107,7 @@ def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: 
         if filled == horizon or last_step:
             next_value = agent.values(critic_inputs(obs, actions)) if not last_step else np.zeros((n_envs, 2), np.float32)
             yield (obs_buf[:filled], action_buf[:filled], logp_buf[:filled], logits_buf[:filled],
-                   reward_buf[:filled], done_buf[:filled], next_value,
-                   generated_buf[:filled], generated if not last_step else np.zeros(n_envs, bool))
+                   reward_buf[:filled], done_buf[:filled], next_value, generated_buf[:filled])
             filled = 0
 
 

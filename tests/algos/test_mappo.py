@@ -313,8 +313,8 @@ def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
     rewards = np.array([[[1.0, 1.0]], [[5.0, 5.0]], [[2.0, 0.0]]])  # [T=3, B=1, 2]
     values = np.array([[[0.5, 0.2]], [[1.0, 1.0]], [[1.5, 0.4]]])
     dones, next_value = np.zeros((3, 1, 1)), np.array([[2.0, 0.0]])
-    generated, after = np.array([[False], [True], [False]]), np.array([True])
-    advantages, returns = mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, generated, after)
+    generated = np.array([[False], [True], [False]])
+    advantages, returns = mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, generated)
     plain, _ = mappo.compute_gae(rewards, values, dones, next_value, 0.9, 0.8)
     td = rewards + 0.9 * np.concatenate([values[1:], next_value[None]]) - values  # every trace is cut here
     np.testing.assert_allclose(advantages[0], td[0])  # not plain[0], which carries step 1's plan rewards
@@ -327,7 +327,7 @@ def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
     # with nothing generated the setting is plain GAE
     none = np.zeros((3, 1), bool)
     np.testing.assert_array_equal(
-        mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, none, np.array([False]))[0], plain)
+        mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, none)[0], plain)
 
 
 def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set():
@@ -337,6 +337,6 @@ def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set
         mappo.MAPPOConfig(generated_steps="mask")
     agent = mappo.MAPPO(mappo.MAPPOConfig(generated_steps="separate"), seed=0)
     rollout = next(mappo_rollouts.rollouts(agent, get_layout("single_slot"), n_envs=2, episodes=1, seed=0))
-    assert not rollout[-2].any() and not rollout[-1].any()  # no generator: no generated steps
+    assert rollout[-1].shape == (len(rollout[0]), 2) and not rollout[-1].any()  # no generator: no generated steps
     with pytest.raises(ValueError, match="generated-step flags"):
-        mappo.training_rows(agent, *rollout[:-2])
+        mappo.training_rows(agent, *rollout[:-1])
