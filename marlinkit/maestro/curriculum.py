@@ -77,7 +77,7 @@ class CurriculumConfig:
 
 #: The training score (165 = max-pressure, 0 = fixed-time, each on the episode's own traffic) that a
 #: measured learner ends at: plain MADDPG with the paper's defaults (no curriculum, no LLM) trained on
-#: the real Hangzhou flow, mean of its last 20 of 100 training episodes (``data/maestro_sweep/``,
+#: the real Hangzhou flow, mean of training episodes 80-99, the last 20 of its first 100 (``data/maestro_sweep/``,
 #: setting ``paper``, seed 200: 78.47).
 MEASURED_LEARNER_SCORE = 78.47
 #: The paper's learners end at 95-97 % of the rule's target (Table 2: 157, 159, 160 against 165; mean 0.962).
