@@ -154,21 +154,25 @@ def learning_figure(axes, df) -> None:
     """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
     max-pressure on the evaluation episode). Right: average delay of the training episodes."""
     colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e", "#17becf", "#bcbd22"]))
+    labelled: set[str] = set()  # one legend entry per setting (its seeds share its colour)
     for (setting, seed), run in df.groupby(["setting", "seed"]):
         evaluated = run.dropna(subset=["eval_score_stochastic"])
+        seeds = sorted(df.loc[df["setting"] == setting, "seed"].unique())
+        label = None if setting in labelled else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+        labelled.add(setting)
         for policy, style in (("stochastic", "-"), ("greedy", "--")):
-            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], style, marker="o", ms=3, color=colors[setting], lw=1.2,
-                         label=f"{setting} s{seed} {policy}")
-        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=colors[setting], lw=1, label=f"{setting} s{seed}")
+            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], style, marker="o", ms=2, color=colors[setting],
+                         lw=1.0, label=label if policy == "stochastic" else None)
+        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=colors[setting], lw=0.8, label=label)
     axes[0].axhline(165, color="k", ls=":", lw=1)
     axes[0].axhline(0, color="grey", ls=":", lw=1)
     axes[0].set_ylabel("evaluation score (0 fixed-time, 165 max-pressure)")
     axes[1].axhline(df["fixed_time_avg_delay_s"].iloc[0], color="grey", ls=":", lw=1, label="fixed-time (eval episode)")
     axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1, label="max-pressure (eval episode)")
-    axes[1].set_ylabel("training episode avg delay (s)")
+    axes[1].set_ylabel("training episode avg delay (s), own training traffic")
     for ax in axes:
         ax.set_xlabel("training episode")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="lower right" if ax is axes[0] else "upper right")
 
 
 def summary(df, last: int = 20):
