@@ -68,3 +68,16 @@ def test_over_seeds_summarises_each_setting_and_checks_the_bar_on_its_worst_seed
     assert table.loc["paper", "delay_worst"] == 42.0
     assert table.loc["paper", "vs_fixed_pct_worst"] == pytest.approx(100 * (42 / 54 - 1))
     assert not table.loc["paper", "every seed <= -25 %"]  # 42 s is -22 %: the worst seed misses the bar
+
+
+def test_over_seeds_compares_a_settings_seeds_at_the_shortest_runs_length():
+    rows = []
+    for seed, episodes in ((200, 6), (300, 4)):  # seed 200 finished, seed 300 stopped at 4 episodes
+        for episode in range(episodes):
+            delay = 30.0 if episode >= 4 else 40.0 + seed / 100  # seed 200's late episodes must not count
+            rows.append({"setting": "ue25", "seed": seed, "episode": episode, "wall_s": 1.0,
+                         "eval_avg_delay_s_stochastic": delay, "eval_avg_delay_s_greedy": 60.0,
+                         "eval_delay_vs_fixed_pct_stochastic": 100 * (delay / 54.0 - 1)})
+    table = maestro_sweep.over_seeds(pd.DataFrame(rows), last=2).set_index("setting")
+    assert table.loc["ue25", "episodes"] == 4 and table.loc["ue25", "longest"] == 6
+    assert table.loc["ue25", "delay_mean"] == pytest.approx((42.0 + 43.0) / 2)
