@@ -201,6 +201,41 @@ def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_anot
     assert checkpoint.resume(path, fresh, fresh_buffer, "hash-a") is None
 
 
+def test_a_checkpoint_streams_the_buffer_to_disk_and_resumes_checkpoints_saved_with_arrays(tmp_path):
+    """A paper-length buffer is ~1.8 GB: saving must not build copies of it in memory (a run once reached 11 GB
+    and was killed), and a checkpoint written before the buffer was saved as tensors still resumes."""
+    import tracemalloc
+
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
+    from marlinkit.algos.replay_buffer import ReplayBuffer
+    from marlinkit.maestro import checkpoint
+
+    learner, buffer = MADDPG(2, 3, 4, MADDPGConfig(seed=1, hidden=8)), ReplayBuffer(40_000, 16, 50)  # 2 x 128 MB
+    rng = np.random.default_rng(0)
+    buffer.size = buffer.pos = 30_000  # 30,000 rows filled (at once, rather than by 30,000 adds)
+    buffer.obs[:30_000] = rng.random((30_000, 16, 50), dtype=np.float32)
+    path = tmp_path / "run.checkpoint.pt"
+    tracemalloc.start()
+    checkpoint.save(path, learner, buffer, "hash")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    filled = buffer.obs[:30_000].nbytes  # 96 MB each for obs and next_obs
+    assert path.stat().st_size > 2 * filled  # both arrays are in the file ...
+    assert peak < filled / 10  # ... and were never copied in memory on the way (the old save held ~3 copies)
+    fresh = ReplayBuffer(40_000, 16, 50)
+    checkpoint.resume(path, MADDPG(2, 3, 4, MADDPGConfig(seed=1, hidden=8)), fresh, "hash")
+    np.testing.assert_array_equal(fresh.obs[:30_000], buffer.obs[:30_000])
+    assert (fresh.size, fresh.pos) == (buffer.size, buffer.pos)
+    older = torch.load(path, weights_only=False)  # the layout before: the buffer as numpy arrays
+    older["buffer"] = {k: v.numpy().copy() for k, v in older["buffer"].items()}
+    torch.save(older, path)
+    again = ReplayBuffer(40_000, 16, 50)
+    assert checkpoint.resume(path, MADDPG(2, 3, 4, MADDPGConfig(seed=1, hidden=8)), again, "hash") is not None
+    np.testing.assert_array_equal(again.obs[:30_000], buffer.obs[:30_000])
+
+
 def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_keys(tmp_path):
     paper = maestro.load_config("smoke", **TINY)
     calibration = curriculum_env.Calibration(1.0, 0.0)
