@@ -94,7 +94,8 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
         results = maestro.run_ablation(preset, root=root, progress=False, final_window=cfg.final_window, **settings)
     df = results.episodes
     table = report.cost_breakdown(results).set_index("Component")
-    split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index if name != "Total"}
+    split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index
+             if name not in ("Total", report.OVERHEAD)}  # per episode: the run's start and load are not
     latency = table.loc[["LLM curriculum calls", "LLM reward calls"], "Model latency per call (s)"]
     # MADDPG time = acting + updates: the time per update from episodes with and without updates.
     updating = df["updates"] > 0

@@ -133,3 +133,22 @@ def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_na
     assert not any("identical" in label for label in labels if label.startswith("A8"))
     plt.close(fig)
     assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in results.provenance()
+
+
+def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measured_wall_time():
+    import dataclasses
+
+    results = _results({"A2": [1.0, 2.0]})
+    timing = {"sim_s": 1.0, "eval_s": 0.5, "baseline_s": 0.5, "train_s": 3.0, "llm_curriculum_s": 2.0,
+              "llm_reward_s": 0.0, "reward_eval_s": 0.0}
+    episodes = results.episodes.assign(**timing)  # 7 s timed per episode
+    timed = 7.0 * len(episodes)
+    generations = pd.DataFrame({"kind": ["context"], "fallback": [False], "llm_seconds": [2.0]})
+    walls = {"A2__seed200": {"wall_s": 200.0}, "A2__seed300": {"wall_s": 180.0}}
+    table = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations,
+                                                      sidecars=walls)).set_index("Component")
+    assert float(table.loc[report.OVERHEAD, "Total (s, all runs)"]) == 380.0 - timed
+    assert float(table.loc["Total", "Total (s, all runs)"]) == 380.0  # the runs' own wall time
+    assert table.loc[report.OVERHEAD, "paper total"] == "—"
+    untimed = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations))
+    assert report.OVERHEAD not in set(untimed["Component"])  # sidecars without wall_s: no rest to count
