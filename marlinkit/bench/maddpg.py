@@ -4,7 +4,10 @@ Part 1: both update paths run the same update on the same weights, batch and noi
 (``mode="batched"``: one batched matmul per layer for all agents and one backward; ``mode="loop"``:
 each agent's slice of the weights forward and backward in a Python loop; Adam and gradient
 clipping are shared). Batches are random transitions of the traffic environment's shape, sampled
-before the clock starts.
+before the clock starts. ``update_gflop`` counts the update's matrix products from the weight
+shapes (:func:`update_gflop`); at the paper's shapes, ``ablation_12_seeds_updates_floor_h`` is the
+time the 3 x 12-seed ablation spends in updates alone at the measured CPU time per update, all
+cores busy: a floor that stacking seeds cannot lower (it batches the same products).
 
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
 reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.run_ablation``
@@ -80,6 +83,37 @@ def _time_updates(learner, batches, noises, mode: str) -> tuple[float, float]:
     return len(batches) / wall, cpu / len(batches)
 
 
+def update_gflop(learner, batch_size: int) -> float:
+    """GFLOP (2 per multiply-add) of the matrix products of one MADDPG update, counted from the weight shapes.
+
+    Per network, a forward pass over the batch costs ``B * sum(agents * fan_in * fan_out)``. An
+    update runs: the target actors and target critics forward (the TD target); the critics
+    forward, their weight gradients (as many products again) and the input gradients of all but
+    the first layer (the critics' inputs need none); the actors forward, their weight and inner
+    input gradients; the updated critics forward again on the policy's actions and back to the
+    own action through all but the first layer (the own action's share of the first is negligible).
+    Bias adds, activations, Gumbel noise and Adam are left out: this is the part no batching removes.
+    """
+    def forward(net) -> tuple[int, int]:  # multiply-adds per row: all layers, and all but the first
+        layers = [w.shape[0] * w.shape[1] * w.shape[2] for w in net.weights]
+        return sum(layers), sum(layers[1:])
+    (critic, critic_inner), (actor, actor_inner) = forward(learner.critic), forward(learner.actor)
+    per_row = (critic + 2 * critic + critic_inner + critic + critic_inner  # target, train (fwd + grads), actor loss
+               + actor + 2 * actor + actor_inner)  # target actor, actor (fwd + grads)
+    return 2 * per_row * batch_size / 1e9
+
+
+def paper_updates_per_run() -> int:
+    """MADDPG updates in one run of the ``paper`` preset (steps 1100, 1200, ..., 72000 at its defaults)."""
+    from marlinkit.maestro import ablation as maestro
+
+    paper = maestro.load_config("paper")
+    mcfg = maestro._maddpg_config(paper, paper.seeds[0])
+    first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
+    return len(range(-(-first // mcfg.update_every) * mcfg.update_every, paper.episodes * paper.episode_seconds + 1,
+                     mcfg.update_every))
+
+
 def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict[str, Any]:
     """Time one A7 run of ``episodes`` episodes; per-episode components and the ``paper`` projection."""
     import tempfile
@@ -105,10 +139,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     else:  # every timed episode updated (or none did): the two are not separable
         acting = per_update = None
     paper = maestro.load_config("paper")
-    mcfg = maestro._maddpg_config(paper, seed)
-    steps = paper.episodes * paper.episode_seconds
-    first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
-    updates = len(range(-(-first // mcfg.update_every) * mcfg.update_every, steps + 1, mcfg.update_every))
+    updates = paper_updates_per_run()
     same_shape = cfg.episode_seconds == paper.episode_seconds and cfg.maddpg == paper.maddpg
     runs = len(paper.ablations) * len(paper.seeds)
     shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / len(paper.ablations)  # A7's share
@@ -156,6 +187,23 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
         out[f"{name}_updates"] = sum(r["updates"] for r in rows if r["seed"] == group[0])
     out["batched_vs_alone_ratio"] = out["alone_s_per_seed_episode"] / out["batched_s_per_seed_episode"]
     return out
+
+
+def obs_dim_source_is_env(source: str) -> bool:
+    return source == "TrafficSignalEnv()"
+
+
+def updates_floor(cpu_s_per_update: float, seeds_per_config: int = 12) -> dict[str, Any]:
+    """Hours the 3 x ``seeds_per_config`` paper ablation spends in MADDPG updates alone, at part 1's
+    CPU time per update, every core busy: no stacking of seeds lowers it (the products stay)."""
+    from marlinkit.maestro import ablation as maestro
+
+    paper = maestro.load_config("paper")
+    updates = paper_updates_per_run()
+    runs = len(paper.ablations) * seeds_per_config
+    return {"ablation_12_seeds_updates_floor_h": runs * updates * cpu_s_per_update / paper.workers / 3600,
+            "ablation_12_seeds_updates_floor_note": (f"{runs} runs x {updates} updates x the batched update's CPU time, "
+                                                     f"{paper.workers} cores; updates only (no simulation, LLM or acting)")}
 
 
 def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
@@ -219,6 +267,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result[f"{mode}_updates_per_s"], result[f"{mode}_cpu_s_per_update"] = _time_updates(
             learner, batches, noises, mode)
     result["speedup"] = result["batched_updates_per_s"] / result["loop_updates_per_s"]
+    gflop = update_gflop(learner, batch_size)
+    result["update_gflop"] = gflop
+    result["batched_gflop_per_cpu_s"] = gflop / result["batched_cpu_s_per_update"]
+    if args.batch_size is None and obs_dim_source_is_env(obs_source):  # the paper's update: its floor at 12 seeds
+        result.update(updates_floor(result["batched_cpu_s_per_update"]))
     if args.episodes:
         result.update(episode_split(args.preset, args.episodes, args.llm))
     if args.batch_seeds:

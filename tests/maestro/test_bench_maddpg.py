@@ -21,6 +21,14 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert result["batched_updates_per_s"] > 0 and result["loop_updates_per_s"] > 0
     assert result["batched_cpu_s_per_update"] > 0 and result["loop_cpu_s_per_update"] > 0
     assert result["speedup"] == pytest.approx(result["batched_updates_per_s"] / result["loop_updates_per_s"])
+    # the update's matrix products, counted by hand for 16 agents, obs 7, 4 actions, hidden 64, batch 16:
+    # per agent and row, actor 7*64 + 64*64 + 64*4 = 4800 (4352 past the first layer), critic on the joint
+    # 16 * (7 + 4) = 176 inputs 176*64 + 64*64 + 64 = 15424 (4160); an update runs the critics 4 times
+    # (target, forward, weight grads, actor loss) plus 2 inner input-gradient passes, the actors 3 times plus 1
+    per_row = 16 * (4 * 15424 + 2 * 4160 + 3 * 4800 + 4352)
+    assert result["update_gflop"] == pytest.approx(2 * per_row * 16 / 1e9)
+    assert result["batched_gflop_per_cpu_s"] == pytest.approx(result["update_gflop"] / result["batched_cpu_s_per_update"])
+    assert "ablation_12_seeds_updates_floor_h" not in result  # --obs-dim 7 is not the paper's update
     assert "episode_split_s" not in result  # --episodes 0: no MAESTRO run
     assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
 
@@ -47,6 +55,15 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
     assert result["batched_vs_alone_ratio"] == pytest.approx(
         result["alone_wall_s"] / (result["batched_wall_s"] / 2))
     assert 0 < result["ablation_12_seeds_batched_h"] and 0 < result["ablation_12_seeds_alone_h"]
+
+
+def test_the_updates_floor_counts_every_update_of_the_36_paper_runs_on_the_presets_cores():
+    from marlinkit.bench.maddpg import paper_updates_per_run, updates_floor
+
+    assert paper_updates_per_run() == 710
+    floor = updates_floor(0.5)  # 3 configurations x 12 seeds x 710 updates x 0.5 s, 2 at a time
+    assert floor["ablation_12_seeds_updates_floor_h"] == pytest.approx(36 * 710 * 0.5 / 2 / 3600)
+    assert updates_floor(0.5, seeds_per_config=4)["ablation_12_seeds_updates_floor_h"] == pytest.approx(12 * 710 * 0.5 / 2 / 3600)
 
 
 def test_bench_maddpg_rejects_a_bad_episode_setting_before_any_compute(capsys):
