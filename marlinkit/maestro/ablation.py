@@ -387,7 +387,7 @@ def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
     name = run["name"]
     atomic_write_text(store.root / f"{name}.generations.jsonl", run["generations"])
     store.save(name, run["table"], run["config"], **run["provenance"])
-    (store.root / f"{name}.checkpoint.pt").unlink(missing_ok=True)
+    checkpoint.remove(store.root / f"{name}.checkpoint.pt")
     return name
 
 
