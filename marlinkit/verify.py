@@ -208,12 +208,75 @@ def summary(checks: list[FileCheck], calls: int | None, images_informational: bo
     return "\n".join(lines), not failed
 
 
+#: Fields of a MAESTRO generation-log record that measure time or say whether the reply was replayed.
+GENERATION_TIMING_FIELDS = ("wall_seconds", "llm_seconds", "cached")
+#: Sidecar fields a recomputed run must reproduce (the rest record the machine, its versions and its wall time).
+SIDECAR_RESULT_FIELDS = ("config", "config_hash", "table_rows", "context_calls", "context_accepted", "reward_calls",
+                         "reward_accepted", "llm", "engine")
+
+
+def compare_generation_logs(reference: Path, scratch: Path) -> tuple[str, list[str]]:
+    """Status of two MAESTRO generation logs: every record equal but for :data:`GENERATION_TIMING_FIELDS`."""
+    from marlinkit.files import read_jsonl
+
+    if reference.read_bytes() == scratch.read_bytes():
+        return "same", []
+    old, new = read_jsonl(reference), read_jsonl(scratch)
+    details = [f"records {len(old)} -> {len(new)}"] if len(old) != len(new) else []
+    timing = 0
+    for line, (a, b) in enumerate(zip(old, new), 1):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) == b.get(key):
+                continue
+            if key in GENERATION_TIMING_FIELDS:
+                timing += 1
+            elif len(details) < _SHOWN:
+                details.append(f"record {line}, field {key!r}: {str(a.get(key))[:60]!r} -> {str(b.get(key))[:60]!r}")
+    if details:
+        return "differs", details
+    return "tolerated", [f"{timing} timing/replay field(s) differ ({', '.join(GENERATION_TIMING_FIELDS)}): tolerated"]
+
+
+def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
+    """Recompute one committed MAESTRO run (``run`` = ``"A2:200"``) in ``scratch``, in strict replay, and
+    compare its table (all but the measured wall-time columns), its generation log (all but timing fields),
+    its sidecar's result fields and the ablation's calibration with the committed ones."""
+    from marlinkit.files import read_json
+    from marlinkit.maestro import ablation as maestro
+
+    name, _, seed = run.partition(":")
+    if name not in maestro.ABLATIONS or not seed.isdigit():
+        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), got {run!r}")
+    cfg = maestro.load_config(preset, record=False)
+    reference = maestro.results_root(preset, cfg)
+    stem = maestro.run_name(name, f"seed{seed}")
+    if not (reference / f"{stem}.json").exists():
+        raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
+    shutil.rmtree(scratch, ignore_errors=True)
+    maestro.run_ablation(preset, root=scratch, seeds=[int(seed)], ablations=[name], workers=1, record=False)
+    checks = []
+    for file in (f"{stem}.csv", "ablation_calibration.csv"):
+        status, details = compare_table(reference / file, scratch / file,
+                                        maestro.TIMING_COLUMNS if file == f"{stem}.csv" else ())
+        checks.append(FileCheck(file, "table", status, details))
+    status, details = compare_generation_logs(reference / f"{stem}.generations.jsonl", scratch / f"{stem}.generations.jsonl")
+    checks.append(FileCheck(f"{stem}.generations.jsonl", "other", status, details))
+    old, new = read_json(reference / f"{stem}.json"), read_json(scratch / f"{stem}.json")
+    differing = [k for k in SIDECAR_RESULT_FIELDS if old.get(k) != new.get(k)]
+    checks.append(FileCheck(f"{stem}.json", "other", "differs" if differing else "same",
+                            [f"field {k!r}: {str(old.get(k))[:60]!r} -> {str(new.get(k))[:60]!r}" for k in differing]))
+    return checks
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default=presets.DEFAULT_PRESET, help="preset to recompute (default: quick)")
     parser.add_argument("--reference", type=Path, help="folder to compare with (default: figures/; "
                         "build/figures-smoke/ for smoke)")
     parser.add_argument("--scratch", type=Path, help="scratch folder (default: build/verify-<preset>/; emptied first)")
     parser.add_argument("--compare-only", action="store_true", help="compare an existing scratch folder, run nothing")
+    parser.add_argument("--maestro-run", metavar="ABLATION:SEED",
+                        help="recompute only this committed MAESTRO run of --preset (e.g. A2:200; paper: ~25 min) and "
+                             "compare its files with the committed ones")
     parser.add_argument("--images-informational", action="store_true",
                         help="report differing PNG/PDF files without failing (e.g. another matplotlib build)")
 
@@ -223,6 +286,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     preset = presets.check_preset(args.preset)
     reference = (args.reference or reference_root(preset)).resolve()
     scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}").resolve()
+    if args.maestro_run:
+        return _run_maestro(preset, args.maestro_run, (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve())
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
     calls, returncode = None, 0
@@ -242,3 +307,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "live_llm_calls": calls, "files": len(checks),
             "differing": [c.path for c in checks if not c.ok and not (c.kind == "image" and args.images_informational)],
             "exit_code": 0 if ok else 1}
+
+
+def _run_maestro(preset: str, run: str, scratch: Path) -> dict[str, Any]:
+    import resource
+    import time
+
+    env_record = os.environ.pop("MARLINKIT_RECORD", None)  # strict replay: a transcript miss is an error
+    before, started = transcript_records(), time.perf_counter()
+    try:
+        checks = verify_maestro_run(preset, run, scratch)
+    finally:
+        if env_record is not None:
+            os.environ["MARLINKIT_RECORD"] = env_record
+    wall = time.perf_counter() - started
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    calls = live_calls(before, transcript_records())
+    text, ok = summary(checks, calls, images_informational=False)
+    print(text)
+    print(f"verify {preset} MAESTRO run {run}: " + ("matches the committed run" if ok else "DIFFERENCES FOUND")
+          + f" ({wall:.0f} s)")
+    return {"preset": preset, "maestro_run": run, "scratch": str(scratch), "wall_s": wall,
+            "run_cpu_s": children.ru_utime + children.ru_stime, "live_llm_calls": calls, "files": len(checks),
+            "differing": [c.path for c in checks if not c.ok], "exit_code": 0 if ok else 1}

@@ -133,3 +133,38 @@ def test_the_paper_presets_folder_inside_figures_is_not_part_of_the_quick_compar
     assert not any(c.path.startswith("paper/") for c in checks)
     assert verify.summary(checks, 0, images_informational=False)[1]  # the rest is the same file by file
     assert verify.reference_root("paper") == verify.reference_root("quick") / "paper"
+
+
+def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp_path, monkeypatch, capsys):
+    """`verify --maestro-run A2:200`: a real smoke run recomputed in a scratch folder matches its reference up to
+    the measured wall-time columns and the generation log's timing fields; a changed result cell, a changed
+    generation record and a run with no reference are each caught."""
+    import json
+
+    from marlinkit import paths
+    from marlinkit.maestro import ablation
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    ablation.run_ablation("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False)  # the "committed" run
+    reference = tmp_path / "results" / "maestro" / "smoke"
+    scratch = tmp_path / "scratch"
+    checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch))
+    assert set(checks) == {"A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl", "A2__seed200.json"}
+    assert all(c.ok for c in checks.values()), checks
+    assert checks["A2__seed200.csv"].status == "tolerated"  # its measured wall-time columns differ, nothing else
+    table = pd.read_csv(reference / "A2__seed200.csv")
+    table.loc[2, "score"] += 1e-9  # one result cell
+    table.to_csv(reference / "A2__seed200.csv", index=False)
+    log = [json.loads(line) for line in (reference / "A2__seed200.generations.jsonl").read_text().splitlines()]
+    log[0]["reply"] = log[0]["reply"] + " "
+    (reference / "A2__seed200.generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    result = verify.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch, compare_only=False,
+                                           maestro_run="A2:200", images_informational=False))
+    assert result["exit_code"] == 1 and result["live_llm_calls"] == 0
+    assert result["differing"] == ["A2__seed200.csv", "A2__seed200.generations.jsonl"]
+    out = capsys.readouterr().out
+    assert "column 'score'" in out and "record 1, field 'reply'" in out and "DIFFERENCES FOUND" in out
+    with pytest.raises(FileNotFoundError, match="no committed run A2__seed300"):
+        verify.verify_maestro_run("smoke", "A2:300", scratch)
+    with pytest.raises(ValueError, match="ABLATION:SEED"):
+        verify.verify_maestro_run("smoke", "A9:200", scratch)
