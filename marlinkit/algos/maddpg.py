@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 
 import numpy as np
@@ -31,7 +31,7 @@ from gymnasium import spaces
 from torch import nn
 
 from marlinkit.algos.replay_buffer import ReplayBuffer
-from marlinkit.algos.stacked_mlp import Mode, StackedMLP
+from marlinkit.algos.stacked_mlp import PRODUCTS, Mode, StackedMLP
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,10 @@ class MADDPGConfig:
     """Weight of the squared-logit penalty in the actor loss (Lowe et al.'s code: 1e-3)."""
     eval_every: int = 2
     """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
+    products: str = "torch"
+    """Where the batched update's matrix products run (our choice; :data:`~marlinkit.algos.stacked_mlp.PRODUCTS`):
+    "torch" (MKL's pinned branch: every committed run) or "openblas" (NumPy's pinned OpenBLAS: faster, other bits).
+    Not part of a run's key while it is "torch" (:meth:`key`)."""
 
     def __post_init__(self) -> None:
         for name in ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
@@ -77,6 +81,16 @@ class MADDPGConfig:
             raise ValueError(f"need 0 <= gamma <= 1 and 0 < tau <= 1, got {self.gamma}, {self.tau}")
         if self.batch_size > self.buffer_size or self.learning_starts < 0:
             raise ValueError("need batch_size <= buffer_size and learning_starts >= 0")
+        if self.products not in PRODUCTS:
+            raise ValueError(f"MADDPGConfig.products must be one of {PRODUCTS}, got {self.products!r}")
+
+    def key(self) -> dict:
+        """The fields a run's results depend on, for its key: all of them, ``products`` only when not the
+        default (runs made before the setting existed keep their keys)."""
+        fields = asdict(self)
+        if fields["products"] == "torch":
+            del fields["products"]
+        return fields
 
 
 def seed_everything(seed: int) -> None:
@@ -211,7 +225,7 @@ class MADDPG:
             torch.manual_seed(seed)  # initial weights depend on the seed alone
             for k in names:
                 nets[k].append(StackedMLP(n_agents, [joint if "critic" in k else obs_dim, config.hidden, config.hidden,
-                                                     1 if "critic" in k else n_actions]))
+                                                     1 if "critic" in k else n_actions], config.products))
             nets["target_actor"][-1].load_state_dict(nets["actor"][-1].state_dict())
             nets["target_critic"][-1].load_state_dict(nets["critic"][-1].state_dict())
         for k in names:

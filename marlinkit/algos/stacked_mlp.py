@@ -9,12 +9,51 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 #: How a stacked network is evaluated: all agents in one batched matmul, or one agent at a time.
 Mode = Literal["batched", "loop"]
+#: Where the batched path's matrix products run: ``"torch"`` (MKL on its pinned ``COMPATIBLE`` branch, the
+#: default every committed run used) or ``"openblas"`` (NumPy's OpenBLAS, pinned by :mod:`marlinkit.numerics`
+#: to its Haswell kernels, whose blocking is fixed: as reproducible across AVX2 machines, ~2.5x faster on
+#: these products, different bits). The per-agent reference path (``forward_agent``) always uses torch.
+PRODUCTS = ("torch", "openblas")
+
+
+def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b (batched) in NumPy's OpenBLAS, on views of the tensors' memory (no autograd)."""
+    return torch.from_numpy(np.matmul(a.detach().numpy(), b.detach().numpy()))
+
+
+class _OpenBLASBaddbmm(torch.autograd.Function):
+    """``torch.baddbmm(b, x, w)`` with the forward's and the backward's products in OpenBLAS:
+    b (G, 1, out) + x (G, B, in) @ w (G, in, out); gradients x: g @ w^T, w: x^T @ g, b: sum over B."""
+
+    @staticmethod
+    def forward(ctx, b, x, w):
+        ctx.save_for_backward(x, w)
+        out = _matmul(x, w)
+        out += b
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_b = grad.sum(1, keepdim=True) if ctx.needs_input_grad[0] else None
+        grad_x = _matmul(grad, w.transpose(1, 2)) if ctx.needs_input_grad[1] else None
+        grad_w = _matmul(x.transpose(1, 2), grad) if ctx.needs_input_grad[2] else None
+        return grad_b, grad_x, grad_w
+
+
+def baddbmm(b: torch.Tensor, x: torch.Tensor, w: torch.Tensor, products: str = "torch") -> torch.Tensor:
+    """b + x @ w, batched, with the products where :data:`PRODUCTS` says."""
+    if products == "openblas":
+        return _OpenBLASBaddbmm.apply(b, x, w)
+    return torch.baddbmm(b, x, w)
 
 
 class _OwnActionLayer(torch.autograd.Function):
@@ -30,9 +69,13 @@ class _OwnActionLayer(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, policy, w, b, start, n_agents):
+    def forward(ctx, x, policy, w, b, start, n_agents, products="torch"):
         ctx.save_for_backward(w)
-        ctx.start, ctx.n_actions, ctx.n_agents = start, policy.shape[-1], n_agents
+        ctx.start, ctx.n_actions, ctx.n_agents, ctx.products = start, policy.shape[-1], n_agents, products
+        if products == "openblas":
+            out = _matmul(x, w)
+            out += b.unsqueeze(1)
+            return out
         return torch.baddbmm(b.unsqueeze(1), x, w)
 
     @staticmethod
@@ -41,17 +84,21 @@ class _OwnActionLayer(torch.autograd.Function):
             raise RuntimeError("_OwnActionLayer differentiates the own actions only: freeze the critic")
         (w,) = ctx.saved_tensors
         a, n, rows = ctx.n_actions, ctx.n_agents, w.shape[0]
-        joint = torch.bmm(grad, w[:, ctx.start: ctx.start + n * a].transpose(1, 2))  # (rows, B, N*A)
+        own = w[:, ctx.start: ctx.start + n * a].transpose(1, 2)
+        joint = _matmul(grad.contiguous(), own) if ctx.products == "openblas" else torch.bmm(grad, own)  # (rows, B, N*A)
         index = torch.arange(rows)
-        return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None
+        return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None, None
 
 
 class StackedMLP(nn.Module):
     """N independent MLPs (ReLU hidden layers) whose weights carry a leading agent axis
     (with S seeds stacked: S*N rows, seed-major)."""
 
-    def __init__(self, n_agents: int, sizes: list[int]):
+    def __init__(self, n_agents: int, sizes: list[int], products: str = "torch"):
         super().__init__()
+        if products not in PRODUCTS:
+            raise ValueError(f"products must be one of {PRODUCTS}, got {products!r}")
+        self.products = products
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
@@ -64,6 +111,7 @@ class StackedMLP(nn.Module):
         """One stack holding ``parts``' rows one after the other (their weights copied)."""
         out = cls.__new__(cls)
         nn.Module.__init__(out)
+        out.products = parts[0].products
         out.weights = nn.ParameterList([nn.Parameter(torch.cat([p.weights[k].detach() for p in parts]))
                                         for k in range(len(parts[0].weights))])
         out.biases = nn.ParameterList([nn.Parameter(torch.cat([p.biases[k].detach() for p in parts]))
@@ -83,17 +131,17 @@ class StackedMLP(nn.Module):
         last = len(self.weights) - 1
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
             if k == 0 and own_actions is not None:
-                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1], own_actions[2])
+                x = _OwnActionLayer.apply(x, own_actions[0], w, b, own_actions[1], own_actions[2], self.products)
             elif k == 0 and (shared or x.dim() == 2):
                 x = x if x.dim() == 3 else x.unsqueeze(0)
                 groups, size = x.shape[:2]
                 rows, fan_in, fan_out = w.shape
                 per = rows // groups
                 joined = w.view(groups, per, fan_in, fan_out).permute(0, 2, 1, 3).reshape(groups, fan_in, per * fan_out)
-                x = torch.baddbmm(b.view(groups, 1, per * fan_out), x, joined)
+                x = baddbmm(b.view(groups, 1, per * fan_out), x, joined, self.products)
                 x = x.view(groups, size, per, fan_out).transpose(1, 2).reshape(rows, size, fan_out)
             else:
-                x = torch.baddbmm(b.unsqueeze(1), x, w)
+                x = baddbmm(b.unsqueeze(1), x, w, self.products)
             x = F.relu(x) if k < last else x
         return x
 

@@ -7,7 +7,9 @@ clipping are shared). Batches are random transitions of the traffic environment'
 before the clock starts. ``update_gflop`` counts the update's matrix products from the weight
 shapes (:func:`update_gflop`); at the paper's shapes, ``ablation_12_seeds_updates_floor_h`` is the
 time the 3 x 12-seed ablation spends in updates alone at the measured CPU time per update, all
-cores busy: a floor that stacking seeds cannot lower (it batches the same products).
+cores busy: a floor that stacking seeds cannot lower (it batches the same products). The
+``openblas_*`` keys time the same batched update with ``MADDPGConfig(products="openblas")`` (its
+products in NumPy's pinned OpenBLAS, not MKL's pinned branch) on the same batches and noise.
 
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
 reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.run_ablation``
@@ -33,6 +35,7 @@ processes one after another (each already uses every core through its workers).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 from typing import Any
@@ -267,11 +270,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result[f"{mode}_updates_per_s"], result[f"{mode}_cpu_s_per_update"] = _time_updates(
             learner, batches, noises, mode)
     result["speedup"] = result["batched_updates_per_s"] / result["loop_updates_per_s"]
+    # the same batched update with its products in NumPy's pinned OpenBLAS (MADDPGConfig.products), same batches
+    learner = MADDPG(N_AGENTS, obs_dim, N_PHASES, dataclasses.replace(config, products="openblas"))
+    result["openblas_updates_per_s"], result["openblas_cpu_s_per_update"] = _time_updates(learner, batches, noises, "batched")
+    result["openblas_speedup"] = result["batched_cpu_s_per_update"] / result["openblas_cpu_s_per_update"]
     gflop = update_gflop(learner, batch_size)
     result["update_gflop"] = gflop
     result["batched_gflop_per_cpu_s"] = gflop / result["batched_cpu_s_per_update"]
+    result["openblas_gflop_per_cpu_s"] = gflop / result["openblas_cpu_s_per_update"]
     if args.batch_size is None and obs_dim_source_is_env(obs_source):  # the paper's update: its floor at 12 seeds
         result.update(updates_floor(result["batched_cpu_s_per_update"]))
+        result["ablation_12_seeds_updates_floor_openblas_h"] = updates_floor(
+            result["openblas_cpu_s_per_update"])["ablation_12_seeds_updates_floor_h"]
     if args.episodes:
         result.update(episode_split(args.preset, args.episodes, args.llm))
     if args.batch_seeds:

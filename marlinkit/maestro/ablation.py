@@ -192,7 +192,7 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
     run_keys = ("episodes", "episode_seconds", "eval_every", "llm", "engine", "eval_seed", "regen_interval",
                 "max_attempts", "target_paper")
     return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
-            "maddpg": asdict(_maddpg_config(cfg, seed)), "calibration": asdict(calibration),
+            "maddpg": _maddpg_config(cfg, seed).key(), "calibration": asdict(calibration),
             "architect": asdict(_architect_config(cfg, ablation)),
             "curriculum": asdict(rule_config(cfg))}
 

@@ -29,6 +29,8 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert result["update_gflop"] == pytest.approx(2 * per_row * 16 / 1e9)
     assert result["batched_gflop_per_cpu_s"] == pytest.approx(result["update_gflop"] / result["batched_cpu_s_per_update"])
     assert "ablation_12_seeds_updates_floor_h" not in result  # --obs-dim 7 is not the paper's update
+    assert result["openblas_cpu_s_per_update"] > 0
+    assert result["openblas_speedup"] == pytest.approx(result["batched_cpu_s_per_update"] / result["openblas_cpu_s_per_update"])
     assert "episode_split_s" not in result  # --episodes 0: no MAESTRO run
     assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
 
