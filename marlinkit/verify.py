@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     preset = presets.check_preset(args.preset)
     reference = (args.reference or reference_root(preset)).resolve()
     scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}").resolve()
-    if args.maestro_run:
+    if getattr(args, "maestro_run", None):  # programmatic callers may build the namespace without it
         return _run_maestro(preset, args.maestro_run, (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve())
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
