@@ -208,8 +208,28 @@ def summary(checks: list[FileCheck], calls: int | None, images_informational: bo
     return "\n".join(lines), not failed
 
 
-#: Fields of a MAESTRO generation-log record that measure time or say whether the reply was replayed.
-GENERATION_TIMING_FIELDS = ("wall_seconds", "llm_seconds", "cached")
+#: Fields of a MAESTRO generation-log record that measure time or say whether the reply was replayed
+#: (``verdict.timings``: the sandbox's seconds per validation stage).
+GENERATION_TIMING_FIELDS = ("wall_seconds", "llm_seconds", "cached", "verdict.timings")
+
+
+def _field(record: dict, name: str) -> Any:
+    """A record's field by dotted name (``verdict.timings``), None when absent."""
+    for part in name.split("."):
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
+
+
+def _without_timing(record: dict) -> dict:
+    """The record less its :data:`GENERATION_TIMING_FIELDS` (a copy)."""
+    out = dict(record)
+    for name in GENERATION_TIMING_FIELDS:
+        head, _, rest = name.partition(".")
+        if not rest:
+            out.pop(head, None)
+        elif isinstance(out.get(head), dict):
+            out[head] = {k: v for k, v in out[head].items() if k != rest}
+    return out
 #: Sidecar fields a recomputed run must reproduce (the rest record the machine, its versions and its wall time).
 SIDECAR_RESULT_FIELDS = ("config", "config_hash", "table_rows", "context_calls", "context_accepted", "reward_calls",
                          "reward_accepted", "llm", "engine")
@@ -225,12 +245,10 @@ def compare_generation_logs(reference: Path, scratch: Path) -> tuple[str, list[s
     details = [f"records {len(old)} -> {len(new)}"] if len(old) != len(new) else []
     timing = 0
     for line, (a, b) in enumerate(zip(old, new), 1):
+        timing += sum(_field(a, name) != _field(b, name) for name in GENERATION_TIMING_FIELDS)
+        a, b = _without_timing(a), _without_timing(b)
         for key in sorted(set(a) | set(b)):
-            if a.get(key) == b.get(key):
-                continue
-            if key in GENERATION_TIMING_FIELDS:
-                timing += 1
-            elif len(details) < _SHOWN:
+            if a.get(key) != b.get(key) and len(details) < _SHOWN:
                 details.append(f"record {line}, field {key!r}: {str(a.get(key))[:60]!r} -> {str(b.get(key))[:60]!r}")
     if details:
         return "differs", details

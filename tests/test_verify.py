@@ -156,6 +156,14 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     table.loc[2, "score"] += 1e-9  # one result cell
     table.to_csv(reference / "A2__seed200.csv", index=False)
     log = [json.loads(line) for line in (reference / "A2__seed200.generations.jsonl").read_text().splitlines()]
+    timed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.001}}) for r in log]  # A7's sandbox verdicts time
+    retimed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.002}}) for r in log]  # their stages: tolerated
+    for name, records in (("timed.jsonl", timed), ("retimed.jsonl", retimed)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "tolerated"
+    retimed[0]["verdict"]["accepted"] = True
+    (tmp_path / "retimed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in retimed))
+    assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "differs"
     log[0]["reply"] = log[0]["reply"] + " "
     (reference / "A2__seed200.generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     result = verify.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch, compare_only=False,
