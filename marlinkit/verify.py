@@ -230,6 +230,8 @@ def _without_timing(record: dict) -> dict:
         elif isinstance(out.get(head), dict):
             out[head] = {k: v for k, v in out[head].items() if k != rest}
     return out
+
+
 #: Sidecar fields a recomputed run must reproduce (the rest record the machine, its versions and its wall time).
 SIDECAR_RESULT_FIELDS = ("config", "config_hash", "table_rows", "context_calls", "context_accepted", "reward_calls",
                          "reward_accepted", "llm", "engine")

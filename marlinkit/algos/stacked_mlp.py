@@ -28,6 +28,13 @@ def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(np.matmul(a.detach().numpy(), b.detach().numpy()))
 
 
+def _openblas_baddbmm(b: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """b + x @ w with the product in OpenBLAS (no autograd)."""
+    out = _matmul(x, w)
+    out += b
+    return out
+
+
 class _OpenBLASBaddbmm(torch.autograd.Function):
     """``torch.baddbmm(b, x, w)`` with the forward's and the backward's products in OpenBLAS:
     b (G, 1, out) + x (G, B, in) @ w (G, in, out); gradients x: g @ w^T, w: x^T @ g, b: sum over B."""
@@ -35,9 +42,7 @@ class _OpenBLASBaddbmm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, b, x, w):
         ctx.save_for_backward(x, w)
-        out = _matmul(x, w)
-        out += b
-        return out
+        return _openblas_baddbmm(b, x, w)
 
     @staticmethod
     def backward(ctx, grad):
@@ -73,9 +78,7 @@ class _OwnActionLayer(torch.autograd.Function):
         ctx.save_for_backward(w)
         ctx.start, ctx.n_actions, ctx.n_agents, ctx.products = start, policy.shape[-1], n_agents, products
         if products == "openblas":
-            out = _matmul(x, w)
-            out += b.unsqueeze(1)
-            return out
+            return _openblas_baddbmm(b.unsqueeze(1), x, w)
         return torch.baddbmm(b.unsqueeze(1), x, w)
 
     @staticmethod
