@@ -1,7 +1,9 @@
-"""Resumable checkpoints of one MAESTRO run: the MADDPG learner, its replay buffer, every random
-state, and whatever loop state the caller adds (:class:`marlinkit.maestro.ablation.LoopState`).
+"""Resumable checkpoints of one MADDPG run (an ablation run or a ``maestro-sweep`` run): the learner, its
+replay buffer, every random state, and whatever loop state the caller adds
+(:class:`marlinkit.maestro.ablation.LoopState`; the sweep's rows so far).
 
-A run resumed from its checkpoint gives the numbers an uninterrupted one would (``tests/maestro/test_ablation.py``).
+A run resumed from its checkpoint gives the numbers an uninterrupted one would (``tests/maestro/test_ablation.py``,
+``tests/maestro/test_sweep.py``).
 Checkpoints are transient: a finished run deletes its own (:func:`remove`).
 
 Layout: ``<name>.checkpoint.pt`` holds the networks, the random states, the extras and the list of

@@ -13,8 +13,11 @@ and its delay change against fixed-time.
 Settings are named (:data:`SETTINGS`): ``paper`` is Lowe et al.'s defaults as MAESTRO runs them
 (lr 0.01, an update every 100 steps); the others change one or two fields of it. Each
 (setting, seed) runs in a fresh process (libsumo: one simulation per process) and rewrites its tidy
-CSV ``<out>/<setting>__seed<seed>.csv`` atomically after every episode. A rerun skips runs whose CSV
-holds every episode and restarts incomplete ones from episode 0 (a run is minutes; no checkpoints).
+CSV ``<out>/<setting>__seed<seed>.csv`` atomically after every episode, and every
+``--checkpoint-every`` episodes a resumable checkpoint beside it (:mod:`marlinkit.maestro.checkpoint`,
+as the ablation's runs). A rerun skips runs whose CSV holds every episode and continues an interrupted
+one from its last checkpoint, with the numbers an uninterrupted run gives (a 200-episode run is
+~1-2 hours on a busy core); without a checkpoint of the same configuration it starts over.
 :func:`load` concatenates the runs.
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
+from marlinkit.maestro import checkpoint
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro.curriculum import CurriculumConfig
 from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
@@ -46,6 +50,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "paper_context0.4": {"train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299 vehicles)
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
+#: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
+CHECKPOINT_EVERY = 10
 #: Traffic metrics each row records (training, evaluation and baseline episodes): MAESTRO's primary ones.
 METRICS = BASELINE_METRICS
 
@@ -59,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=int, default=5, help="episodes between evaluations (default: 5)")
     parser.add_argument("--eval-seed", type=int, default=1_000_000, help="SUMO seed of the evaluation episode")
     parser.add_argument("--workers", type=int, default=1, help="runs in parallel, one process each")
+    parser.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
+                        help=f"episodes between resumable checkpoints (default: {CHECKPOINT_EVERY}; 0: none)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder of the per-run CSVs (default: {DEFAULT_OUT})")
 
 
@@ -72,9 +80,15 @@ def _complete(path: Path, episodes: int) -> bool:
     return path.exists() and len(pd.read_csv(path)) == episodes
 
 
+def checkpoint_path(out: Path, setting: str, seed: int) -> Path:
+    return Path(out) / f"{setting}__seed{seed}.checkpoint.pt"
+
+
 def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int, eval_seed: int,
-              out: str) -> str:
-    """Train one (setting, seed) in this process, rewriting its CSV after every episode; returns its path."""
+              out: str, checkpoint_every: int = CHECKPOINT_EVERY) -> str:
+    """Train one (setting, seed) in this process, rewriting its CSV after every episode and checkpointing every
+    ``checkpoint_every`` episodes; an interrupted run of the same configuration continues from its checkpoint.
+    Returns the CSV's path."""
     import numpy as np
     import pandas as pd
     import torch
@@ -85,6 +99,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.files import atomic_write_text
+    from marlinkit.runs import config_hash
 
     torch.set_num_threads(1)
     settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}
@@ -100,14 +115,17 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                "eval_seed": eval_seed, "engine_version": base_env.engine.version, "numerics": numerics.state(),
                "torch": torch.__version__, "numpy": np.__version__}
     atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
+    saving = checkpoint_path(Path(out), setting, seed)
+    hashed = config_hash(sidecar)  # the sidecar holds everything the numbers depend on
     try:
         base = baseline_episodes(base_env, eval_seed, {"context": None})
         seed_everything(seed)
         agents, obs_dim, n_actions = env_dims(env)
         learner = MADDPG(len(agents), obs_dim, n_actions, config)
         buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
-        rows, steps = [], 0
-        for episode in range(episodes):
+        saved = checkpoint.resume(saving, learner, buffer, hashed) if checkpoint_every else None
+        rows, steps = (saved["rows"], saved["steps"]) if saved is not None else ([], 0)
+        for episode in range(len(rows), episodes):
             started = time.perf_counter()
             env.context = training
             train = run_episode(env, learner, seed + episode, True, buffer, steps)
@@ -129,8 +147,11 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
             buffer_text = io.StringIO()
             pd.DataFrame(rows).to_csv(buffer_text, index=False)
             atomic_write_text(path, buffer_text.getvalue())
+            if checkpoint_every and (episode + 1) % checkpoint_every == 0 and episode + 1 < episodes:
+                checkpoint.save(saving, learner, buffer, hashed, rows=rows, steps=steps)
     finally:
         env.close()
+    checkpoint.remove(saving)
     return str(path)
 
 
@@ -216,8 +237,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("episodes", "episode_seconds", "eval_every", "workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    every = getattr(args, "checkpoint_every", CHECKPOINT_EVERY)
+    if every < 0:
+        raise ValueError(f"--checkpoint-every must be >= 0, got {every}")
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(s, seed, args.episodes, args.episode_seconds, args.eval_every, args.eval_seed, str(args.out))
+    jobs = [(s, seed, args.episodes, args.episode_seconds, args.eval_every, args.eval_seed, str(args.out), every)
             for s in args.settings for seed in args.seeds
             if not _complete(run_path(args.out, s, seed), args.episodes)]
     started = time.perf_counter()

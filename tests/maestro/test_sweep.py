@@ -34,11 +34,48 @@ def test_sweep_writes_calibrated_rows_and_resumes(tmp_path):
     assert "numerics" in pd.read_json(tmp_path / "paper__seed200.json", typ="series")
 
 
+def test_an_interrupted_sweep_run_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    """A run stopped right after its first checkpoint continues from it and matches an uninterrupted run."""
+    import torch
+
+    class Stopped(Exception):
+        pass
+
+    save = maestro_sweep.checkpoint.save
+
+    def save_then_stop(*args, **kwargs):  # the process dies right after the checkpoint is on disk
+        save(*args, **kwargs)
+        raise Stopped
+
+    # small enough that MADDPG updates before and after the checkpoint (3 episodes x 100 steps)
+    monkeypatch.setitem(maestro_sweep.SETTINGS, "tiny", {"batch_size": 64, "learning_starts": 64, "update_every": 50, "hidden": 16})
+    job = ("tiny", 200, 3, 100, 1, 1_000_000)
+    killed, reference = tmp_path / "killed", tmp_path / "reference"
+    killed.mkdir(), reference.mkdir()
+    saved = maestro_sweep.checkpoint_path(killed, "tiny", 200)
+    with monkeypatch.context() as patch:
+        patch.setattr(maestro_sweep.checkpoint, "save", save_then_stop)
+        with pytest.raises(Stopped):
+            maestro_sweep.sweep_run(*job, str(killed), 1)
+    assert saved.exists() and len(pd.read_csv(killed / "tiny__seed200.csv")) == 1
+    first = torch.load(saved, weights_only=False)["rows"][0]
+    maestro_sweep.sweep_run(*job, str(killed), 1)
+    assert not saved.exists() and not list(killed.glob("*.rows-*"))  # a finished run drops its checkpoint
+    maestro_sweep.sweep_run(*job, str(reference), 0)
+    resumed, uninterrupted = maestro_sweep.load(killed), maestro_sweep.load(reference)
+    assert resumed.loc[0, "wall_s"] == first["wall_s"]  # episode 0 was not rerun
+    assert len(resumed) == 3 and resumed["updates"].iloc[0] > 0 and resumed["updates"].iloc[1:].gt(0).all()
+    timing = ["sim_s", "train_s", "wall_s"]
+    pd.testing.assert_frame_equal(resumed.drop(columns=timing), uninterrupted.drop(columns=timing))
+
+
 def test_sweep_rejects_unknown_settings(tmp_path):
     with pytest.raises(ValueError, match="unknown sweep setting"):
         maestro_sweep.run(_args(tmp_path, settings=["nope"]))
     with pytest.raises(ValueError, match="--episodes"):
         maestro_sweep.run(_args(tmp_path, episodes=0))
+    with pytest.raises(ValueError, match="--checkpoint-every"):
+        maestro_sweep.run(_args(tmp_path, checkpoint_every=-1))
 
 
 def test_a_train_difficulty_setting_trains_on_synthetic_traffic_and_evaluates_on_the_real_flow(tmp_path):
