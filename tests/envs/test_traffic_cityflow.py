@@ -151,3 +151,18 @@ def test_readings_match_cityflow_s_own_per_lane_reads_every_second(make_env):
         halted_total += reading.halting.sum()
         moved += reading.flows.sum()
     assert halted_total > 1000 and moved > 1000 and env.last_metrics["throughput"] > 100  # busy enough to mean something
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux-only")
+def test_a_step_runs_cityflow_s_worker_on_the_caller_s_core_and_leaves_the_caller_unpinned(make_env):
+    """CityFlow hands each step to its worker thread and back ~11 times; across cores that costs
+    about twice the CPU on an idle machine, so the step runs with both threads on the caller's core."""
+    allowed = os.sched_getaffinity(0)
+    env = make_env(episode_seconds=60)
+    env.reset(seed=0)
+    one_core = env.engine._one_core
+    assert len(one_core.workers) == 1  # CityFlow's one worker thread, found when its Engine was made
+    _run(env, 5)
+    assert one_core.core in allowed
+    assert os.sched_getaffinity(one_core.workers[0]) == {one_core.core}
+    assert os.sched_getaffinity(0) == allowed  # the caller is held on that core only during the step

@@ -5,8 +5,10 @@ See :mod:`.engines` for the interface it implements and the signal codes.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
+import os
 from itertools import repeat
 from operator import itemgetter
 
@@ -20,6 +22,59 @@ from marlinkit.envs.traffic.engines import HALTING, PHASE_MOVES, Engine, Reading
 _CITYFLOW_ALIVE: list[object] = []
 #: Engines no CityFlowEngine holds now, by (roadnet file, flow key): the next load of that pair reuses one.
 _CITYFLOW_IDLE: dict[tuple[str, str], list[object]] = {}
+#: How each Engine in ``_CITYFLOW_ALIVE`` steps (:class:`OneCoreSteps`), by ``id`` (Engines live to the end).
+_CITYFLOW_STEPS: dict[int, "OneCoreSteps"] = {}
+
+
+def _thread_ids() -> set[int]:
+    """This process's thread ids (Linux; empty elsewhere)."""
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+class OneCoreSteps:
+    """Runs a CityFlow Engine's step with its worker thread and the calling thread on one core.
+
+    CityFlow steps by handing work to its worker threads and back, about 11 round trips a
+    simulated second through a mutex and condition variable (``Barrier`` in CityFlow's
+    ``utility``), each a sleep and a wake-up. With the two threads on different cores every
+    wake-up crosses cores, and on an idle machine (in a VM especially) the other core sleeps
+    between them: the step then costs about twice the CPU it costs on one core
+    (``bench traffic --engine cityflow`` with and without ``taskset -c 0``; numbers in the README).
+    So for the step only, the caller is held on the core it runs on and the worker is moved there
+    (a system call only when that core changed); the caller's own affinity is restored right after.
+    Results do not change: the same work runs, only where. Only for ``thread_num=1`` (more workers
+    are meant to run in parallel) on Linux; elsewhere the step runs as it is.
+    """
+
+    def __init__(self, workers: set[int]):
+        self.workers = sorted(workers)
+        self.core = -1
+        try:
+            self._getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        except (OSError, AttributeError):
+            self.workers = []
+
+    def __call__(self, step) -> None:
+        if not self.workers:
+            return step()
+        core = self._getcpu()
+        try:
+            allowed = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, (core,))  # 0: the calling thread
+            if core != self.core:
+                for tid in self.workers:
+                    os.sched_setaffinity(tid, (core,))
+                self.core = core
+        except OSError:  # not permitted here (or the thread is gone): step as CityFlow does
+            self.workers = []
+            return step()
+        try:
+            step()
+        finally:
+            os.sched_setaffinity(0, allowed)
 
 
 def cityflow_version(cityflow) -> str:
@@ -83,6 +138,7 @@ class CityFlowEngine(Engine):
         self._roadnet = str((network.folder / ROADNET).resolve())
         self._engine = None
         self._engine_key: tuple[str, str] | None = None
+        self._one_core = OneCoreSteps(set())  # the current engine's, see load()
         self._running: dict[str, float] = {}  # speed of each running vehicle (last second)
         self._observed: itemgetter | None = None  # picks the observed lanes' values from all lanes', see load()
         self._road_length = {road: r.length for road, r in network.roads.items()}
@@ -95,6 +151,7 @@ class CityFlowEngine(Engine):
             idle = _CITYFLOW_IDLE.get(key)
             self._engine = idle.pop() if idle else self._new_engine(flow)
             self._engine_key = key
+            self._one_core = _CITYFLOW_STEPS[id(self._engine)]
             # CityFlow returns lane reads as a dict in its own (sorted) lane order, the same every
             # call: the observed lanes are picked by position from the list of its values
             order = {lane: k for k, lane in enumerate(self._engine.get_lane_vehicles())}
@@ -125,8 +182,11 @@ class CityFlowEngine(Engine):
         config_file = _generated(flow, f".{folder_tag}.cityflow-config.json")
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.write_text(json.dumps(config))
+        before = _thread_ids()
         engine = self._cityflow.Engine(str(config_file.resolve()), thread_num=self.threads)
         _CITYFLOW_ALIVE.append(engine)
+        workers = _thread_ids() - before
+        _CITYFLOW_STEPS[id(engine)] = OneCoreSteps(workers if self.threads == 1 and len(workers) == 1 else set())
         lanes = engine.get_lane_vehicle_count()
         if not lanes or any(lane not in lanes for lane in self.lane_ids):
             raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). {SOURCE_HINT}")
@@ -141,7 +201,7 @@ class CityFlowEngine(Engine):
         self._engine.set_tl_phase(self.network.agents[agent_index], self._phase_ids[agent_index][min(code, 4)])
 
     def advance(self) -> None:
-        self._engine.next_step()
+        self._one_core(self._engine.next_step)
 
     def step(self) -> Reading:
         """One second, two reads: the vehicle ids on every lane and the speed of every running vehicle.
@@ -155,7 +215,7 @@ class CityFlowEngine(Engine):
         read converts a 240-entry dict).
         """
         eng = self._engine
-        eng.next_step()
+        self._one_core(eng.next_step)
         reader = self._lane_reader
         lanes = reader.read(self._observed(list(eng.get_lane_vehicles().values())))
         speeds = eng.get_vehicle_speed()
