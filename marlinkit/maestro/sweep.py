@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
-from marlinkit.maestro import checkpoint
 from marlinkit.envs.traffic.context import context_for_difficulty
+from marlinkit.maestro import checkpoint
 from marlinkit.maestro.curriculum import CurriculumConfig
 from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
 
