@@ -298,9 +298,9 @@ def test_torch_initialisation_is_nn_linears_own_and_enters_the_run_key_only_when
     for ours, linear in zip(default.actor.linears, reference):  # "torch": nn.Linear's own draws, in layer order
         torch.testing.assert_close(ours.weight, linear.weight, rtol=0, atol=0)
         torch.testing.assert_close(ours.bias, linear.bias, rtol=0, atol=0)
-    head = orthogonal.actor.linears[-1].weight
-    assert float(orthogonal.actor.linears[0].bias.abs().max()) == 0.0 and float(head.norm()) < 0.05  # CleanRL's 0.01 head
-    assert float(default.actor.linears[-1].weight.norm()) > 10 * float(head.norm())
+    head = orthogonal.actor.linears[-1].weight.detach()
+    assert float(orthogonal.actor.linears[0].bias.detach().abs().max()) == 0.0 and float(head.norm()) < 0.05  # CleanRL's 0.01 head
+    assert float(default.actor.linears[-1].weight.detach().norm()) > 10 * float(head.norm())
     assert "init" not in mappo.config_key(mappo.MAPPOConfig())  # the runs cached before the setting keep their keys
     assert mappo.config_key(mappo.MAPPOConfig(init="torch"))["init"] == "torch"
     with pytest.raises(ValueError, match="init must be one of"):
