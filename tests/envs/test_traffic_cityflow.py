@@ -166,3 +166,14 @@ def test_a_step_runs_cityflow_s_worker_on_the_caller_s_core_and_leaves_the_calle
     assert one_core.core in allowed
     assert os.sched_getaffinity(one_core.workers[0]) == {one_core.core}
     assert os.sched_getaffinity(0) == allowed  # the caller is held on that core only during the step
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux-only")
+def test_one_core_steps_leaves_the_caller_as_it_was_when_the_worker_cannot_be_moved():
+    allowed, stepped = os.sched_getaffinity(0), []
+    one_core = cityflow_engine.OneCoreSteps({2**22 + 12345})  # no such thread: moving it fails
+    one_core(lambda: stepped.append(os.sched_getaffinity(0)))
+    assert stepped == [allowed] and os.sched_getaffinity(0) == allowed
+    assert one_core.workers == []  # and it stops trying
+    one_core(lambda: stepped.append(1))
+    assert stepped[-1] == 1

@@ -61,13 +61,15 @@ class OneCoreSteps:
         if not self.workers:
             return step()
         core = self._getcpu()
+        if core < 0:
+            return step()
         try:
             allowed = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, (core,))  # 0: the calling thread
             if core != self.core:
                 for tid in self.workers:
                     os.sched_setaffinity(tid, (core,))
                 self.core = core
+            os.sched_setaffinity(0, (core,))  # 0: the calling thread; last, so a failure leaves it as it was
         except OSError:  # not permitted here (or the thread is gone): step as CityFlow does
             self.workers = []
             return step()
