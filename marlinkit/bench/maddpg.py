@@ -194,14 +194,26 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
     return out
 
 
-def updates_floor_h(cpu_s_per_update: float, seeds_per_config: int = 12) -> float:
-    """Hours the 3 x ``seeds_per_config`` paper ablation spends in MADDPG updates alone, at part 1's
-    CPU time per update, every core busy: no stacking of seeds lowers it (the products stay)."""
+def _floor_terms(seeds_per_config: int) -> tuple[int, int, int]:
+    """Runs, updates per run and cores of the 3 x ``seeds_per_config`` paper ablation."""
     from marlinkit.maestro import ablation as maestro
 
     paper = maestro.load_config("paper")
-    runs = len(paper.ablations) * seeds_per_config
-    return runs * paper_updates_per_run() * cpu_s_per_update / paper.workers / 3600
+    return len(paper.ablations) * seeds_per_config, paper_updates_per_run(), paper.workers
+
+
+def updates_floor_h(cpu_s_per_update: float, seeds_per_config: int = 12) -> float:
+    """Hours the 3 x ``seeds_per_config`` paper ablation spends in MADDPG updates alone, at part 1's
+    CPU time per update, every core busy: no stacking of seeds lowers it (the products stay)."""
+    runs, updates, cores = _floor_terms(seeds_per_config)
+    return runs * updates * cpu_s_per_update / cores / 3600
+
+
+def updates_floor_note(seeds_per_config: int = 12) -> str:
+    """What :func:`updates_floor_h` multiplies, in words."""
+    runs, updates, cores = _floor_terms(seeds_per_config)
+    return (f"{runs} runs x {updates} updates x the batched update's CPU time (or the OpenBLAS one's), {cores} cores; "
+            "updates only (no simulation, LLM or acting)")
 
 
 def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
@@ -276,9 +288,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.batch_size is None and obs_source == ENV_SOURCE:  # the paper's update: its floor at 12 seeds
         result["ablation_12_seeds_updates_floor_h"] = updates_floor_h(result["batched_cpu_s_per_update"])
         result["ablation_12_seeds_updates_floor_openblas_h"] = updates_floor_h(result["openblas_cpu_s_per_update"])
-        result["ablation_12_seeds_updates_floor_note"] = (
-            f"36 runs x {paper_updates_per_run()} updates x the batched update's CPU time (or the OpenBLAS one's), "
-            "the paper preset's cores; updates only (no simulation, LLM or acting)")
+        result["ablation_12_seeds_updates_floor_note"] = updates_floor_note()
     if args.episodes:
         result.update(episode_split(args.preset, args.episodes, args.llm))
     if args.batch_seeds:
