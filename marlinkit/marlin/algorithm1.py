@@ -2,7 +2,7 @@
 
 Three systems per scenario: ``MARL`` (MAPPO alone), ``MARLIN`` (Algorithm 1 switching between the
 policy and plans) and ``LLM-only`` (the plan source alone). The plan source is any
-``PlanSource``; the default is the exact joint planner (an upper bound, not an LLM), the LLM
+``PlanSource``; the default is the exact joint planner (perfect plans, not an LLM), the LLM
 negotiation plugs in at the same place.
 
 Protocol as we read it (FACTS §4): one training = ``n_envs`` (15) corridor copies in lock step

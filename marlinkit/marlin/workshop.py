@@ -31,7 +31,7 @@ from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation, greedy_robots
 
 ENGINE = "corridor core (numpy)"
-EXACT_LABEL = "exact planner: upper bound, not an LLM"
+EXACT_LABEL = "exact planner: perfect plans, not an LLM"
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class Comparison(NamedTuple):
 
 
 def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False) -> Comparison:
-    """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (upper bound).
+    """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (perfect plans, not an LLM).
 
     Per source: its LLM-only trials first, whose mean is Algorithm 1's threshold (the paper's rule:
     the LLM-only performance *of the plan source in use*); then MARLIN with that threshold. Both
