@@ -36,7 +36,15 @@ def provenance_text(preset: str, engine: str | None = None, llm: str | None = No
 
 
 def add_footer(fig: plt.Figure, text: str) -> None:
-    fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
+    """The provenance footer at the figure's bottom; moved below everything else where it would overlap the
+    axes' labels (a long footer, e.g. twelve seeds); the saved image (``bbox_inches="tight"``) grows to hold it."""
+    footer = fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
+    renderer = fig.canvas.get_renderer()
+    above = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
+    above = [box for box in above if box is not None]
+    if above and footer.get_window_extent(renderer).y1 > min(box.y0 for box in above):
+        footer.set_verticalalignment("top")
+        footer.set_y((min(box.y0 for box in above) - 4) / fig.bbox.height)
 
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bool | None = None) -> list[Path]:

@@ -10,13 +10,16 @@ this package runs, annotated with the calls measured.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
 from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults, rule_config
-from marlinkit.maestro.report import acceptance, final_by_seed, nan_if_undefined, seed_groups
+from marlinkit.maestro.report import (ILL_CONDITIONED_FRACTION, acceptance, final_by_seed, ill_conditioned,
+                                     nan_if_undefined, seed_groups)
 from marlinkit.maestro.sandbox import STAGES
 
 COLORS = {"A2": "#1f77b4", "A7": "#d62728", "A8": "#2ca02c"}
@@ -48,6 +51,8 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
     """Figures 3 (95 % CI bands) and 8 (SD bands): mean over seeds per episode. A curve equal to one drawn
     before it (A7 whose reward replies all failed trains exactly as A2) is dashed and labelled so."""
     drawn: dict[str, pd.Series] = {}
+    bad = ill_conditioned(results) if column == "score" else pd.DataFrame(columns=["episode"])
+    shown: list[np.ndarray] = []  # band values outside the ill-conditioned episodes: what the y-axis must hold
     for a, frame in results.episodes.groupby("ablation"):
         frame = frame.dropna(subset=[column])
         mean, low, high = _curve(frame, column, band)
@@ -56,10 +61,33 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
                 label=ABLATIONS[a].label + (f": identical to {same}" if same else ""))
         ax.fill_between(mean.index, low, high, color=COLORS[a], alpha=0.2)
         drawn[a] = mean
+        keep = ~mean.index.isin(bad["episode"])
+        shown += [np.asarray(low)[keep], np.asarray(high)[keep]]
     ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="165 = max-pressure on the same traffic")
     ax.axhline(0.0, color="grey", ls=":", lw=1, label="0 = fixed-time on the same traffic")
     ax.set_xlabel("training episode")
     ax.legend(fontsize=7)
+    if len(bad):  # a near-empty context's score divides by almost nothing: keep it drawn, but off a readable axis
+        values = np.concatenate([*shown, [0.0, results.config.target_paper]])
+        low, high = np.nanmin(values), np.nanmax(values)
+        pad = 0.08 * (high - low)
+        ax.set_ylim(low - pad, high + pad)
+        runs = "; ".join(f"{a} seed {s}, episodes {_ranges(g['episode'])} ({g['score'].min():.0f} to {g['score'].max():.0f})"
+                         for (a, s), g in bad.groupby(["ablation", "seed"]))
+        note = (f"y-axis clipped to the curves outside {len(bad)} ill-conditioned episode scores (near-empty contexts: "
+                f"max-pressure and fixed-time within {ILL_CONDITIONED_FRACTION:.0%} of the median gap): {runs}")
+        ax.text(0.01, 0.02, "\n".join(textwrap.wrap(note, 150)), transform=ax.transAxes, fontsize=5.5, va="bottom")
+
+
+def _ranges(episodes) -> str:
+    """Episode numbers as ranges: 30, 180-182, 184."""
+    values, parts = sorted(int(e) for e in episodes), []
+    for e in values:
+        if parts and e == parts[-1][1] + 1:
+            parts[-1][1] = e
+        else:
+            parts.append([e, e])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
 
 
 def _spread(values: np.ndarray, gap: float) -> np.ndarray:

@@ -50,6 +50,46 @@ def final_by_seed(results: AblationResults) -> pd.DataFrame:
     return out
 
 
+#: A training episode's calibration is ill-conditioned when its max-pressure and fixed-time returns lie closer than
+#: this fraction of the results' median gap (a near-empty context: both controllers barely delay anyone, and the
+#: score divides by almost nothing). Its score is kept, as the run's rule saw it, and flagged.
+ILL_CONDITIONED_FRACTION = 0.05
+
+
+def ill_conditioned(results: AblationResults, fraction: float = ILL_CONDITIONED_FRACTION) -> pd.DataFrame:
+    """Training episodes whose score is ill-conditioned (:data:`ILL_CONDITIONED_FRACTION`), one row each, with
+    whether the episode lies in the final window (and so in Tables 2-4 and 7)."""
+    df = results.episodes
+    gap = df["max_pressure_return"] - df["fixed_time_return"]
+    bad = df[gap < fraction * gap.median()]
+    out = bad[["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return", "score"]].copy()
+    out.insert(6, "gap", (bad["max_pressure_return"] - bad["fixed_time_return"]).to_numpy())
+    out["in final window"] = bad["episode"].to_numpy() >= df["episode"].max() + 1 - results.config.final_window
+    return out.reset_index(drop=True)
+
+
+def ill_conditioned_note(results: AblationResults) -> str:
+    """What the ill-conditioned episodes do to the final scores ("" when there are none)."""
+    bad = ill_conditioned(results)
+    if bad.empty:
+        return ""
+    runs = ", ".join(f"{a} seed {s}: {len(g)}" for (a, s), g in bad.groupby(["ablation", "seed"]))
+    text = (f"{len(bad)} training episodes have an ill-conditioned score (max-pressure and fixed-time within "
+            f"{ILL_CONDITIONED_FRACTION:.0%} of the median gap on their near-empty context; {runs})")
+    final = bad[bad["in final window"]]
+    if final.empty:
+        return text + ", none in the final window."
+    window, df = results.config.final_window, results.episodes
+    late = df[df["episode"] >= df["episode"].max() + 1 - window]
+    parts = []
+    for (a, s), g in final.groupby(["ablation", "seed"]):
+        run = late[(late["ablation"] == a) & (late["seed"] == s)]
+        kept = run[~run["episode"].isin(g["episode"])]["score"].mean()
+        parts.append(f"{a} seed {s}: {len(g)} of its last {window}, final score {run['score'].mean():.1f} with them, "
+                     f"{kept:.1f} without")
+    return text + "; in the final window " + "; ".join(parts) + "."
+
+
 def travel_time_note(results: AblationResults) -> str:
     """Why average travel time is not a primary metric, with the finished-vehicle counts measured here."""
     df = results.episodes
@@ -205,6 +245,8 @@ def caption(name: str, results: AblationResults) -> str:
     """The caption of table ``name`` (a key of :data:`CAPTIONS`), filled in from ``results``, with provenance."""
     groups = seed_groups(final_by_seed(results))
     text = CAPTIONS[name].format(seed=200, window=results.config.final_window, pairs=len(groups) * (len(groups) - 1) // 2)
+    if name in ("table2", "table3", "table4", "table7") and (note := ill_conditioned_note(results)):
+        text = f"{text} {note}"
     return f"{text} {results.provenance()}"
 
 

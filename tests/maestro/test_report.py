@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from marlinkit.maestro import figures, report
 from marlinkit.maestro.ablation import AblationResults, load_config
@@ -22,6 +23,7 @@ def _results(means: dict[str, list[float]]) -> AblationResults:
             for episode in range(config.final_window):
                 rows.append({"ablation": ablation, "seed": seed, "episode": episode, "score": mean + (episode % 2 - 0.5),
                              "env_return": mean, "train_return": mean, "eval_return": mean, "difficulty": 1.0,
+                             "fixed_time_return": -50.0, "max_pressure_return": 0.0,
                              **{f"eval_{k}_{policy}": 100.0 + mean for k in (*report._METRICS, "score", "return", "vehicles")
                                 for policy in ("stochastic", "greedy")}})
     sidecar = {"engine_version": "test", "llm": "scripted"}
@@ -152,3 +154,21 @@ def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measu
     assert table.loc[report.OVERHEAD, "paper total"] == "—"
     untimed = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations))
     assert report.OVERHEAD not in set(untimed["Component"])  # sidecars without wall_s: no rest to count
+
+
+def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_scores_quantified():
+    results = _results({"A2": [10.0, 20.0], "A8": [30.0, 40.0]})
+    assert report.ill_conditioned(results).empty and "ill-conditioned" not in report.caption("table2", results)
+    df = results.episodes
+    last = df["episode"].max()
+    near_empty = (df["ablation"] == "A8") & (df["seed"] == 300) & (df["episode"] == last)
+    df.loc[near_empty, ["max_pressure_return", "fixed_time_return", "score"]] = [-0.74, -0.77, 500.0]
+    bad = report.ill_conditioned(results)
+    assert bad[["ablation", "seed", "episode"]].values.tolist() == [["A8", 300, last]]
+    assert bad["gap"].iloc[0] == pytest.approx(0.03) and bool(bad["in final window"].iloc[0])
+    run = df[(df["ablation"] == "A8") & (df["seed"] == 300)]
+    with_it, without = run["score"].mean(), run.loc[run["episode"] != last, "score"].mean()
+    note = report.caption("table2", results)
+    assert f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, {without:.1f} without" in note
+    assert "ill-conditioned" not in report.caption("table6", results)  # evaluation rows run on the real flow
+    assert figures._ranges([30, 180, 181, 182, 184]) == "30, 180-182, 184"
