@@ -39,6 +39,10 @@ def add_footer(fig: plt.Figure, text: str) -> None:
     """The provenance footer at the figure's bottom; moved below everything else where it would overlap the
     axes' labels (a long footer, e.g. twelve seeds); the saved image (``bbox_inches="tight"``) grows to hold it."""
     footer = fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
+    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure(): the Agg canvas that savefig would use anyway
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     renderer = fig.canvas.get_renderer()
     above = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
     above = [box for box in above if box is not None]

@@ -47,3 +47,12 @@ def test_a_long_footer_moves_below_the_axis_labels_and_a_short_one_stays(tmp_pat
     assert gap >= 0 and text_alignment == "top"  # hangs below the axes and their labels; the saved image grows
     short_y, short_gap, _ = draw("preset: smoke")
     assert short_y == 0.005 and short_gap > 0  # where it always was: committed figures keep their bytes
+
+
+def test_a_bare_figure_gets_its_footer_too(tmp_path):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 2))
+    fig.add_subplot().set_xlabel("x")
+    written = plots.save_figure(fig, tmp_path, "bare", "preset: smoke " * 40, show=False)
+    assert [p.name for p in written] == ["bare.png", "bare.pdf"] and fig.texts[-1].get_verticalalignment() == "top"
