@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from marlinkit.maestro.curriculum_env import Calibration
+from marlinkit.presets import PAPER_MADDPG
 
 if TYPE_CHECKING:
     from marlinkit.maestro.ablation import Config
@@ -63,7 +64,10 @@ class AblationResults:
     def runs_note(self) -> str:
         """Which seeds, curriculum rule and MADDPG settings the rows come from."""
         rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
-        maddpg = f"; MADDPG overrides {self.config.maddpg}" if self.config.maddpg else "; MADDPG: the paper's defaults"
+        if self.config.maddpg == PAPER_MADDPG:
+            maddpg = "; MADDPG: the paper's defaults"
+        else:
+            maddpg = f"; MADDPG overrides {self.config.maddpg}" if self.config.maddpg else "; MADDPG: marlinkit's defaults"
         return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"
                 + rule + maddpg)
 

@@ -11,7 +11,9 @@ evaluation row carries its calibrated score (0 = fixed-time, 165 = max-pressure 
 and its delay change against fixed-time.
 
 Settings are named (:data:`SETTINGS`): ``paper`` is Lowe et al.'s defaults as MAESTRO runs them
-(lr 0.01, an update every 100 steps); the others change one or two fields of it. Each
+(lr 0.01, an update every 100 steps: :data:`marlinkit.presets.PAPER_MADDPG`); the others change one or
+two fields of it. ``ue25`` (an update every 25 steps) is :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s
+default, chosen by this sweep at the paper's length (``data/maestro_sweep/README.md``). Each
 (setting, seed) runs in a fresh process (libsumo: one simulation per process) and rewrites its tidy
 CSV ``<out>/<setting>__seed<seed>.csv`` atomically after every episode, and every
 ``--checkpoint-every`` episodes a resumable checkpoint beside it (:mod:`marlinkit.maestro.checkpoint`,
@@ -35,19 +37,20 @@ from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro import checkpoint
 from marlinkit.maestro.curriculum import CurriculumConfig
 from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
+from marlinkit.presets import PAPER_MADDPG
 
 #: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`; ``train_difficulty`` d
 #: instead trains on the curriculum's deterministic context for d, one sample per run (context seed = the run's
 #: seed), evaluations still on the real flow: does training on synthetic traffic transfer?).
 SETTINGS: dict[str, dict[str, Any]] = {
-    "paper": {},  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
-    "ue25": {"update_every": 25},  # 4x the updates
-    "lr1e-3": {"actor_lr": 1e-3, "critic_lr": 1e-3},  # a step size not tuned for particle worlds
+    "paper": PAPER_MADDPG,  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
+    "ue25": {"update_every": 25},  # 4x the updates (MADDPGConfig's default since this sweep)
+    "lr1e-3": {**PAPER_MADDPG, "actor_lr": 1e-3, "critic_lr": 1e-3},  # a step size not tuned for particle worlds
     "ue25_lr1e-3": {"update_every": 25, "actor_lr": 1e-3, "critic_lr": 1e-3},
     "ue25_tau0.05": {"update_every": 25, "tau": 0.05},  # faster-moving targets
     "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
-    "paper_context0.3": {"train_difficulty": 0.3},  # the curriculum's easiest traffic (169 vehicles in 360 s)
-    "paper_context0.4": {"train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299 vehicles)
+    "paper_context0.3": {**PAPER_MADDPG, "train_difficulty": 0.3},  # the curriculum's easiest traffic (169 vehicles in 360 s)
+    "paper_context0.4": {**PAPER_MADDPG, "train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299)
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
@@ -84,6 +87,16 @@ def checkpoint_path(out: Path, setting: str, seed: int) -> Path:
     return Path(out) / f"{setting}__seed{seed}.checkpoint.pt"
 
 
+def maddpg_config(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int):
+    """The :class:`~marlinkit.algos.maddpg.MADDPGConfig` a (setting, seed) run trains with: the setting's overrides
+    of the defaults, the buffer cut to the run's steps (never below one batch)."""
+    from marlinkit.algos.maddpg import MADDPGConfig
+
+    settings = {k: v for k, v in {**MADDPGConfig().__dict__, **SETTINGS[setting]}.items() if k != "train_difficulty"}
+    buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
+    return MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
+
+
 def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int, eval_seed: int,
               out: str, checkpoint_every: int = CHECKPOINT_EVERY) -> str:
     """Train one (setting, seed) in this process, rewriting its CSV after every episode and checkpointing every
@@ -94,18 +107,15 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import torch
 
     from marlinkit import numerics
-    from marlinkit.algos.maddpg import (EVAL_POLICIES, MADDPG, MADDPGConfig, env_dims, evaluate, run_episode,
-                                        seed_everything)
+    from marlinkit.algos.maddpg import EVAL_POLICIES, MADDPG, env_dims, evaluate, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.files import atomic_write_text
     from marlinkit.runs import config_hash
 
     torch.set_num_threads(1)
-    settings = {**MADDPGConfig().__dict__, **SETTINGS[setting]}
-    train_difficulty = settings.pop("train_difficulty", None)
-    buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
-    config = MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
+    config = maddpg_config(setting, seed, episodes, episode_seconds, eval_every)
+    train_difficulty = SETTINGS[setting].get("train_difficulty")
     base_env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
     env = CurriculumEnv(base_env, CurriculumConfig())  # resets onto env.context (None: the real flow), env reward
     training = None if train_difficulty is None else context_for_difficulty(train_difficulty, seed, episode_seconds)

@@ -323,3 +323,20 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     assert results.episodes["difficulty"].iloc[0] == 0.4  # starts at the real flow's load, not the easiest level
     rule = ResultStore(tmp_path).load_sidecar("A2__seed200")["config"]["curriculum"]
     assert rule["target"] == curriculum.rule_config("measured").target and rule["d_initial"] == 0.4
+
+
+def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
+    """MADDPGConfig's defaults may move (the sweep chose update_every 25); the paper preset pins Lowe et al.'s, so every
+    committed paper-scale run still hashes to what the preset asks for and is loaded, not recomputed."""
+    from marlinkit.runs import config_hash
+
+    cfg = maestro.load_config("paper")
+    assert maestro._maddpg_config(cfg, 200).update_every == 100
+    store = ResultStore(maestro.results_root("paper", cfg))
+    sidecars = sorted(store.root.glob("A*__seed*.json"))
+    assert len(sidecars) >= 12
+    for path in sidecars:
+        sidecar = store.load_sidecar(path.stem)
+        run = sidecar["config"]
+        calibration = curriculum_env.Calibration(**run["calibration"])
+        assert config_hash(maestro.run_config(cfg, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name

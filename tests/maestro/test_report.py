@@ -172,3 +172,14 @@ def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_s
     assert f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, {without:.1f} without" in note
     assert "ill-conditioned" not in report.caption("table6", results)  # evaluation rows run on the real flow
     assert figures._ranges([30, 180, 181, 182, 184]) == "30, 180-182, 184"
+
+
+def test_every_footer_says_which_maddpg_settings_trained_the_runs():
+    import dataclasses
+
+    results = _results({"A2": [1.0]})
+    paper = dataclasses.replace(results, config=load_config("paper", seeds=[200]))
+    assert paper.runs_note.endswith("MADDPG: the paper's defaults")  # Lowe et al.'s cadence, pinned by the preset
+    assert results.runs_note.endswith("MADDPG overrides {'batch_size': 32, 'learning_starts': 32, 'update_every': 15}")
+    ours = dataclasses.replace(results, config=dataclasses.replace(results.config, maddpg={}))
+    assert ours.runs_note.endswith("MADDPG: marlinkit's defaults")  # an update every 25 steps: not the paper's

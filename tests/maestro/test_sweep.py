@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pandas as pd
@@ -118,3 +119,18 @@ def test_over_seeds_compares_a_settings_seeds_at_the_shortest_runs_length():
     table = maestro_sweep.over_seeds(pd.DataFrame(rows), last=2).set_index("setting")
     assert table.loc["ue25", "episodes"] == 4 and table.loc["ue25", "longest"] == 6
     assert table.loc["ue25", "delay_mean"] == pytest.approx((42.0 + 43.0) / 2)
+
+
+def test_every_committed_sweep_run_keeps_the_configuration_its_setting_names():
+    """The settings resolve today to what each committed run trained with (``paper`` stays Lowe et al.'s when
+    MADDPGConfig's default moves), and ``ue25`` is the default."""
+    from marlinkit.algos.maddpg import MADDPGConfig
+
+    assert MADDPGConfig().update_every == maestro_sweep.SETTINGS["ue25"]["update_every"] == 25
+    runs = sorted(maestro_sweep.DEFAULT_OUT.glob("*__seed*.json"))
+    assert {p.stem.split("__")[0] for p in runs} >= {"paper", "ue25", "paper_context0.3"}
+    for path in runs:
+        sidecar = json.loads(path.read_text())
+        config = maestro_sweep.maddpg_config(sidecar["setting"], sidecar["maddpg"]["seed"], sidecar["episodes"],
+                                             sidecar["episode_seconds"], sidecar["maddpg"]["eval_every"])
+        assert config.key() == sidecar["maddpg"], path.name
