@@ -238,6 +238,15 @@ def over_seeds(df, last: int = 20, goal_pct: float = -25.0):
     return out.reset_index()
 
 
+def chosen_default(table, seeds: int = 4, episodes: int = 200, goal_pct: float = -25.0) -> str | None:
+    """The rule that picks :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s default from :func:`over_seeds`'s table:
+    among the settings run over at least ``seeds`` seeds for ``episodes`` episodes (the paper's 4 seeds at its
+    length) whose every seed is ``goal_pct`` % or more ahead of fixed-time, the one with the lowest mean delay
+    (None when no setting qualifies)."""
+    full = table[(table["seeds"] >= seeds) & (table["episodes"] >= episodes) & (table["vs_fixed_pct_worst"] <= goal_pct)]
+    return None if full.empty else str(full.loc[full["delay_mean"].idxmin(), "setting"])
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit import executors
 

@@ -134,3 +134,14 @@ def test_every_committed_sweep_run_keeps_the_configuration_its_setting_names():
         config = maestro_sweep.maddpg_config(sidecar["setting"], sidecar["maddpg"]["seed"], sidecar["episodes"],
                                              sidecar["episode_seconds"], sidecar["maddpg"]["eval_every"])
         assert config.key() == sidecar["maddpg"], path.name
+
+
+def test_the_rule_that_chose_the_default_picks_it_from_the_committed_runs():
+    from marlinkit.algos.maddpg import MADDPGConfig
+
+    table = maestro_sweep.over_seeds(maestro_sweep.load(), last=20)
+    chosen = maestro_sweep.chosen_default(table)
+    assert chosen == "ue25" and MADDPGConfig().update_every == maestro_sweep.SETTINGS[chosen]["update_every"]
+    assert maestro_sweep.chosen_default(table, goal_pct=-60.0) is None  # a bar no setting clears
+    paper_only = table[table["setting"] == "paper"]
+    assert maestro_sweep.chosen_default(paper_only) is None  # the paper's defaults miss 25 % on one seed (-23.7 %)
