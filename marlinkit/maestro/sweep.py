@@ -51,6 +51,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
     "paper_context0.3": {**PAPER_MADDPG, "train_difficulty": 0.3},  # the curriculum's easiest traffic (169 vehicles in 360 s)
     "paper_context0.4": {**PAPER_MADDPG, "train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299)
+    "ue25_context0.3": {"update_every": 25, "train_difficulty": 0.3},  # does 4x the updates help on the curriculum's floor?
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
