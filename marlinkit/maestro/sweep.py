@@ -184,7 +184,7 @@ def load(out: Path = DEFAULT_OUT):
 def learning_figure(axes, df) -> None:
     """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
     max-pressure on the evaluation episode). Right: average delay of the training episodes."""
-    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e", "#17becf", "#bcbd22"]))
+    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e", "#17becf", "#bcbd22", "#e377c2"]))
     labelled: set[str] = set()  # one legend entry per setting (its seeds share its colour)
     for (setting, seed), run in df.groupby(["setting", "seed"]):
         evaluated = run.dropna(subset=["eval_score_stochastic"])
