@@ -44,11 +44,11 @@ def add_footer(fig: plt.Figure, text: str) -> None:
 
         FigureCanvasAgg(fig)
     renderer = fig.canvas.get_renderer()
-    above = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
-    above = [box for box in above if box is not None]
-    if above and footer.get_window_extent(renderer).y1 > min(box.y0 for box in above):
+    boxes = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
+    bottoms = [box.y0 for box in boxes if box is not None]  # lowest edge of the axes with their labels, in pixels
+    if bottoms and footer.get_window_extent(renderer).y1 > min(bottoms):
         footer.set_verticalalignment("top")
-        footer.set_y((min(box.y0 for box in above) - 4) / fig.bbox.height)
+        footer.set_y((min(bottoms) - 4) / fig.bbox.height)
 
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, footer: str, show: bool | None = None) -> list[Path]:

@@ -36,12 +36,16 @@ _PAPER_TABLE1 = {"throughput": 0, "avg_travel_time_s": 1, "avg_delay_s": 2, "avg
 _METRICS = {**TRAFFIC, **SECONDARY}
 
 
+def in_final_window(results: AblationResults) -> pd.Series:
+    """Which episode rows lie in the final window (the last ``final_window`` episodes) that Tables 2-4 and 7 average."""
+    episode = results.episodes["episode"]
+    return episode >= episode.max() + 1 - results.config.final_window
+
+
 def final_by_seed(results: AblationResults) -> pd.DataFrame:
     """One row per (ablation, seed): final-window means of score, returns and evaluation traffic metrics
     (``eval_<metric>_<policy>`` for both policies; ``eval_<metric>`` is the evaluated policy's)."""
-    window = results.config.final_window
-    df = results.episodes
-    late = df[df["episode"] >= df["episode"].max() + 1 - window]
+    late = results.episodes[in_final_window(results)]
     evaluated = [f"eval_{k}_{p}" for p in EVAL_POLICIES for k in ("return", "score", *_METRICS, "vehicles")]
     columns = ["score", "env_return", "train_return", "difficulty"] + evaluated
     out = late.groupby(["ablation", "seed"])[columns].mean().reset_index()
@@ -61,10 +65,10 @@ def ill_conditioned(results: AblationResults, fraction: float = ILL_CONDITIONED_
     whether the episode lies in the final window (and so in Tables 2-4 and 7)."""
     df = results.episodes
     gap = df["max_pressure_return"] - df["fixed_time_return"]
-    bad = df[gap < fraction * gap.median()]
-    out = bad[["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return", "score"]].copy()
-    out.insert(6, "gap", (bad["max_pressure_return"] - bad["fixed_time_return"]).to_numpy())
-    out["in final window"] = bad["episode"].to_numpy() >= df["episode"].max() + 1 - results.config.final_window
+    bad = gap < fraction * gap.median()
+    out = df.loc[bad, ["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return", "score"]]
+    out.insert(6, "gap", gap[bad])
+    out["in final window"] = in_final_window(results)[bad]
     return out.reset_index(drop=True)
 
 
@@ -79,8 +83,7 @@ def ill_conditioned_note(results: AblationResults) -> str:
     final = bad[bad["in final window"]]
     if final.empty:
         return text + ", none in the final window."
-    window, df = results.config.final_window, results.episodes
-    late = df[df["episode"] >= df["episode"].max() + 1 - window]
+    window, late = results.config.final_window, results.episodes[in_final_window(results)]
     parts = []
     for (a, s), g in final.groupby(["ablation", "seed"]):
         run = late[(late["ablation"] == a) & (late["seed"] == s)]

@@ -66,8 +66,10 @@ class AblationResults:
         rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
         if self.config.maddpg == PAPER_MADDPG:
             maddpg = "; MADDPG: the paper's defaults"
+        elif self.config.maddpg:
+            maddpg = f"; MADDPG overrides {self.config.maddpg}"
         else:
-            maddpg = f"; MADDPG overrides {self.config.maddpg}" if self.config.maddpg else "; MADDPG: marlinkit's defaults"
+            maddpg = "; MADDPG: marlinkit's defaults"
         return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"
                 + rule + maddpg)
 
