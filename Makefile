@@ -109,7 +109,7 @@ data: $(STAMP)
 
 cityflow: $(CITYFLOW_STAMP)
 
-$(CITYFLOW_STAMP): tools/build_cityflow.sh | $(STAMP)
+$(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt marlinkit/envs/traffic/cityflow_reads.cpp | $(STAMP)
 	tools/build_cityflow.sh $(PY)
 	@touch $@
 

@@ -10,7 +10,8 @@
 # CityFlow's pybind11 and RapidJSON git submodules are replaced by their PyPI packages: pybind11
 # (its CMake config, found with find_package) and the RapidJSON headers shipped in the python-rapidjson
 # source distribution. The installed package's version is CityFlow's own (0.1) plus the commit,
-# e.g. 0.1+81ee0f4, and `cityflow.__version__` says the same.
+# e.g. 0.1+81ee0f4, and `cityflow.__version__` says the same. Then marlinkit's compiled CityFlow reads
+# (module marlinkit_cityflow_reads, tools/cityflow_reads/) are built against the same tree and installed beside it.
 set -euo pipefail
 
 PY=${1:?usage: tools/build_cityflow.sh PYTHON}
@@ -89,3 +90,20 @@ start=$(date +%s)
 "$PY" -m pip install -q --no-build-isolation "$SRC"
 echo "build_cityflow: built and installed in $(( $(date +%s) - start )) s"
 "$PY" -c "import cityflow, importlib.metadata as m; print('build_cityflow: cityflow', cityflow.__version__, '/ package', m.version('CityFlow'))"
+
+# marlinkit's own compiled reads of a CityFlow Engine (marlinkit/envs/traffic/cityflow_reads.cpp, the env's
+# per-second lane reads in C++), built against the same sources and pybind11 and installed beside `cityflow`.
+echo "build_cityflow: building marlinkit's CityFlow reads (marlinkit/envs/traffic/cityflow_reads.cpp)"
+start=$(date +%s)
+here=$(cd "$(dirname "$0")" && pwd)
+cmake -S "$here/cityflow_reads" -B "$WORK/reads" -DCITYFLOW_SOURCE="$SRC" -Dpybind11_DIR="$cmakedir" \
+      -DPYBIND11_FINDPYTHON=ON -DPython_EXECUTABLE="$PY" \
+      -DCITYFLOW_VERSION="$("$PY" -c 'import cityflow; print(cityflow.__version__)')" >"$WORK/reads.log" 2>&1 \
+    && cmake --build "$WORK/reads" -j "$(nproc 2>/dev/null || echo 2)" >>"$WORK/reads.log" 2>&1 \
+    || { tail -n 30 "$WORK/reads.log" >&2; die "building marlinkit's CityFlow reads failed (log: $WORK/reads.log)"; }
+platlib=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
+module=$(find "$WORK/reads" -maxdepth 1 -name 'marlinkit_cityflow_reads*.so' | sed -n 1p)
+[[ -n "$module" ]] || die "no marlinkit_cityflow_reads module in $WORK/reads"
+cp "$module" "$platlib/$(basename "$module").partial" && mv "$platlib/$(basename "$module").partial" "$platlib/$(basename "$module")"
+echo "build_cityflow: marlinkit's CityFlow reads built and installed in $(( $(date +%s) - start )) s"
+"$PY" -c "import marlinkit_cityflow_reads as m; print('build_cityflow:', m.__file__)"

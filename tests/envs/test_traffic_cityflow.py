@@ -17,6 +17,12 @@ if not available_engines()["cityflow"]:
     if os.environ.get("MARLINKIT_REQUIRE_CITYFLOW") == "1":
         raise RuntimeError("MARLINKIT_REQUIRE_CITYFLOW=1 but cityflow is not importable: run `make cityflow`")
     pytest.skip("cityflow not installed (make cityflow builds it)", allow_module_level=True)
+if cityflow_engine.compiled_reads() is None:
+    if os.environ.get("MARLINKIT_REQUIRE_CITYFLOW") == "1":  # `make cityflow` builds both
+        raise RuntimeError("MARLINKIT_REQUIRE_CITYFLOW=1 but marlinkit's compiled CityFlow reads are not importable: "
+                           "run `make cityflow`")
+    pytest.skip("marlinkit's compiled CityFlow reads not built (make cityflow builds them with CityFlow)",
+                allow_module_level=True)
 
 from marlinkit.envs.traffic.controllers import FixedTime, run_episode  # noqa: E402
 from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv  # noqa: E402
@@ -122,12 +128,15 @@ def test_the_seed_changes_nothing_on_cityflow(make_env):
     assert results[0] == results[1]
 
 
-def test_readings_match_cityflow_s_own_per_lane_reads_every_second(make_env):
+@pytest.mark.parametrize("reads", cityflow_engine.READS)
+def test_readings_match_cityflow_s_own_per_lane_reads_every_second(make_env, reads):
     """Every row of every second's reading is what CityFlow's keyed whole-network reads give for the
     192 observed lanes: vehicles on each lane (``get_lane_vehicle_count``), halted ones
     (``get_lane_waiting_vehicle_count``), ids new on / gone from each lane (``get_lane_vehicles``),
-    and vehicles inserted / finished (``get_vehicles``). The engine reads less and derives them."""
+    and vehicles inserted / finished (``get_vehicles``). The engine reads less and derives them,
+    in Python or in marlinkit's compiled reads."""
     env = make_env(episode_seconds=600)
+    env.engine.reads = reads
     env.reset(seed=0)
     eng, lane_ids = env.engine._engine, env.engine.lane_ids
     rng = np.random.default_rng(0)
@@ -177,3 +186,52 @@ def test_one_core_steps_leaves_the_caller_as_it_was_when_the_worker_cannot_be_mo
     assert one_core.workers == []  # and it stops trying
     one_core(lambda: stepped.append(1))
     assert stepped[-1] == 1
+
+
+def test_compiled_reads_give_the_python_reads_byte_for_byte(make_env):
+    """The C++ reads (the default where built) and the Python ones give the same episode, second by
+    second: readings, observations, rewards, metrics and the odometer of the vehicles still driving."""
+    def episode(reads):
+        env = make_env(episode_seconds=1800)
+        env.engine.reads = reads
+        obs, _ = env.reset(seed=0)
+        rng, seconds = np.random.default_rng(1), []
+        while env.agents:
+            obs, rewards, *_ = env.step({agent: int(rng.integers(0, 4)) for agent in env.agents})
+            r = env.last_reading
+            seconds.append((r.time, r.lanes.tobytes(), r.departed, r.arrived, sorted(rewards.items()),
+                            b"".join(np.asarray(obs[agent]).tobytes() for agent in sorted(obs))))
+        return seconds, env.last_metrics, env.engine.distances(list(range(len(env.flow))))
+
+    python, compiled = episode("python"), episode("c++")
+    assert len(python[0]) == 1800 and python[0] == compiled[0]
+    assert python[1] == compiled[1] and python[2] == compiled[2] and len(python[2]) > 20
+
+
+def test_reads_are_checked_by_name(make_env):
+    env = make_env(episode_seconds=10)
+    assert env.engine.reads == "c++"  # the default where built
+    env.engine.reads = "cpp"
+    with pytest.raises(ValueError, match="one of"):
+        env.reset(seed=0)
+
+
+def test_compiled_reads_built_for_another_cityflow_are_refused(monkeypatch):
+    module = cityflow_engine.compiled_reads()
+    monkeypatch.setattr(module, "cityflow_version", "0.1+0000000")
+    with pytest.warns(UserWarning, match="built for cityflow 0.1\\+0000000"):
+        assert cityflow_engine.compiled_reads() is None
+
+
+def test_bench_runs_the_python_reads_beside_the_compiled_ones():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "traffic", "--engine", "cityflow", "--episodes", "1",
+                          "--seconds", "30", "--json"], capture_output=True, text=True, check=True)
+    bench = json.loads(out.stdout.strip().splitlines()[-1])
+    assert bench["cityflow_reads"] == "c++"
+    for mode in ("raw", "reads", "env", "reads_python", "env_python"):
+        assert bench[f"cityflow_{mode}_sim_s_per_cpu_s"] > 0
+    assert bench["cityflow_env_speedup_vs_python_reads_cpu"] > 0 and "cityflow_env_python_overhead_cpu_pct" in bench

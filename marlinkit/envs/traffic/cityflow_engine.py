@@ -9,6 +9,7 @@ import ctypes
 import hashlib
 import json
 import os
+import warnings
 from itertools import repeat
 from operator import itemgetter
 
@@ -24,6 +25,30 @@ _CITYFLOW_ALIVE: list[object] = []
 _CITYFLOW_IDLE: dict[tuple[str, str], list[object]] = {}
 #: How each Engine in ``_CITYFLOW_ALIVE`` steps (:class:`OneCoreSteps`), by ``id`` (Engines live to the end).
 _CITYFLOW_STEPS: dict[int, "OneCoreSteps"] = {}
+#: How a CityFlowEngine reads its Engine each second (same bytes, tested): "c++" through marlinkit's own
+#: module ``marlinkit_cityflow_reads`` (cityflow_reads.cpp, which ``make cityflow`` builds beside CityFlow),
+#: "python" through CityFlow's Python API (the reference).
+READS = ("c++", "python")
+
+
+def compiled_reads():
+    """marlinkit's compiled CityFlow reads (``make cityflow`` builds them), or None where not built.
+
+    The module reads the C++ Engine of the ``cityflow`` build it was made beside; beside another build
+    (CityFlow reinstalled by other means) it would misread it, so it is refused with a warning.
+    """
+    try:
+        import marlinkit_cityflow_reads
+    except ImportError:
+        return None
+    import cityflow
+
+    if marlinkit_cityflow_reads.cityflow_version != getattr(cityflow, "__version__", None):
+        warnings.warn(f"marlinkit's compiled CityFlow reads were built for cityflow "
+                      f"{marlinkit_cityflow_reads.cityflow_version}, but cityflow {getattr(cityflow, '__version__', '?')} "
+                      "is installed: using the Python reads (`make cityflow` rebuilds both)", stacklevel=2)
+        return None
+    return marlinkit_cityflow_reads
 
 
 def _thread_ids() -> set[int]:
@@ -128,13 +153,18 @@ class CityFlowEngine(Engine):
 
     name = "cityflow"
 
-    def __init__(self, network: Network, threads: int = 1):
+    def __init__(self, network: Network, threads: int = 1, reads: str | None = None):
         super().__init__(network)
         import cityflow
 
+        self._compiled = compiled_reads()
         self._cityflow = cityflow
         self.version = cityflow_version(cityflow)
         self.threads = threads
+        #: "c++" or "python", see READS (None: c++ where built); checked here and at each load()
+        self.reads = reads or ("c++" if self._compiled is not None else "python")
+        self._check_reads()
+        self._fast = None  # this episode's compiled reads (reads == "c++"), see load()
         self.lane_ids = [f"{road}_{MOVEMENTS.index(move)}" for road, move in self.lanes]  # CityFlow lane 0 = left
         self._phase_ids = cityflow_phase_ids(network)
         self._roadnet = str((network.folder / ROADNET).resolve())
@@ -162,6 +192,15 @@ class CityFlowEngine(Engine):
         self._engine.set_random_seed(int(seed))
         self._running = {}
         self._start_episode(flow)
+        self._check_reads()
+        self._fast = self._compiled.LaneReads(self.lane_ids) if self.reads == "c++" else None
+
+    def _check_reads(self) -> None:
+        if self.reads not in READS:
+            raise ValueError(f"reads={self.reads!r}: one of {READS} (None: c++ where built, else python)")
+        if self.reads == "c++" and self._compiled is None:
+            raise ImportError("reads='c++' needs marlinkit's compiled CityFlow reads (module marlinkit_cityflow_reads), "
+                              "which `make cityflow` builds and installs with CityFlow; reads='python' needs nothing")
 
     def _release(self) -> None:
         if self._engine is not None:
@@ -208,6 +247,9 @@ class CityFlowEngine(Engine):
     def step(self) -> Reading:
         """One second, two reads: the vehicle ids on every lane and the speed of every running vehicle.
 
+        With ``reads == "c++"`` marlinkit's compiled module makes the same two reads on the C++ Engine
+        and the bookkeeping below (and the lane reader's) in C++; same Reading, byte for byte (tested).
+
         CityFlow reads lanes only all 240 at once; the 192 observed ones are picked by position.
         Halted vehicles per lane (speed < 0.1 m/s, CityFlow's own ``get_lane_waiting_vehicle_count``
         criterion) are counted from the speeds of the halted vehicles and the lane each one is on,
@@ -218,6 +260,8 @@ class CityFlowEngine(Engine):
         """
         eng = self._engine
         self._one_core(eng.next_step)
+        if self._fast is not None:
+            return Reading(*self._fast.read(eng))
         reader = self._lane_reader
         lanes = reader.read(self._observed(list(eng.get_lane_vehicles().values())))
         speeds = eng.get_vehicle_speed()
@@ -250,10 +294,11 @@ class CityFlowEngine(Engine):
         """
         out = {}
         length = self._road_length
+        running = self._fast.is_running if self._fast is not None else (lambda i: self._vehicle_name(i) in self._running)
         for i in indices:
-            vid = self._vehicle_name(i)
-            if vid not in self._running:
+            if not running(i):
                 continue
+            vid = self._vehicle_name(i)
             info = self._engine.get_vehicle_info(vid)
             route = self.flow.routes[i]
             done = len(route) - len(info.get("route", "").split())
