@@ -100,6 +100,16 @@ def traffic_engines() -> dict[str, bool]:
     return {"sumo": _available("libsumo"), "cityflow": _available("cityflow")}
 
 
+def cityflow_reads() -> str | None:
+    """How the CityFlow engine reads its lanes here: "c++" (marlinkit's compiled reads, built by
+    ``make cityflow``), "python", or None without CityFlow."""
+    if not _available("cityflow"):
+        return None
+    from marlinkit.envs.traffic.cityflow_engine import compiled_reads
+
+    return "c++" if compiled_reads() is not None else "python"
+
+
 def collect() -> dict[str, Any]:
     return {
         "marlinkit_root": str(paths.REPO_ROOT),
@@ -110,4 +120,5 @@ def collect() -> dict[str, Any]:
         "llm_backends": llm_backends(),
         "llm_threads": llm_threads(),
         "traffic_engines": traffic_engines(),
+        "cityflow_reads": cityflow_reads(),
     }

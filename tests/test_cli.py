@@ -78,6 +78,10 @@ def test_cli_info_prints_one_json_object_last():
     assert info["device"]["torch_device"] in ("cpu", "cuda")
     assert set(info["llm_backends"]) >= {"scripted", "transformers", "smollm2", "openai"}
     assert "sumo" in info["traffic_engines"]
+    from marlinkit.envs.traffic.cityflow_engine import compiled_reads
+
+    expected = ("c++" if compiled_reads() is not None else "python") if info["traffic_engines"]["cityflow"] else None
+    assert info["cityflow_reads"] == expected
 
 
 def test_cli_rejects_an_unknown_preset_with_a_clear_error():
