@@ -12,6 +12,7 @@ import pytest
 from marlinkit.maestro import figures, report
 from marlinkit.marlin import fig3_training, fig6_scalability, grid
 from marlinkit.marlin.fig2_negotiation import draw_dialogue
+from marlinkit.paper_values import AUTHORS_LLM_ONLY
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +83,25 @@ def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
     assert "MARL: range over 2 seeds" in legend_texts, "the over-seed band is drawn and named"
     diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
     assert len(diamonds) == len(scenarios), "a constant LLM-only score must still be visible"
+
+
+def test_fig3_says_where_marlins_curve_is_mostly_plans():
+    scenarios = ["single_slot", "asymmetrical_two_slot"]
+    rows = [{"scenario": sc, "system": system, "seed": seed, "episode": e, "performance": 0.05 * e, "toggled": False,
+             # asymmetrical: every MARLIN episode after the forced first 2m = 10 is a plan; single-slot: one in four
+             "generator": "plan" if system == "MARLIN" and e > 10 and (sc == "asymmetrical_two_slot" or e == 11) else "sampling"}
+            for sc in scenarios for system in ("MARL", "MARLIN") for seed in (0, 1) for e in range(1, 15)]
+    rows += [{"scenario": sc, "system": "LLM-only", "seed": 0, "episode": 1, "performance": 0.5} for sc in scenarios]
+    results = grid.Results(pd.DataFrame(rows), pd.DataFrame())
+    summary = fig3_training.plan_episodes(results, grid.GridConfig(scenarios=scenarios, seeds=[0, 1], episodes=14, checkpoints=[14]))
+    assert list(summary.columns[:3]) == ["plan_share", "toggled_share", "plan_share_after_10"]
+    assert summary.loc["asymmetrical_two_slot", "plan_share_after_10"] == 1.0
+    assert summary.loc["single_slot", "plan_share_after_10"] == 0.25 and summary.loc["single_slot", "plan_share"] == 1 / 14
+    assert summary.loc["single_slot", "llm_only_mean"] == 0.5 and summary.loc["single_slot", "llm_only_threshold"] == AUTHORS_LLM_ONLY["single_slot"]
+    fig = fig3_training.figure3(results, scenarios, plan_share=summary.plan_share_after_10)
+    notes = {ax.get_title(): [t.get_text() for t in ax.texts if "plan episodes" in t.get_text()] for ax in fig.axes}
+    assert notes["Asymmetrical Two Slot Corridor"] == ["MARLIN: 100% plan episodes,\nits curve shows the plans,\nnot its policy (see Table I)"]
+    assert notes["Single Slot Corridor"] == [], "a panel under MOSTLY_PLANS carries no note"
 
 
 def test_fig6_legend_is_outside_the_panels_and_every_panel_has_a_y_label():

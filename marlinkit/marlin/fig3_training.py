@@ -195,12 +195,35 @@ def seed_curves(episodes: pd.DataFrame, system: str) -> pd.DataFrame:
     return data.groupby(["episode", "seed"]).performance.median().unstack("seed")
 
 
-def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None):
+#: A panel whose MARLIN episodes after the forced first 2m are at least this share plan episodes says so on the figure:
+#: its MARLIN curve then shows the plans far more than the policy.
+MOSTLY_PLANS = 0.5
+
+
+def plan_episodes(results: Results, config: Config) -> pd.DataFrame:
+    """Per scenario: the share of MARLIN's copy-episodes that started on a plan, over all episodes and after
+    Algorithm 1's forced first 2m (``plan_share_after_<2m>``, where its rule decides), the share toggled at
+    step 25, and the plan source alone's mean beside Algorithm 1's threshold."""
+    episodes = results.episodes
+    marlin = episodes[episodes.system == "MARLIN"]
+    forced = 2 * config.switch_config().m
+    is_plan = lambda generators: (generators == PLAN).mean()  # noqa: E731
+    summary = marlin.groupby("scenario").agg(plan_share=("generator", is_plan), toggled_share=("toggled", "mean"))
+    summary[f"plan_share_after_{forced}"] = marlin[marlin.episode > forced].groupby("scenario").generator.apply(is_plan)
+    summary["llm_only_mean"] = episodes[episodes.system == "LLM-only"].groupby("scenario").performance.mean()
+    summary["llm_only_threshold"] = summary.index.map(config.llm_only_threshold)
+    return summary
+
+
+def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None,
+            plan_share: pd.Series | None = None):
     """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
     at the right of each panel. Panels in rows of three, sized for a two-column paper figure.
 
     The line is the mean over seeds of each seed's median over copies; the band spans the seeds' medians
-    (min to max) when there are several seeds.
+    (min to max) when there are several seeds. ``plan_share`` (per scenario, e.g. ``plan_episodes``'
+    ``plan_share_after_10``): a panel where it is at least ``MOSTLY_PLANS`` says that MARLIN's curve there is
+    mostly its plans, not its policy.
     """
     import matplotlib.pyplot as plt
 
@@ -228,6 +251,11 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
         if alone is not None:
             handles["alone"] = alone
         ax.set_xlim(0, last * 1.18)
+        share = None if plan_share is None else plan_share.get(scenario)
+        if share is not None and share >= MOSTLY_PLANS:
+            ax.text(0.45, 0.04, f"MARLIN: {share:.0%} plan episodes,\nits curve shows the plans,\nnot its policy (see Table I)",
+                    transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color=PAPER_COLORS["MARLIN"],
+                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1.5})
         ax.set_title(get_layout(scenario).title, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
