@@ -99,8 +99,8 @@ def test_fig3_says_where_marlins_curve_is_mostly_plans():
     assert summary.loc["single_slot", "plan_share_after_10"] == 0.25 and summary.loc["single_slot", "plan_share"] == 1 / 14
     assert summary.loc["single_slot", "llm_only_mean"] == 0.5 and summary.loc["single_slot", "llm_only_threshold"] == AUTHORS_LLM_ONLY["single_slot"]
     fig = fig3_training.figure3(results, scenarios, plan_share=summary.plan_share_after_10)
-    notes = {ax.get_title(): [t.get_text() for t in ax.texts if "plan episodes" in t.get_text()] for ax in fig.axes}
-    assert notes["Asymmetrical Two Slot Corridor"] == ["MARLIN: 100% plan episodes,\nits curve shows the plans,\nnot its policy (see Table I)"]
+    notes = {ax.get_title(): [t.get_text() for t in ax.texts if "its curve shows" in t.get_text()] for ax in fig.axes}
+    assert notes["Asymmetrical Two Slot Corridor"] == ["MARLIN: 100% plan\nepisodes, its curve shows\nthe plans, not its policy"]
     assert notes["Single Slot Corridor"] == [], "a panel under MOSTLY_PLANS carries no note"
 
 

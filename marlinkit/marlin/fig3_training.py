@@ -253,7 +253,7 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
         ax.set_xlim(0, last * 1.18)
         share = None if plan_share is None else plan_share.get(scenario)
         if share is not None and share >= MOSTLY_PLANS:
-            ax.text(0.45, 0.04, f"MARLIN: {share:.0%} plan episodes,\nits curve shows the plans,\nnot its policy (see Table I)",
+            ax.text(0.43, 0.04, f"MARLIN: {share:.0%} plan\nepisodes, its curve shows\nthe plans, not its policy",
                     transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color=PAPER_COLORS["MARLIN"],
                     bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1.5})
         ax.set_title(get_layout(scenario).title, fontsize=9)
