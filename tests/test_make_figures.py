@@ -16,17 +16,18 @@ NEGOTIATION_NOTEBOOKS = {"marlin/fig2_negotiation", "marlin/llm_only", "marlin/f
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
-def _dry_run(*args: str, **env: str) -> tuple[set[str], str]:
-    """The notebooks `make -n figures ...` would execute (as <paper>/<name>), and its printed text."""
+def _dry_run(build_root, *args: str, **env: str) -> tuple[set[str], str]:
+    """The notebooks `make -n figures ...` would execute (as <paper>/<name>), and its printed text. An empty
+    BUILD_ROOT, so that notebooks a real `make figures` already executed here are listed too."""
     environment = {k: v for k, v in os.environ.items() if k not in ("RECORD", "MARLINKIT_RECORD", "PAPER_NEGOTIATIONS")}
-    out = subprocess.run(["make", "-n", "--no-print-directory", "figures", *args], cwd=paths.REPO_ROOT, capture_output=True,
-                         text=True, env={**environment, **env}, check=True).stdout
-    executed = set(re.findall(r"papermill .*? notebooks/(\w+/\w+)\.ipynb build/", out))
+    out = subprocess.run(["make", "-n", "--no-print-directory", "figures", f"BUILD_ROOT={build_root}", *args], cwd=paths.REPO_ROOT,
+                         capture_output=True, text=True, env={**environment, **env}, check=True).stdout
+    executed = set(re.findall(r"papermill .*? notebooks/(\w+/\w+)\.ipynb \S+\.partial\.ipynb", out))
     return executed, out
 
 
-def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so():
-    executed, out = _dry_run("PRESET=paper")
+def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so(tmp_path):
+    executed, out = _dry_run(tmp_path, "PRESET=paper")
     assert executed and not executed & NEGOTIATION_NOTEBOOKS
     assert {"marlin/fig3_training", "marlin/table1_ttests", "marlin/fig5_hardware", "maestro/ablation_results"} <= executed
     said = [line for line in out.splitlines() if "leaves out" in line]
@@ -35,6 +36,6 @@ def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so():
 
 @pytest.mark.parametrize("args, env", [(("PRESET=paper", "RECORD=1"), {}), (("PRESET=paper",), {"MARLINKIT_RECORD": "1"}),
                                        (("PRESET=paper", "PAPER_NEGOTIATIONS=1"), {}), ((), {})])
-def test_recording_replaying_or_another_preset_runs_them(args, env):
-    executed, out = _dry_run(*args, **env)
+def test_recording_replaying_or_another_preset_runs_them(tmp_path, args, env):
+    executed, out = _dry_run(tmp_path, *args, **env)
     assert NEGOTIATION_NOTEBOOKS <= executed and "leaves out" not in out
