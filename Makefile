@@ -56,8 +56,9 @@ EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
 EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
-# and no call of it is recorded in data/transcripts/ (smollm2 on a CPU would take days: see the README's presets
-# table). They run when RECORD=1 records the calls, or with PAPER_NEGOTIATIONS=1 to replay transcripts of your own;
+# and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: at least ~14 h, scaled from the quick
+# recording; see the README's paper-preset paragraph). They run when RECORD=1 records the calls, or with
+# PAPER_NEGOTIATIONS=1 to replay transcripts of your own;
 # otherwise `make figures PRESET=paper` says it leaves them out and makes everything else.
 PAPER_NEGOTIATION_NOTEBOOKS := marlin/fig2_negotiation marlin/llm_only marlin/fig6_scalability
 PAPER_NEGOTIATIONS ?= $(if $(RECORD)$(MARLINKIT_RECORD),1,0)
@@ -133,7 +134,7 @@ test-fast: $(STAMP) data
 # Every preset but smoke compares SUMO and CityFlow, so it builds CityFlow first.
 figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(PY) -m marlinkit presets --check $(PRESET) >/dev/null
-	@$(if $(LEFT_OUT),echo "PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (days with smollm2 on a CPU), PAPER_NEGOTIATIONS=1 replays transcripts of your own")
+	@$(if $(LEFT_OUT),echo "PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (at least ~14 h with smollm2 on a CPU), PAPER_NEGOTIATIONS=1 replays transcripts of your own")
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
