@@ -64,6 +64,8 @@ PAPER_NEGOTIATION_NOTEBOOKS := marlin/fig2_negotiation marlin/llm_only marlin/fi
 PAPER_NEGOTIATIONS ?= $(if $(RECORD)$(MARLINKIT_RECORD),1,0)
 ifneq ($(PAPER_NEGOTIATIONS),1)
 LEFT_OUT  := $(PAPER_NEGOTIATION_NOTEBOOKS)
+# A variable, not inline in the recipe's $(if ...): a comma there would split the $(if)'s arguments.
+LEFT_OUT_NOTE := PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (at least ~14 h with smollm2 on a CPU), PAPER_NEGOTIATIONS=1 replays transcripts of your own
 EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(EXECUTED))
 endif
 endif
@@ -134,7 +136,7 @@ test-fast: $(STAMP) data
 # Every preset but smoke compares SUMO and CityFlow, so it builds CityFlow first.
 figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(PY) -m marlinkit presets --check $(PRESET) >/dev/null
-	@$(if $(LEFT_OUT),echo "PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (at least ~14 h with smollm2 on a CPU), PAPER_NEGOTIATIONS=1 replays transcripts of your own")
+	@$(if $(LEFT_OUT),echo "$(LEFT_OUT_NOTE)")
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 

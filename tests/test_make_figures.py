@@ -1,4 +1,5 @@
-"""`make figures PRESET=paper` gets through: the notebooks whose paper-protocol LLM calls are not recorded are left out, and said so."""
+"""`make figures` gets through: its commands parse, and at PRESET=paper the notebooks whose paper-protocol LLM calls are not
+recorded are left out, and said so."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def _dry_run(build_root, *args: str, **env: str) -> tuple[set[str], str]:
     out = subprocess.run(["make", "-n", "--no-print-directory", "figures", f"BUILD_ROOT={build_root}", *args], cwd=paths.REPO_ROOT,
                          capture_output=True, text=True, env={**environment, **env}, check=True).stdout
     executed = set(re.findall(r"papermill .*? notebooks/(\w+/\w+)\.ipynb \S+\.partial\.ipynb", out))
+    # What make would hand the shell must parse: a comma inside a recipe's $(if ...) once split its echo
+    # mid-quote, and every `make figures` stopped there, before any notebook (a dry run only prints it).
+    syntax = subprocess.run(["bash", "-n"], input=out, capture_output=True, text=True)
+    assert syntax.returncode == 0, f"make figures {' '.join(args)}: its commands do not parse: {syntax.stderr}"
     return executed, out
 
 
