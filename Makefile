@@ -56,8 +56,8 @@ EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
 EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
-# and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: at least ~14 h, scaled from the quick
-# recording; see the README's paper-preset paragraph). They run when RECORD=1 records the calls, or with
+# and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: hundreds of hours, measured from one
+# negotiated move; see the README's paper-preset paragraph). They run when RECORD=1 records the calls, or with
 # PAPER_NEGOTIATIONS=1 to replay transcripts of your own;
 # otherwise `make figures PRESET=paper` says it leaves them out and makes everything else.
 PAPER_NEGOTIATION_NOTEBOOKS := marlin/fig2_negotiation marlin/llm_only marlin/fig6_scalability
@@ -65,7 +65,7 @@ PAPER_NEGOTIATIONS ?= $(if $(RECORD)$(MARLINKIT_RECORD),1,0)
 ifneq ($(PAPER_NEGOTIATIONS),1)
 LEFT_OUT  := $(PAPER_NEGOTIATION_NOTEBOOKS)
 # A variable, not inline in the recipe's $(if ...): a comma there would split the $(if)'s arguments.
-LEFT_OUT_NOTE := PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (at least ~14 h with smollm2 on a CPU), PAPER_NEGOTIATIONS=1 replays transcripts of your own
+LEFT_OUT_NOTE := PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (hundreds of hours with smollm2 on a CPU, see the README), PAPER_NEGOTIATIONS=1 replays transcripts of your own
 EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(EXECUTED))
 endif
 endif

@@ -122,14 +122,18 @@ class Algorithm1:
     def _load_plan(self, copy: int, positions: np.ndarray, step: int) -> bool:
         """Lines 5 and 14-15: the cached plan for this state, or a new one when none or worse than p-bar.
 
-        With the plan budget spent, the cached plan is used as it is, and a state without one gets
-        no plan (False: the copy keeps sampling).
+        With a plan budget, new plans are made only for an episode's start, while the budget lasts: there
+        Algorithm 1 starts its plan episodes, and a plan of the start cells serves every copy and episode. A
+        toggle at step 25, or a start once the budget is spent, uses the cached plan of its state as it is, and a
+        state without one gets no plan (False: the copy keeps sampling). Otherwise the first episodes' toggles,
+        each from a state of its own, would spend the budget before the forced plan episodes (Algorithm 1's
+        episodes m..2m-1) asked for their plan. Without a budget (the paper) every miss re-plans.
         """
         key = plan_key(self.layout, positions)
         plan = self.cache.get(key)
         p_bar = recent_performance(self.history[copy], self.config)
         hit = plan is not None and (p_bar is None or plan.performance >= p_bar)
-        if not hit and self.plan_budget is not None and self.plans_made >= self.plan_budget:
+        if not hit and self.plan_budget is not None and (self.plans_made >= self.plan_budget or step > 0):
             if plan is None:
                 return False
             hit = True

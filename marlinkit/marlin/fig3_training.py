@@ -32,7 +32,7 @@ class Training(NamedTuple):
 
 
 def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
-        plan_steps: str | None = None, **overrides: Any) -> Training:
+        plan_steps: str | None = None, negotiation: str | None = None, **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
 
     ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
@@ -48,23 +48,28 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
     code variant of Algorithm 1's switch, whose MARLIN runs are saved under their own names (``grid.system_tag``).
     ``plan_steps`` (None: the preset's): MAPPO's ``generated_steps`` setting added to the preset's MAPPO settings,
     "separate" keeping MARLIN's plan steps out of its updates (its runs are named apart too; MARL's are shared).
+    ``negotiation`` (``"llm"`` only; None: ``preset``): the preset whose ``llm_only`` section is the negotiation
+    protocol, and whose LLM-only trials give the threshold and the box (``GridConfig.negotiation``; runs named apart).
     """
     config = presets.get(preset, "marlin_training", **overrides)
     if plan_steps is not None:
         config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
         config.mappo_config()  # a bad value fails here, by name
     config, source, label = grid.with_plan_source(config, plan_source)
+    if negotiation is not None and negotiation != preset:
+        config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
     if config.plan_source != "llm":
         return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
     from marlinkit.marlin import llm_only
 
-    protocol = presets.get(preset, "llm_only")
+    protocol_preset = config.negotiation or preset
+    protocol = presets.get(protocol_preset, "llm_only")
     missing = sorted(set(config.scenarios) - set(protocol.scenarios))
     if missing:
-        raise ValueError(f"preset {preset!r}: the llm_only section has no trials for {missing}; "
+        raise ValueError(f"preset {protocol_preset!r}: the llm_only section has no trials for {missing}; "
                          "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
     source = llm_only.negotiator(protocol, llm, purpose="marlin_training")
-    trials = llm_only.run_llm_only(preset, llm, progress=progress)
+    trials = llm_only.run_llm_only(protocol_preset, llm, progress=progress)
     measured = trials.groupby("scenario").performance.mean().to_dict()
     config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
                                  llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})

@@ -59,6 +59,10 @@ class GridConfig(TrainingConfig):
     """None: start a local Ray instance; "auto" or "ray://host:10001": join a cluster."""
     batch_runs: int | None = None
     """Most runs per batch of the batched trainer (None: one batch per worker); a run's numbers do not depend on it."""
+    negotiation: str | None = None
+    """``plan_source`` "llm" only: the preset whose ``llm_only`` section is MARLIN's negotiation protocol and gives
+    its LLM-only trials (Algorithm 1's threshold and the box); None: the grid's own preset's. E.g. "quick" lets a
+    paper-length grid negotiate as the quick preset does, where the paper's protocol is out of a CPU's reach."""
 
     def __post_init__(self):
         for name in ("scenarios", "systems"):
@@ -80,6 +84,14 @@ class GridConfig(TrainingConfig):
             raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {self.plan_source!r}")
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
+        if self.negotiation is not None:
+            from marlinkit.presets import PRESET_NAMES
+
+            if self.negotiation not in PRESET_NAMES:
+                raise ValueError(f"negotiation must be None or a preset, one of {PRESET_NAMES}, got {self.negotiation!r}")
+            if self.plan_source != "llm":
+                raise ValueError(f"negotiation={self.negotiation!r} sets the LLM's negotiation protocol: it needs "
+                                 f"plan_source 'llm', not {self.plan_source!r}")
         executors.check_executor(self.executor, self.workers)
         for name in {*self.scenarios, *(name for _, name in self.layout_schedule or ())}:
             self.llm_only_threshold(name)
@@ -105,18 +117,19 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
     if system == "MARLIN":
         base.update(switch=dataclasses.asdict(config.switch_config()), llm_only_performance=config.llm_only_threshold(scenario),
                     plan_source=source_name)
-        if config.plan_budget is not None:
-            base["plan_budget"] = int(config.plan_budget)
+        if config.plan_budget is not None:  # spent on episode starts only (Algorithm1._load_plan; runs before that rule differ)
+            base.update(plan_budget=int(config.plan_budget), plan_budget_for="episode starts")
         if config.layout_schedule:
             base["llm_only_performance_after"] = {name: config.llm_only_threshold(name) for _, name in config.layout_schedule}
     return base
 
 
-def system_tag(system: str, source_name: str, switch_rule: str = "paper", generated_steps: str = "learn") -> str:
+def system_tag(system: str, source_name: str, switch_rule: str = "paper", generated_steps: str = "learn",
+               negotiation: str | None = None) -> str:
     """The system part of a run name; runs using another plan source than the exact planner name it, and
-    MARLIN runs under another switch rule than the paper's, or with their plan steps kept out of learning
-    (``MAPPOConfig.generated_steps``), name that too, so that switching either keeps both sets of results
-    instead of overwriting one with the other."""
+    MARLIN runs under another switch rule than the paper's, with their plan steps kept out of learning
+    (``MAPPOConfig.generated_steps``), or negotiating by another preset's protocol (``GridConfig.negotiation``),
+    name that too, so that switching any of them keeps both sets of results instead of overwriting one with the other."""
     tag = system.replace("-", "_").lower()
     if system == "MARL":
         return tag
@@ -126,6 +139,8 @@ def system_tag(system: str, source_name: str, switch_rule: str = "paper", genera
         tag = f"{tag}-{switch_rule}-switch"
     if system == "MARLIN" and generated_steps != "learn":
         tag = f"{tag}-{generated_steps}-plan-steps"
+    if system == "MARLIN" and negotiation is not None:
+        tag = f"{tag}-{negotiation}-negotiation"
     return tag
 
 
@@ -212,7 +227,7 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     root = Path(root) if root else paths.results_dir("marlin", preset)
     store = runs.ResultStore(root)
     plan_steps = config.mappo_config().generated_steps
-    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps), f"seed{se}"), job_config(sc, sy, se, config, source_name))
+    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation), f"seed{se}"), job_config(sc, sy, se, config, source_name))
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
     todo = [(name, job) for name, job in jobs
             if not (store.is_complete(name, job)
@@ -249,20 +264,28 @@ PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner
 
 
 def variant_note(config: GridConfig) -> str:
-    """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule
-    and how plan steps are learned from."""
+    """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule,
+    how plan steps are learned from, and another preset's negotiation protocol."""
     note = "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
     if config.mappo_config().generated_steps != "learn":
         note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo_config().generated_steps!r})"
+    if config.negotiation is not None:
+        from marlinkit import presets
+
+        limits = presets.get(config.negotiation, "llm_only")
+        note += (f"; the {config.negotiation} preset's negotiation (<= {limits.max_moves} moves, {limits.max_rounds} "
+                 f"round(s), {limits.max_new_tokens} tokens, {limits.trials} LLM-only trials per scenario)")
     return note
 
 
 def output_suffix(config: GridConfig) -> str:
     """File-name suffix of a grid's Fig. 3 and Table I outputs: its plan source's, ``__code_switch``
-    under the authors' code variant of Algorithm 1's switch, ``__separate_plan_steps`` with plan steps kept apart."""
+    under the authors' code variant of Algorithm 1's switch, ``__separate_plan_steps`` with plan steps kept apart,
+    ``__<preset>_negotiation`` with another preset's negotiation protocol."""
     plan_steps = config.mappo_config().generated_steps
     return (PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
-            + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps"))
+            + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps")
+            + ("" if config.negotiation is None else f"__{config.negotiation}_negotiation"))
 
 
 def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tuple[GridConfig, PlanSource | None, str]:

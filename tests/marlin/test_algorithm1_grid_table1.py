@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -118,7 +120,7 @@ def test_toggle_switches_generator_halfway_and_plans_from_there():
     np.testing.assert_array_equal(core.performance(arrays, state), 1.0)  # 25 steps of plan suffice from the start cells
 
 
-def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
+def test_plan_budget_is_spent_on_episode_starts_then_reuses_cached_plans_or_keeps_sampling():
     layout = get_layout("two_path")
     source = ImprovingSource()
     switch = algorithm1.SwitchConfig(m=1, toggle_probability=1.0)
@@ -132,14 +134,18 @@ def test_plan_budget_caps_new_plans_then_reuses_cached_ones_or_keeps_sampling():
             state = core.step(arrays, state, controller(state, sampled)).state
         return controller.end_episode(core.performance(arrays, state))[0]
 
-    first = episode()  # sampling, toggled at step 25 -> the one budgeted plan, from a mid-episode state
-    assert first["generator"] == algorithm1.SAMPLING and first["toggled"] and source.calls == 1
-    second = episode()  # plan episode from the start cells: none cached there and the budget is spent
-    assert second["generator"] == algorithm1.SAMPLING and source.calls == 1
-    assert second["toggled"] and second["plan_cache_hit"], "at step 25 the budget-spent copy reuses the cached mid-episode plan"
+    first = episode()  # sampling; its toggle at step 25 finds no cached plan there and may not spend the budget
+    assert first["generator"] == algorithm1.SAMPLING and not first["toggled"] and source.calls == 0
+    second = episode()  # the forced plan episode (m <= episode < 2m): the one budgeted plan, of the start cells
+    assert second["generator"] == algorithm1.PLAN and source.calls == 1 and not second["plan_cache_hit"]
+    controller.history[0].append(0.4)  # p-bar now above the cached plan's 0.0: it would re-plan, but the budget is spent
+    third = episode()  # -> the cached plan, as it is
+    assert third["generator"] == algorithm1.PLAN and third["plan_cache_hit"] and source.calls == 1
+    assert controller.plans_made == 1
     unlimited = algorithm1.Algorithm1(layout, ImprovingSource(), n_envs=1, llm_only=1.1, config=switch, seed=0)
     controller = unlimited
-    episode()
+    episode()  # without a budget (the paper) the toggle at step 25 plans from its mid-episode state
+    assert unlimited.plans_made == 1
     assert episode()["generator"] == algorithm1.PLAN and unlimited.plans_made == 2
     with pytest.raises(ValueError, match="plan_budget"):
         grid.GridConfig(**TINY, plan_budget=0)
@@ -164,6 +170,28 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
         fig3_training.run("smoke", "gpt", progress=False)
     with pytest.raises(ValueError, match="no trials for"):
         fig3_training.run("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
+
+
+def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_names_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
+    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=2)
+    training = fig3_training.run("smoke", "llm", llm="scripted", negotiation="quick", progress=False, **overrides)
+    episodes, quick = training.results.episodes, presets.get("quick", "llm_only")
+    llm_only = episodes[episodes.system == "LLM-only"]
+    assert len(llm_only) == quick.trials != presets.get("smoke", "llm_only").trials  # the quick preset's trials
+    assert (tmp_path / "results" / "marlin" / "quick" / "llm_only__scripted__greedy-robots.json").exists()
+    assert training.config.llm_only_performance == {"single_slot": llm_only.performance.mean()}
+    marlin = tmp_path / "results" / "marlin" / "smoke" / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json"
+    assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]  # the quick protocol negotiated
+    assert grid.output_suffix(training.config) == "__llm__quick_negotiation"
+    assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in grid.variant_note(training.config)
+    same = fig3_training.run("smoke", "llm", llm="scripted", negotiation="smoke", progress=False, **overrides)
+    assert same.config.negotiation is None and grid.output_suffix(same.config) == "__llm"  # its own preset's: no variant
+    with pytest.raises(ValueError, match="needs plan_source 'llm'"):
+        fig3_training.run("smoke", "exact", negotiation="quick", progress=False, **overrides)
+    with pytest.raises(ValueError, match="negotiation must be None or a preset"):
+        grid.GridConfig(**TINY, plan_source="llm", negotiation="fast")
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
