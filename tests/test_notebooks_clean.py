@@ -59,3 +59,17 @@ def test_gitattributes_routes_notebooks_through_nbstripout():
     assert "*.ipynb filter=nbstripout" in attributes
     makefile = (paths.REPO_ROOT / "Makefile").read_text()
     assert "git config filter.nbstripout.clean" in makefile, "make setup must install the nbstripout git filter"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_ids)
+def test_papermill_reads_every_parameter_of_the_parameters_cell(notebook):
+    """papermill skips a parameter line holding a second '=' (in its comment, say) and warns "Unable to parse line"
+    on every `make figures`; each assigned name must be one it reads."""
+    import papermill
+
+    nb = nbformat.read(notebook, as_version=4)
+    cell = next(cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", []))
+    assigned = {target.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    read = set(papermill.inspect_notebook(str(notebook)))
+    assert assigned == read, f"{_ids(notebook)}: papermill does not read {sorted(assigned - read)}"
