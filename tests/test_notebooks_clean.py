@@ -17,6 +17,12 @@ def _ids(notebook) -> str:
     return str(notebook.relative_to(paths.NOTEBOOKS_DIR))
 
 
+def _assigned(cell) -> set[str]:
+    """The names a code cell assigns at its top level."""
+    return {target.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
 def test_there_are_notebooks_to_check():
     assert NOTEBOOKS, f"no notebooks found under {paths.NOTEBOOKS_DIR}"
 
@@ -35,9 +41,7 @@ def test_notebook_has_a_parameters_cell_defining_preset_and_figures_dir(notebook
     tagged = [cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", [])]
     assert len(tagged) == 1, f"{_ids(notebook)}: needs exactly one cell tagged 'parameters', found {len(tagged)}"
     assert tagged[0].cell_type == "code"
-    assigned = {target.id for node in ast.parse(tagged[0].source).body if isinstance(node, ast.Assign)
-                for target in node.targets if isinstance(target, ast.Name)}
-    missing = {"PRESET", "FIGURES_DIR"} - assigned
+    missing = {"PRESET", "FIGURES_DIR"} - _assigned(tagged[0])
     assert not missing, f"{_ids(notebook)}: the parameters cell does not define {sorted(missing)}"
     first_code = next(cell for cell in nb.cells if cell.cell_type == "code")
     assert first_code is tagged[0], f"{_ids(notebook)}: the parameters cell must be the first code cell"
@@ -69,7 +73,6 @@ def test_papermill_reads_every_parameter_of_the_parameters_cell(notebook):
 
     nb = nbformat.read(notebook, as_version=4)
     cell = next(cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", []))
-    assigned = {target.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
-                for target in node.targets if isinstance(target, ast.Name)}
+    assigned = _assigned(cell)
     read = set(papermill.inspect_notebook(str(notebook)))
     assert assigned == read, f"{_ids(notebook)}: papermill does not read {sorted(assigned - read)}"

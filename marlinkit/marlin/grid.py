@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from marlinkit import executors, paths, runs
+from marlinkit import executors, paths, presets, runs
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
@@ -85,10 +85,8 @@ class GridConfig(TrainingConfig):
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
         if self.negotiation is not None:
-            from marlinkit.presets import PRESET_NAMES
-
-            if self.negotiation not in PRESET_NAMES:
-                raise ValueError(f"negotiation must be None or a preset, one of {PRESET_NAMES}, got {self.negotiation!r}")
+            if self.negotiation not in presets.PRESET_NAMES:
+                raise ValueError(f"negotiation must be None or a preset, one of {presets.PRESET_NAMES}, got {self.negotiation!r}")
             if self.plan_source != "llm":
                 raise ValueError(f"negotiation={self.negotiation!r} sets the LLM's negotiation protocol: it needs "
                                  f"plan_source 'llm', not {self.plan_source!r}")
@@ -270,8 +268,6 @@ def variant_note(config: GridConfig) -> str:
     if config.mappo_config().generated_steps != "learn":
         note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo_config().generated_steps!r})"
     if config.negotiation is not None:
-        from marlinkit import presets
-
         limits = presets.get(config.negotiation, "llm_only")
         note += (f"; the {config.negotiation} preset's negotiation (<= {limits.max_moves} moves, {limits.max_rounds} "
                  f"round(s), {limits.max_new_tokens} tokens, {limits.trials} LLM-only trials per scenario)")
