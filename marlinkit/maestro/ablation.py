@@ -142,6 +142,10 @@ class Config:
     """Save a resumable checkpoint every this many episodes (0: resume per run only)."""
     maddpg: dict = field(default_factory=dict)
     """MADDPGConfig overrides (batch size, update cadence, ...)."""
+    maddpg_setting: str | None = None
+    """A named MADDPG setting of the measured sweep (:data:`marlinkit.maestro.sweep.SETTINGS`, e.g. "ue25",
+    MADDPGConfig's default) in place of ``maddpg``; its runs, transcripts and outputs are named apart
+    (``<name>_maddpg``). None: ``maddpg`` as the preset gives it (the paper preset: Lowe et al.'s defaults)."""
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(self.seeds))
@@ -164,6 +168,15 @@ class Config:
             raise ValueError(f"eval_policy must be one of {EVAL_POLICIES}, got {self.eval_policy!r}")
         executors.check_executor(self.executor, self.workers)
         curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
+        if self.maddpg_setting is not None:
+            from marlinkit.maestro.sweep import SETTINGS
+
+            overrides = SETTINGS.get(self.maddpg_setting)
+            if overrides is None or "train_difficulty" in overrides:
+                known = [name for name, o in SETTINGS.items() if "train_difficulty" not in o]
+                raise ValueError(f"unknown MADDPG setting {self.maddpg_setting!r}; known: {', '.join(known)} "
+                                 "(marlinkit.maestro.sweep.SETTINGS; those that train on a fixed context are the sweep's own)")
+            object.__setattr__(self, "maddpg", dict(overrides))
 
 
 MaestroConfig = Config  # the name before each experiment's settings were its module's ``Config``
@@ -198,8 +211,15 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
 
 
 def setting_suffix(cfg: Config) -> str:
-    """What names a run's folder and transcripts apart from the paper setting's ("" for the paper's rule)."""
-    return "" if cfg.curriculum == "paper" else f"{cfg.curriculum}_curriculum"
+    """What names a run's folder, transcripts and outputs apart from the preset's own settings: the curriculum rule
+    when it is not the paper's, then the named MADDPG setting ("" for the paper's rule and the preset's MADDPG)."""
+    return "_".join(filter(None, ("" if cfg.curriculum == "paper" else f"{cfg.curriculum}_curriculum",
+                                  cfg.maddpg_setting and f"{cfg.maddpg_setting}_maddpg")))
+
+
+def output_suffix(cfg: Config) -> str:
+    """File-name suffix of the ablation's figures and tables: ``__<setting suffix>``, "" for the preset's settings."""
+    return f"__{setting_suffix(cfg)}" if setting_suffix(cfg) else ""
 
 
 def transcript_name(cfg: Config, ablation: str, seed: int) -> str:
@@ -421,7 +441,10 @@ def load_config(preset: str, record: bool | None = None, **overrides: Any) -> Co
     """A preset's ``maestro`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
     from marlinkit.llm import config as llm_config
 
-    return dataclasses.replace(presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
+    cfg = dataclasses.replace(presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
+    if cfg.maddpg_setting is not None and cfg.maddpg == presets.get(preset, "maestro").maddpg:
+        cfg = dataclasses.replace(cfg, maddpg_setting=None)  # the preset's own MADDPG (paper: "paper"): its runs, not a copy
+    return cfg
 
 
 def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None, progress: bool = True,

@@ -64,7 +64,9 @@ class AblationResults:
     def runs_note(self) -> str:
         """Which seeds, curriculum rule and MADDPG settings the rows come from."""
         rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
-        if self.config.maddpg == PAPER_MADDPG:
+        if self.config.maddpg_setting is not None:
+            maddpg = f"; MADDPG: the sweep's {self.config.maddpg_setting!r} setting {self.config.maddpg}"
+        elif self.config.maddpg == PAPER_MADDPG:
             maddpg = "; MADDPG: the paper's defaults"
         elif self.config.maddpg:
             maddpg = f"; MADDPG overrides {self.config.maddpg}"

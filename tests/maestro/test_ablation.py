@@ -340,3 +340,28 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
         run = sidecar["config"]
         calibration = curriculum_env.Calibration(**run["calibration"])
         assert config_hash(maestro.run_config(cfg, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name
+
+
+def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_presets_own_is_the_preset():
+    """``maddpg_setting`` (the sweep's named settings): "ue25" runs an update every 25 steps with its own folder,
+    transcripts and output suffix, so it never overwrites or replays the paper-default runs; naming the preset's own
+    setting is the preset; a setting that is not a MADDPG setting is refused by name, before any compute."""
+    from marlinkit.maestro.sweep import SETTINGS
+
+    paper = maestro.load_config("paper")
+    ue25 = maestro.load_config("paper", maddpg_setting="ue25")
+    assert maestro._maddpg_config(ue25, 200).update_every == 25 and maestro._maddpg_config(paper, 200).update_every == 100
+    assert ue25.maddpg == SETTINGS["ue25"]
+    calibration = curriculum_env.Calibration(1.0, 0.0)
+    assert maestro.run_config(ue25, "A2", 200, calibration)["maddpg"] != maestro.run_config(paper, "A2", 200, calibration)["maddpg"]
+    assert maestro.transcript_name(ue25, "A2", 200) == "maestro_A2_200_ue25_maddpg"
+    assert maestro.results_root("paper", ue25) == paths.results_dir("maestro", "paper") / "ue25_maddpg"
+    assert maestro.output_suffix(ue25) == "__ue25_maddpg" and maestro.output_suffix(paper) == ""
+    both = dataclasses.replace(ue25, curriculum="measured")
+    assert maestro.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
+    assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"]  # replace keeps the setting's overrides
+    as_preset = maestro.load_config("paper", maddpg_setting="paper")
+    assert as_preset == paper and maestro.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
+    for bad in ("fast", "paper_context0.3"):
+        with pytest.raises(ValueError, match=f"unknown MADDPG setting '{bad}'.*ue25"):
+            maestro.load_config("paper", maddpg_setting=bad)
