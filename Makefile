@@ -54,7 +54,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
-EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
+EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
 # and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: hundreds of hours, measured from one
 # negotiated move; see the README's paper-preset paragraph). They run when RECORD=1 records the calls, or with
@@ -160,8 +160,8 @@ $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
 # The paper preset's other rows of Fig. 3 and Table I (issue 14): MARLIN under the authors' code variant of
-# Algorithm 1's switch, with the exact planner, and with its plan steps kept out of MAPPO's updates; their outputs
-# carry the suffixes __code_switch, __exact_planner and __separate_plan_steps.
+# Algorithm 1's switch, with the exact planner, with its plan steps kept out of MAPPO's updates, and with smollm2's
+# plans; their outputs carry the suffixes __code_switch, __exact_planner, __separate_plan_steps and __llm__quick_negotiation.
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: NOTEBOOK_ARGS := -p SWITCH_RULE code
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
@@ -170,6 +170,11 @@ $(BUILD_ROOT)/marlin/%__exact_planner.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_
 	$(NOTEBOOK_RECIPE)
 $(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: NOTEBOOK_ARGS := -p PLAN_STEPS separate
 $(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
+# smollm2's plans at the paper's length: negotiated by the quick preset's protocol (the paper's is out of a CPU's
+# reach), at most 2 new plans per training; every call replays from data/transcripts/marlin_training__smollm2__*.
+$(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: NOTEBOOK_ARGS := -p PLAN_SOURCE llm -p NEGOTIATION quick -p PLAN_BUDGET 2
+$(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
 lab: $(STAMP) data

@@ -44,3 +44,27 @@ def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so(tmp_pat
 def test_recording_replaying_or_another_preset_runs_them(tmp_path, args, env):
     executed, out = _dry_run(tmp_path, *args, **env)
     assert NEGOTIATION_NOTEBOOKS <= executed and "leaves out" not in out
+
+
+# The notebooks' parameter names, as fig3_training.settings' arguments.
+VARIANT_PARAMETERS = {"PLAN_SOURCE": "plan_source", "SWITCH_RULE": "switch_rule", "PLAN_STEPS": "plan_steps",
+                      "NEGOTIATION": "negotiation"}
+
+
+def test_each_paper_row_is_named_after_the_outputs_its_parameters_write(tmp_path):
+    """A row's executed notebook (`<nb>__<variant>.ipynb`) is named after the figures and tables its parameters write
+    (`grid.output_suffix`), so that make re-runs the row whose outputs are stale, and no two rows write one file."""
+    from marlinkit.marlin import fig3_training, grid
+
+    _, out = _dry_run(tmp_path, "PRESET=paper")
+    rows = re.findall(r"notebooks/marlin/(fig3_training|table1_ttests)\.ipynb \S+/\1(__\w+)\.partial\.ipynb ((?:-p \S+ \S+ ?)*)", out)
+    assert {suffix for _, suffix, _ in rows} == {"__code_switch", "__exact_planner", "__separate_plan_steps",
+                                                  "__llm__quick_negotiation"}
+    for notebook, suffix, parameters in rows:
+        given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
+        assert given.pop("PRESET") == "paper"
+        given.pop("FIGURES_DIR")
+        budget = given.pop("PLAN_BUDGET", None)
+        config, _, _ = fig3_training.settings("paper", **{VARIANT_PARAMETERS[k]: v for k, v in given.items()},
+                                              **({"plan_budget": int(budget)} if budget else {}))
+        assert grid.output_suffix(config) == suffix, (notebook, parameters)

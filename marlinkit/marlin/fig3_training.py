@@ -31,6 +31,20 @@ class Training(NamedTuple):
     plan_source: str  # how figures name the plan source
 
 
+def settings(preset: str, plan_source: str | None = None, plan_steps: str | None = None, negotiation: str | None = None,
+             **overrides: Any) -> tuple[grid.GridConfig, Any, str]:
+    """The grid :func:`run` trains for these arguments (nothing is run): its config, its non-LLM plan source (None
+    for "llm", which :func:`run` builds) and how figures name that source. A bad value fails here, by name."""
+    config = presets.get(preset, "marlin_training", **overrides)
+    if plan_steps is not None:
+        config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
+        config.mappo_config()  # a bad value fails here, by name
+    config, source, label = grid.with_plan_source(config, plan_source)
+    if negotiation is not None and negotiation != preset:
+        config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
+    return config, source, label
+
+
 def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
         plan_steps: str | None = None, negotiation: str | None = None, **overrides: Any) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
@@ -51,13 +65,7 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
     ``negotiation`` (``"llm"`` only; None: ``preset``): the preset whose ``llm_only`` section is the negotiation
     protocol, and whose LLM-only trials give the threshold and the box (``GridConfig.negotiation``; runs named apart).
     """
-    config = presets.get(preset, "marlin_training", **overrides)
-    if plan_steps is not None:
-        config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
-        config.mappo_config()  # a bad value fails here, by name
-    config, source, label = grid.with_plan_source(config, plan_source)
-    if negotiation is not None and negotiation != preset:
-        config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
+    config, source, label = settings(preset, plan_source, plan_steps, negotiation, **overrides)
     if config.plan_source != "llm":
         return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
     from marlinkit.marlin import llm_only
