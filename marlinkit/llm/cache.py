@@ -27,7 +27,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from marlinkit.llm.base import ChatBackend, GenerationSettings, Reply
@@ -170,10 +170,16 @@ class TranscriptCache:
 
     ``backend`` may be None in replay-only mode; ``name``/``model`` then say whose calls to replay.
     ``hits`` counts replayed calls, ``misses`` calls that went to the model (live calls).
+
+    ``shared``: other transcripts of the same backend whose runs make some of the same calls (e.g. MAESTRO's A7
+    asks A2's architect questions while its reward is the environment's). When recording, a miss here that one of
+    them has recorded is copied into ``path`` instead of calling the model (``copied`` counts them): the same key is
+    the same call, and ``path`` stays complete on its own for strict replay. They are re-read on a miss, since a
+    run beside this one may be recording them.
     """
 
     def __init__(self, backend: ChatBackend | None, path: str | os.PathLike, replay_only: bool = True,
-                 name: str | None = None, model: str | None = None):
+                 name: str | None = None, model: str | None = None, shared: Sequence[str | os.PathLike] = ()):
         if backend is None and not replay_only:
             raise ValueError("recording needs a backend; pass one or set replay_only=True")
         self.backend = backend
@@ -181,7 +187,8 @@ class TranscriptCache:
         self.replay_only = replay_only
         self.name = name or backend.name
         self.model = model or backend.model
-        self.hits = self.misses = 0
+        self.shared = [Path(p) for p in shared if Path(p) != self.path]
+        self.hits = self.misses = self.copied = 0
         self._records = read_records(self.path)
 
     def __len__(self) -> int:
@@ -196,15 +203,32 @@ class TranscriptCache:
                          record["finish_reason"], cached=True)
         if self.replay_only or self.backend is None:
             raise self._miss(messages, settings)
-        self.misses += 1
-        reply = self.backend.chat(messages, settings)
-        record = {"key": key, "backend": self.name, "model": self.model, "settings": settings.to_dict(),
-                  "n_messages": len(messages), "last_message": messages[-1]["content"], "reply": reply.text,
-                  "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                  "seconds": round(reply.seconds, 4), "finish_reason": reply.finish_reason}
+        record = self._shared_record(key)
+        if record is not None:
+            self.copied += 1
+            reply = Reply(record["reply"], record["prompt_tokens"], record["completion_tokens"], record["seconds"],
+                          record["finish_reason"], cached=True)
+        else:
+            self.misses += 1
+            reply = self.backend.chat(messages, settings)
+            record = {"key": key, "backend": self.name, "model": self.model, "settings": settings.to_dict(),
+                      "n_messages": len(messages), "last_message": messages[-1]["content"], "reply": reply.text,
+                      "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                      "seconds": round(reply.seconds, 4), "finish_reason": reply.finish_reason}
         self._append(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         self._records[key] = record
         return reply
+
+    def _shared_record(self, key: str) -> dict | None:
+        """The record of ``key`` in a shared transcript (read now: its run may be recording beside this one)."""
+        for path in self.shared:
+            if path.exists():
+                with warnings.catch_warnings():  # a line its own run is appending now reads as cut off: skipped
+                    warnings.simplefilter("ignore")
+                    record = read_records(path).get(key)
+                if record is not None:
+                    return record
+        return None
 
     def _append(self, line: str) -> None:
         """Append one record on a line of its own.

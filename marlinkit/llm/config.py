@@ -94,9 +94,11 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
 
 
 def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None,
-                   script: Script | None = None, model: str | None = None) -> ChatBackend:
+                   script: Script | None = None, model: str | None = None, shared: tuple[str, ...] = ()) -> ChatBackend:
     """The configured backend behind its transcript cache: recorded calls replay; a new call is an error
     unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded.
+    ``shared``: purposes of other runs that make some of the same calls; a recording run copies their
+    records of a call instead of calling the model (:class:`~marlinkit.llm.cache.TranscriptCache`).
 
     A ``scripted`` setting given its own ``script`` (see :func:`make_backend`) plays it uncached:
     the script is its own record, and its replies are computed from the prompt, never looked up.
@@ -108,7 +110,8 @@ def cached_backend(value: str | None, purpose: str, record: bool | None = None, 
         warnings.warn(f"${ENV_VAR}={from_env} is not used here: this run replays the recorded {value} replies "
                       "(this preset pins its LLM); record with RECORD=1 to run another", stacklevel=2)
     backend = make_backend(value)
-    return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=not recording(record))
+    return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=not recording(record),
+                           shared=[transcript_path(other, backend, root) for other in shared])
 
 
 def label(backend: ChatBackend) -> str:

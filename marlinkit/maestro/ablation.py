@@ -227,6 +227,15 @@ def transcript_name(cfg: Config, ablation: str, seed: int) -> str:
     return "_".join(filter(None, ("maestro", ablation, str(seed), setting_suffix(cfg))))
 
 
+def shared_transcripts(cfg: Config, ablation: str, seed: int) -> tuple[str, ...]:
+    """The transcripts of the configurations whose architect asks the same questions as ``ablation``'s (the same
+    curriculum mode, seed and settings): while A7's reward is the environment's it trains as A2 does, so it asks
+    A2's questions, and a recording run copies A2's recorded replies instead of calling the model again."""
+    mode = ABLATIONS[ablation].curriculum_mode
+    return tuple(transcript_name(cfg, other, seed) for other in ABLATIONS
+                 if other != ablation and ABLATIONS[other].curriculum_mode == mode)
+
+
 def results_root(preset: str, cfg: Config) -> Path:
     """Where a preset's runs live: the paper setting's in ``data/results/maestro/<preset>/``, another's in a subfolder."""
     return paths.results_dir(PAPER, preset) / setting_suffix(cfg)
@@ -309,7 +318,8 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     mcfg = _maddpg_config(cfg, seed)
     seed_everything(seed)
     backend = llm_config.cached_backend(cfg.llm, transcript_name(cfg, ablation, seed), cfg.record,
-                                        script=arch.scripted_architect_replies(), model="maestro-architect")
+                                        script=arch.scripted_architect_replies(), model="maestro-architect",
+                                        shared=shared_transcripts(cfg, ablation, seed))
     log = arch.GenerationLog()
     acfg = _architect_config(cfg, ablation)
     base = TrafficSignalEnv(env_config(cfg))

@@ -70,6 +70,27 @@ def test_a_recording_cache_fills_only_its_misses(tmp_path):
     assert "You are" not in record["last_message"]  # the system prompt is not repeated in every line
 
 
+def test_a_recording_cache_copies_a_shared_transcripts_record_instead_of_calling_the_model(tmp_path):
+    """MAESTRO's A7 asks A2's architect questions: a call another run recorded is copied, not made again, and the
+    copy makes this transcript complete for strict replay on its own; a call nobody recorded still goes to the model."""
+    other, own = tmp_path / "A2.jsonl", tmp_path / "A7.jsonl"
+    recorded = negotiate(TranscriptCache(CountingRandomRobots(), other, replay_only=False), seed=1)
+    robots = CountingRandomRobots()
+    cache = TranscriptCache(robots, own, replay_only=False, shared=[other, tmp_path / "not-yet.jsonl"])
+    copied = negotiate(cache, seed=1)
+    assert robots.calls == cache.misses == 0 and cache.copied == recorded.stats["llm_calls"]
+    assert copied.actions.tolist() == recorded.actions.tolist()
+    assert sorted(own.read_text().splitlines()) == sorted(other.read_text().splitlines())
+    negotiate(cache, seed=2)  # recorded nowhere: the model answers, and only here
+    assert robots.calls == cache.misses > 0 and len(other.read_text().splitlines()) == cache.copied
+    replay = TranscriptCache(None, own, replay_only=True, name="scripted", model="random-robots")
+    assert negotiate(replay, seed=1).actions.tolist() == recorded.actions.tolist()
+    # strict replay never reads another run's transcript: its own must hold every call
+    with pytest.raises(TranscriptMiss):
+        negotiate(TranscriptCache(None, tmp_path / "empty.jsonl", replay_only=True, name="scripted",
+                                  model="random-robots", shared=[other]), seed=1)
+
+
 def test_key_covers_backend_model_messages_and_every_setting():
     chat = [{"role": "user", "content": "hi"}]
     base = call_key("smollm2", "m", chat, GenerationSettings(seed=1))

@@ -365,3 +365,15 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     for bad in ("fast", "paper_context0.3"):
         with pytest.raises(ValueError, match=f"unknown MADDPG setting '{bad}'.*ue25"):
             maestro.load_config("paper", maddpg_setting=bad)
+
+
+def test_a2_and_a7_share_their_architects_recorded_replies_and_a8_shares_none():
+    """A7 trains as A2 does while its reward is the environment's, so its architect asks A2's questions: a recording
+    run copies the other's recorded replies (marlinkit.llm.cache.TranscriptCache's ``shared``), within one seed and
+    one setting; A8's architect (another mode) asks other questions."""
+    cfg = maestro.load_config("paper")
+    assert maestro.shared_transcripts(cfg, "A7", 300) == ("maestro_A2_300",)
+    assert maestro.shared_transcripts(cfg, "A2", 300) == ("maestro_A7_300",)
+    assert maestro.shared_transcripts(cfg, "A8", 300) == ()
+    ue25 = maestro.load_config("paper", maddpg_setting="ue25")
+    assert maestro.shared_transcripts(ue25, "A7", 200) == ("maestro_A2_200_ue25_maddpg",)
