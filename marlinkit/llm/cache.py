@@ -165,6 +165,12 @@ def transcript_context(run: str | None = None, preset: str | None = None) -> Ite
         raise cls(message) from error
 
 
+def _replayed(record: dict) -> Reply:
+    """A recorded call's reply, as the model gave it (``cached``: no model was called now)."""
+    return Reply(record["reply"], record["prompt_tokens"], record["completion_tokens"], record["seconds"],
+                 record["finish_reason"], cached=True)
+
+
 class TranscriptCache:
     """A ``ChatBackend`` that answers from ``path`` and, only when recording, calls ``backend`` on a miss.
 
@@ -199,15 +205,13 @@ class TranscriptCache:
         record = self._records.get(key)
         if record is not None:
             self.hits += 1
-            return Reply(record["reply"], record["prompt_tokens"], record["completion_tokens"], record["seconds"],
-                         record["finish_reason"], cached=True)
+            return _replayed(record)
         if self.replay_only or self.backend is None:
             raise self._miss(messages, settings)
         record = self._shared_record(key)
         if record is not None:
             self.copied += 1
-            reply = Reply(record["reply"], record["prompt_tokens"], record["completion_tokens"], record["seconds"],
-                          record["finish_reason"], cached=True)
+            reply = _replayed(record)
         else:
             self.misses += 1
             reply = self.backend.chat(messages, settings)
