@@ -451,6 +451,9 @@ def load_config(preset: str, record: bool | None = None, **overrides: Any) -> Co
     """A preset's ``maestro`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
     from marlinkit.llm import config as llm_config
 
+    if overrides.get("maddpg_setting") is not None and "maddpg" in overrides:
+        raise ValueError(f"give maddpg_setting={overrides['maddpg_setting']!r} or maddpg={overrides['maddpg']!r}, "
+                         "not both: a named setting replaces every MADDPG override")
     cfg = dataclasses.replace(presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
     if cfg.maddpg_setting is not None and cfg.maddpg == presets.get(preset, "maestro").maddpg:
         cfg = dataclasses.replace(cfg, maddpg_setting=None)  # the preset's own MADDPG (paper: "paper"): its runs, not a copy

@@ -345,7 +345,8 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
 def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_presets_own_is_the_preset():
     """``maddpg_setting`` (the sweep's named settings): "ue25" runs an update every 25 steps with its own folder,
     transcripts and output suffix, so it never overwrites or replays the paper-default runs; naming the preset's own
-    setting is the preset; a setting that is not a MADDPG setting is refused by name, before any compute."""
+    setting is the preset; a setting that is not a MADDPG setting, or one given beside explicit ``maddpg`` overrides,
+    is refused by name, before any compute."""
     from marlinkit.maestro.sweep import SETTINGS
 
     paper = maestro.load_config("paper")
@@ -365,6 +366,8 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     for bad in ("fast", "paper_context0.3"):
         with pytest.raises(ValueError, match=f"unknown MADDPG setting '{bad}'.*ue25"):
             maestro.load_config("paper", maddpg_setting=bad)
+    with pytest.raises(ValueError, match="not both"):  # the setting would silently replace the explicit override
+        maestro.load_config("paper", maddpg_setting="ue25", maddpg={"batch_size": 256})
 
 
 def test_a2_and_a7_share_their_architects_recorded_replies_and_a8_shares_none():
