@@ -28,6 +28,13 @@ whose sidecar exists with the same configuration is loaded, not recomputed) and,
 buffer, random states, curriculum and reward schedule, generation log): the resumed run gives the
 numbers an uninterrupted one would.
 
+A7 *follows* A2: while no generated reward is active, A7's shaped reward is the environment's and it
+trains, to the bit, as A2 of the same seed does (the same contexts, updates and evaluations). So when
+A2's run of that seed is finished, :func:`run_ablation` runs A7 as its outer loop alone over A2's
+episodes (its architect replays A2's replies; its reward events ask the LLM and the sandbox as a full
+run does), and trains A7 in full only from the first generated reward the sandbox accepts: the run
+it writes is the one a full run writes, every column but the wall times (tested at smoke scale).
+
 Every episode's return is reported as a *score*, calibrated on the traffic it was measured on
 (165 = max-pressure, 0 = fixed-time; see :mod:`marlinkit.maestro.curriculum_env`). Training rows:
 the run measures both controllers on each training episode's context and seed
@@ -280,15 +287,41 @@ class LoopState:
     elapsed_s: float = 0.0  # wall time of the run's earlier, interrupted sessions
 
 
-def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
-    """One run (see :func:`dual_loop`); a transcript miss or damaged transcript names the run."""
+def leader_of(ablation: str) -> str | None:
+    """The configuration ``ablation`` trains as while no generated reward is active (A7: A2, the same curriculum
+    mode on the environment reward); None for a configuration without an LLM reward."""
+    spec = ABLATIONS[ablation]
+    if not spec.llm_reward:
+        return None
+    return next(other.name for other in ABLATIONS.values()
+                if other.curriculum_mode == spec.curriculum_mode and not other.llm_reward)
+
+
+class LeaderLeft(Exception):
+    """A following run's generated reward was accepted at ``episode``: from there it trains apart from its leader."""
+
+    def __init__(self, episode: int):
+        super().__init__(f"a generated reward was accepted before episode {episode}")
+        self.episode = episode
+
+
+def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str,
+             leader: pd.DataFrame | None = None) -> dict[str, Any]:
+    """One run (see :func:`dual_loop`), following ``leader``'s finished table while it can (see the module's
+    docstring), else trained in full; a transcript miss or damaged transcript names the run."""
     from marlinkit.llm.cache import transcript_context
 
     with transcript_context(run=f"MAESTRO {run_name(ablation, f'seed{seed}')}"):
+        if leader is not None:
+            try:
+                return dual_loop(cfg, ablation, seed, calibration, root, leader=leader)
+            except LeaderLeft as left:
+                print(f"MAESTRO {run_name(ablation, f'seed{seed}')}: {left}, so it trains in full", flush=True)
         return dual_loop(cfg, ablation, seed, calibration, root)
 
 
-def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str) -> dict[str, Any]:
+def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str,
+              leader: pd.DataFrame | None = None) -> dict[str, Any]:
     """MAESTRO for one (configuration, seed): the LLM curriculum's outer loop around MADDPG's inner one.
 
     Before each episode, the **outer loop** acts on the curriculum's events: the architect writes
@@ -298,6 +331,10 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     After it, fixed-time and max-pressure on the same traffic calibrate the episode's score, the
     difficulty rules move d on that score, A7's reward schedule advances, and every
     ``eval_every``-th episode both policies are evaluated on the real flow.
+
+    With ``leader`` (A7 given A2's finished table of the same seed, :func:`leader_of`), the inner loop is
+    the leader's episode, checked against the outer loop's context and difficulty, until a generated
+    reward is accepted (:class:`LeaderLeft`).
 
     Runs in a fresh process; returns what :func:`_save_run` writes. Only checkpoints are written
     here (under ``root`` on the worker's filesystem), so a Ray cluster's workers need no shared
@@ -328,14 +365,20 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     synth = arch.RewardSynthesizer(backend, acfg, log)
     agents, obs_dim, n_actions = env_dims(base)
     episode_rows = cfg.episode_seconds * len(agents)  # reward calls per training episode
-    learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
-    buffer = ReplayBuffer(mcfg.buffer_size, len(agents), obs_dim)
+    following = leader is not None
+    if following:
+        leader_rows = leader.set_index("episode", drop=False).to_dict("index")
+        learner = buffer = None
+    else:
+        learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
+        buffer = ReplayBuffer(mcfg.buffer_size, len(agents), obs_dim)
     difficulty = curriculum.initial_difficulty(ccfg)
     state = LoopState(difficulty, curriculum.initial_reward_state(difficulty) if spec.llm_reward else curriculum.RewardState())
     name = run_name(ablation, f"seed{seed}")
     checkpoint_path = Path(root) / f"{name}.checkpoint.pt"
     hashed = config_hash(run_config(cfg, ablation, seed, calibration))
-    saved = checkpoint.resume(checkpoint_path, learner, buffer, hashed) if cfg.checkpoint_every else None
+    checkpoints = bool(cfg.checkpoint_every) and not following  # a following run replays in minutes
+    saved = checkpoint.resume(checkpoint_path, learner, buffer, hashed) if checkpoints else None
     if saved is not None:  # an interrupted run of this configuration: continue where it stopped
         state, env.context, log.records[:] = saved["loop"], saved["loop"].context, saved["log"]
         if state.reward.source == "llm" and state.reward_source is not None:
@@ -360,6 +403,24 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
                 env.set_reward(state.reward_source,
                                synth.episode_ticks(state.reward_source, episode_rows) if state.reward_source else 0)
             t2 = time.perf_counter()
+            if following:  # the leader's episode, with this run's outer loop in the columns it owns
+                if state.reward_source is not None:
+                    raise LeaderLeft(episode)
+                row = _followed_row(leader_rows[episode], ablation, d, state, spec, ccfg, t1 - t0, t2 - t1)
+                state.scores.append(row["score"])
+                state.metrics = {key.removeprefix("train_"): row[key] for key in ("train_throughput", "train_avg_delay_s",
+                                                                                  "train_avg_queue")}
+                state.reward_trigger = None
+                state.difficulty = curriculum.update_difficulty(state.difficulty, row["score"], ccfg)
+                _check_follows(row, state, name, episode)
+                if spec.llm_reward:
+                    state.reward = curriculum.advance_rewards(state.reward, state.difficulty, ccfg)
+                state.new_context = state.difficulty.changed or (spec.curriculum_mode == "llm"
+                                                                 and (episode + 1) % cfg.regen_interval == 0)
+                state.rows.append(row)
+                state.episode = episode + 1
+                episodes_done.update()
+                continue
             # inner loop: one MADDPG training episode on that context (A7: the shaped reward)
             env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, state.reward, None
             env.reward_eval_s = 0.0
@@ -397,7 +458,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
             state.rows.append(row)
             state.episode = episode + 1
             episodes_done.update()
-            if cfg.checkpoint_every and state.episode % cfg.checkpoint_every == 0 and state.episode < cfg.episodes:
+            if checkpoints and state.episode % cfg.checkpoint_every == 0 and state.episode < cfg.episodes:
                 elapsed = state.elapsed_s + time.perf_counter() - started
                 checkpoint.save(checkpoint_path, learner, buffer, hashed, log=log.records,
                                 loop=dataclasses.replace(state, elapsed_s=elapsed))
@@ -409,7 +470,46 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     return {"name": name, "table": pd.DataFrame(state.rows), "config": run_config(cfg, ablation, seed, calibration),
             "generations": "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records),
             "provenance": {"engine": cfg.engine, "engine_version": base.engine.version, "llm": llm_config.label(backend),
-                           "llm_setting": cfg.llm, "wall_s": state.elapsed_s + time.perf_counter() - started, **counts}}
+                           "llm_setting": cfg.llm, "wall_s": state.elapsed_s + time.perf_counter() - started, **counts,
+                           "followed": run_name(leader_of(ablation), f"seed{seed}") if following else None}}
+
+
+#: Per-episode wall-time columns of a run's table (the cost breakdown of Table 5 and ``bench maddpg``):
+#: simulation of the training episode, MADDPG acting and updates, running the generated reward,
+#: the curriculum and reward LLM calls, the evaluation episodes (both policies), and the fixed-time
+#: and max-pressure episodes that calibrate the training episode's score.
+TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s", "baseline_s")
+
+#: The columns a following run writes itself (its outer loop, and the wall times it spent: its LLM calls' and
+#: none on simulation or training); the rest are its leader's episode.
+FOLLOWER_COLUMNS = ("ablation", "context_from_llm", "context_new", "reward_source", "reward_trigger",
+                    "reward_runtime_failure", "w_d", *TIMING_COLUMNS)
+
+
+def _followed_row(leader_row: dict[str, Any], ablation: str, d: float, state: LoopState, spec: Ablation,
+                  ccfg: curriculum.CurriculumConfig, llm_curriculum_s: float, llm_reward_s: float) -> dict[str, Any]:
+    """The row a full run would write for this episode: the leader's, in its column order, with the columns the
+    follower owns (:data:`FOLLOWER_COLUMNS`) from its own outer loop."""
+    own = {"ablation": ablation, "context_from_llm": bool(state.context_from_llm), "context_new": state.new_context,
+           "reward_source": state.reward.source if spec.llm_reward else "env", "reward_trigger": state.reward_trigger,
+           "reward_runtime_failure": None, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
+           **dict.fromkeys(TIMING_COLUMNS, 0.0), "llm_curriculum_s": llm_curriculum_s, "llm_reward_s": llm_reward_s}
+    row = {**leader_row, **own}
+    if row["difficulty"] != d or row["context"] != state.context.describe():
+        raise RuntimeError(f"following {leader_row['ablation']} at episode {leader_row['episode']}: its difficulty "
+                           f"{row['difficulty']} and context {row['context']!r} are not this run's {d} and "
+                           f"{state.context.describe()!r} (the two should train alike: a bug)")
+    return row
+
+
+def _check_follows(row: dict[str, Any], state: LoopState, name: str, episode: int) -> None:
+    """The leader's difficulty rule moved d as this run's does on the same score (else the two do not train alike)."""
+    event = row["difficulty_event"]
+    if row["difficulty_next"] != state.difficulty.difficulty or (event != state.difficulty.event
+                                                                 and not (pd.isna(event) and state.difficulty.event is None)):
+        raise RuntimeError(f"{name} following its leader at episode {episode}: the leader's difficulty went to "
+                           f"{row['difficulty_next']} ({event}), this run's to {state.difficulty.difficulty} "
+                           f"({state.difficulty.event}) on the same score (a bug)")
 
 
 def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
@@ -420,12 +520,6 @@ def _save_run(store: ResultStore, run: dict[str, Any]) -> str:
     checkpoint.remove(store.root / f"{name}.checkpoint.pt")
     return name
 
-
-#: Per-episode wall-time columns of a run's table (the cost breakdown of Table 5 and ``bench maddpg``):
-#: simulation of the training episode, MADDPG acting and updates, running the generated reward,
-#: the curriculum and reward LLM calls, the evaluation episodes (both policies), and the fixed-time
-#: and max-pressure episodes that calibrate the training episode's score.
-TIMING_COLUMNS = ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s", "baseline_s")
 
 
 def _evaluate(env: CurriculumEnv, learner, cfg: Config, episode: int, evaluate,
@@ -473,11 +567,17 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)
     with contextlib.nullcontext() if calibrated else executors.session(cfg.executor, cfg.workers, cfg.ray_address):
         calibration, calibration_info = calibrate(cfg, store)
-        todo = [(cfg, a, s, calibration, str(store.root)) for a, s in runs
-                if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
+        todo = [(a, s) for a, s in runs if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
+        # A7 follows A2 (see the module's docstring): after A2's run of its seed, whether in this call or before
+        following = [(a, s) for a, s in todo if leader_of(a) in cfg.ablations or (leader_of(a) is not None and store.is_complete(
+            run_name(leader_of(a), f"seed{s}"), run_config(cfg, leader_of(a), s, calibration)))]
         with transcript_context(preset=preset):
-            executors.run_jobs(_run_job, todo, cfg.executor, min(cfg.workers, max(len(todo), 1)), cfg.ray_address,
-                               progress, "MAESTRO runs", fresh_process=True, on_result=lambda _, run: _save_run(store, run))
+            for batch in ([job for job in todo if job not in following], following):
+                jobs = [(cfg, a, s, calibration, str(store.root), _leader_table(store, cfg, a, s, calibration))
+                        for a, s in batch]
+                executors.run_jobs(_run_job, jobs, cfg.executor, min(cfg.workers, max(len(jobs), 1)), cfg.ray_address,
+                                   progress, "MAESTRO runs", fresh_process=True,
+                                   on_result=lambda _, run: _save_run(store, run))
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([_load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
@@ -486,6 +586,15 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
 
 
 run = run_ablation  # every experiment module's entry point is ``run(preset, **overrides)``
+
+
+def _leader_table(store: ResultStore, cfg: Config, ablation: str, seed: int, calibration: Calibration) -> pd.DataFrame | None:
+    """The finished table of the run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is none."""
+    leader = leader_of(ablation)
+    if leader is None or not store.is_complete(name := run_name(leader, f"seed{seed}"),
+                                               run_config(cfg, leader, seed, calibration)):
+        return None
+    return store.load(name)
 
 
 def _load_generations(path: Path, name: str) -> pd.DataFrame:

@@ -380,3 +380,56 @@ def test_a2_and_a7_share_their_architects_recorded_replies_and_a8_shares_none():
     assert maestro.shared_transcripts(cfg, "A8", 300) == ()
     ue25 = maestro.load_config("paper", maddpg_setting="ue25")
     assert maestro.shared_transcripts(ue25, "A7", 200) == ("maestro_A2_200_ue25_maddpg",)
+
+
+def _without_timing(records: list[dict]) -> list[dict]:
+    """Generation records without their wall times (and whether the reply was replayed)."""
+    return [{k: {**v, "timings": None} if k == "verdict" and v else v for k, v in r.items()
+             if k not in ("llm_seconds", "wall_seconds", "cached")} for r in records]
+
+
+def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_full_run_writes(ablation, tmp_path,
+                                                                                                 monkeypatch):
+    """With every reward reply refused by the sandbox, A7 trains as A2 does: following A2's finished table (its outer
+    loop alone) gives the table and generation log that training A7 in full gives, every column but the wall times;
+    it differs from A2's own table only in the columns it owns."""
+    import json
+
+    from marlinkit.maestro import architect as arch
+
+    results, root = ablation
+    scripted = arch.scripted_architect_replies
+    monkeypatch.setattr(arch, "scripted_architect_replies", lambda: scripted(reward_reply="I cannot write that code."))
+    cfg = maestro.load_config("smoke", **TINY)
+    store = ResultStore(root)
+    leader = maestro._leader_table(store, cfg, "A7", 200, results.calibration)
+    assert maestro._leader_table(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
+    pd.testing.assert_frame_equal(leader, store.load("A2__seed200"))
+    runs = {}
+    for how, given in (("full", None), ("followed", leader)):
+        run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
+        assert run["provenance"]["followed"] == (None if given is None else "A2__seed200")
+        run_store = ResultStore(tmp_path / how)
+        run_store.root.mkdir()
+        maestro._save_run(run_store, run)
+        runs[how] = run_store.load("A7__seed200"), [json.loads(line) for line in run["generations"].splitlines()]
+    (full, full_log), (followed, followed_log) = runs["full"], runs["followed"]
+    assert (full["reward_source"] == "env").all() and full_log[-1]["kind"] == "reward" and not full_log[-1]["accepted"]
+    pd.testing.assert_frame_equal(followed.drop(columns=TIMING), full.drop(columns=TIMING))
+    assert _without_timing(followed_log) == _without_timing(full_log)
+    a2 = store.load("A2__seed200")
+    differs = [c for c in a2.columns if not a2[c].equals(followed[c])]
+    assert set(differs) <= set(maestro.FOLLOWER_COLUMNS) | set(TIMING) and "w_d" in differs
+
+
+def test_a7_trains_in_full_from_its_first_accepted_reward(ablation, tmp_path):
+    """The scripted architect's reward passes the sandbox at episode 0: the follower leaves A2 there and trains in
+    full, giving the run the ablation trained."""
+    results, root = ablation
+    cfg = maestro.load_config("smoke", **TINY)
+    leader = ResultStore(root).load("A2__seed200")
+    run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
+    assert run["provenance"]["followed"] is None
+    maestro._save_run(ResultStore(tmp_path), run)
+    pd.testing.assert_frame_equal(ResultStore(tmp_path).load("A7__seed200").drop(columns=TIMING),
+                                  ResultStore(root).load("A7__seed200").drop(columns=TIMING))
