@@ -7,7 +7,8 @@ clipping are shared). Batches are random transitions of the traffic environment'
 before the clock starts. ``update_gflop`` counts the update's matrix products from the weight
 shapes (:func:`update_gflop`); at the paper's shapes, ``ablation_12_seeds_updates_floor_h`` is the
 time the 3 x 12-seed ablation spends in updates alone at the measured CPU time per update, all
-cores busy: a floor that stacking seeds cannot lower (it batches the same products). The
+cores busy: a floor that stacking seeds cannot lower (it batches the same products); the ``*_following_h``
+keys count the 24 runs that train when A7 follows A2 (no generated reward accepted). The
 ``openblas_*`` keys time the same batched update with ``MADDPGConfig(products="openblas")`` (its
 products in NumPy's pinned OpenBLAS, not MKL's pinned branch) on the same batches and noise.
 
@@ -194,26 +195,38 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
     return out
 
 
-def _floor_terms(seeds_per_config: int) -> tuple[int, int, int]:
-    """Runs, updates per run and cores of the 3 x ``seeds_per_config`` paper ablation."""
+def trained_configs(following: bool) -> int:
+    """Configurations of the paper ablation that train MADDPG: all, or (``following``) those that follow no other
+    (A7 follows A2 while no generated reward is accepted, :func:`marlinkit.maestro.ablation.leader_of`)."""
+    from marlinkit.maestro import ablation as maestro
+
+    ablations = maestro.load_config("paper").ablations
+    return sum(not (following and maestro.leader_of(a) in ablations) for a in ablations)
+
+
+def _floor_terms(seeds_per_config: int, following: bool = False) -> tuple[int, int, int]:
+    """Training runs, updates per run and cores of the 3 x ``seeds_per_config`` paper ablation."""
     from marlinkit.maestro import ablation as maestro
 
     paper = maestro.load_config("paper")
-    return len(paper.ablations) * seeds_per_config, paper_updates_per_run(), paper.workers
+    return trained_configs(following) * seeds_per_config, paper_updates_per_run(), paper.workers
 
 
-def updates_floor_h(cpu_s_per_update: float, seeds_per_config: int = 12) -> float:
+def updates_floor_h(cpu_s_per_update: float, seeds_per_config: int = 12, following: bool = False) -> float:
     """Hours the 3 x ``seeds_per_config`` paper ablation spends in MADDPG updates alone, at part 1's
-    CPU time per update, every core busy: no stacking of seeds lowers it (the products stay)."""
-    runs, updates, cores = _floor_terms(seeds_per_config)
+    CPU time per update, every core busy: no stacking of seeds lowers it (the products stay).
+    ``following``: A7 follows A2 and trains nothing (no generated reward accepted)."""
+    runs, updates, cores = _floor_terms(seeds_per_config, following)
     return runs * updates * cpu_s_per_update / cores / 3600
 
 
 def updates_floor_note(seeds_per_config: int = 12) -> str:
     """What :func:`updates_floor_h` multiplies, in words."""
     runs, updates, cores = _floor_terms(seeds_per_config)
+    following = _floor_terms(seeds_per_config, following=True)[0]
     return (f"{runs} runs x {updates} updates x the batched update's CPU time (or the OpenBLAS one's), {cores} cores; "
-            "updates only (no simulation, LLM or acting)")
+            f"updates only (no simulation, LLM or acting); *_following_h: {following} runs, A7 following A2 while no "
+            "generated reward is accepted")
 
 
 def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
@@ -227,7 +240,10 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
     alone = configs * seeds_per_config * episodes * (batch["alone_s_per_seed_episode"] + llm) / paper.workers
     processes = configs * math.ceil(seeds_per_config / stacked)
     batched = processes * episodes * (batch["batched_s_per_seed_episode"] * stacked + stacked * llm)
+    # A7 following A2: its simulation and training are A2's, its LLM time its own
+    following = alone - (configs - trained_configs(True)) * seeds_per_config * episodes * batch["alone_s_per_seed_episode"] / paper.workers
     return {"ablation_12_seeds_alone_h": alone / 3600, "ablation_12_seeds_batched_h": batched / 3600,
+            "ablation_12_seeds_alone_following_h": following / 3600,
             "ablation_12_seeds_note": (f"{configs} configs x {seeds_per_config} seeds x {episodes} episodes of "
                                        f"{batch['batch_episode_seconds']} s; alone {paper.workers} runs at a time, stacked "
                                        f"{processes} processes of {stacked} seeds one after another; MADDPG+simulation "
@@ -288,6 +304,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.batch_size is None and obs_source == ENV_SOURCE:  # the paper's update: its floor at 12 seeds
         result["ablation_12_seeds_updates_floor_h"] = updates_floor_h(result["batched_cpu_s_per_update"])
         result["ablation_12_seeds_updates_floor_openblas_h"] = updates_floor_h(result["openblas_cpu_s_per_update"])
+        result["ablation_12_seeds_updates_floor_following_h"] = updates_floor_h(result["batched_cpu_s_per_update"],
+                                                                                following=True)
+        result["ablation_12_seeds_updates_floor_openblas_following_h"] = updates_floor_h(
+            result["openblas_cpu_s_per_update"], following=True)
         result["ablation_12_seeds_updates_floor_note"] = updates_floor_note()
     if args.episodes:
         result.update(episode_split(args.preset, args.episodes, args.llm))

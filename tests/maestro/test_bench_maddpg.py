@@ -57,6 +57,7 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
     assert result["batched_vs_alone_ratio"] == pytest.approx(
         result["alone_wall_s"] / (result["batched_wall_s"] / 2))
     assert 0 < result["ablation_12_seeds_batched_h"] and 0 < result["ablation_12_seeds_alone_h"]
+    assert 0 < result["ablation_12_seeds_alone_following_h"] < result["ablation_12_seeds_alone_h"]
 
 
 def test_the_updates_floor_counts_every_update_of_the_36_paper_runs_on_the_presets_cores():
@@ -67,6 +68,9 @@ def test_the_updates_floor_counts_every_update_of_the_36_paper_runs_on_the_prese
     assert floor == pytest.approx(36 * 710 * 0.5 / 2 / 3600)
     assert updates_floor_h(0.5, seeds_per_config=4) == pytest.approx(12 * 710 * 0.5 / 2 / 3600)
     assert updates_floor_note().startswith("36 runs x 710 updates") and "2 cores" in updates_floor_note()
+    # A7 following A2 trains nothing: 24 runs train
+    assert updates_floor_h(0.5, following=True) == pytest.approx(24 * 710 * 0.5 / 2 / 3600)
+    assert "24 runs, A7 following A2" in updates_floor_note()
 
 
 def test_bench_maddpg_rejects_a_bad_episode_setting_before_any_compute(capsys):
