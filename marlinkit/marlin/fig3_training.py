@@ -91,6 +91,18 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
     return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}")
 
 
+def footer(training: Training, preset: str) -> str:
+    """The provenance line of Fig. 3's and Table I's outputs: preset, engine, plan source (and the grid's variant),
+    copies x episodes, seeds and plan budget."""
+    from marlinkit import plots
+
+    config = training.config
+    budget = "unlimited re-planning" if config.plan_budget is None else f"plan budget {config.plan_budget}"
+    return plots.provenance_text(preset, engine="corridor core (numpy)",
+                                 llm=f"MARLIN plan source: {training.plan_source}" + grid.variant_note(config),
+                                 note=f"{config.n_envs} copies x {config.episodes} episodes, seeds {list(config.seeds)}, {budget}")
+
+
 # Figure 3 and Table I
 
 SIGNIFICANCE = 0.001  # Table I bolds p < 0.001
