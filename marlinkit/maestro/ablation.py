@@ -297,6 +297,15 @@ def leader_of(ablation: str) -> str | None:
                 if other.curriculum_mode == spec.curriculum_mode and not other.llm_reward)
 
 
+@dataclass(frozen=True)
+class Leader:
+    """A finished run another run follows (:func:`leader_of`): its name, table and the engine version that made it."""
+
+    name: str
+    table: pd.DataFrame
+    engine_version: str
+
+
 class LeaderLeft(Exception):
     """A following run's generated reward was accepted at ``episode``: from there it trains apart from its leader."""
 
@@ -306,7 +315,7 @@ class LeaderLeft(Exception):
 
 
 def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str,
-             leader: pd.DataFrame | None = None) -> dict[str, Any]:
+             leader: Leader | None = None) -> dict[str, Any]:
     """One run (see :func:`dual_loop`), following ``leader``'s finished table while it can (see the module's
     docstring), else trained in full; a transcript miss or damaged transcript names the run."""
     from marlinkit.llm.cache import transcript_context
@@ -321,7 +330,7 @@ def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, ro
 
 
 def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str,
-              leader: pd.DataFrame | None = None) -> dict[str, Any]:
+              leader: Leader | None = None) -> dict[str, Any]:
     """MAESTRO for one (configuration, seed): the LLM curriculum's outer loop around MADDPG's inner one.
 
     Before each episode, the **outer loop** acts on the curriculum's events: the architect writes
@@ -332,7 +341,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     difficulty rules move d on that score, A7's reward schedule advances, and every
     ``eval_every``-th episode both policies are evaluated on the real flow.
 
-    With ``leader`` (A7 given A2's finished table of the same seed, :func:`leader_of`), the inner loop is
+    With ``leader`` (A7 given A2's finished run of the same seed, :func:`leader_of`), the inner loop is
     the leader's episode, checked against the outer loop's context and difficulty, until a generated
     reward is accepted (:class:`LeaderLeft`).
 
@@ -367,7 +376,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     episode_rows = cfg.episode_seconds * len(agents)  # reward calls per training episode
     following = leader is not None
     if following:
-        leader_rows = leader.set_index("episode", drop=False).to_dict("index")
+        leader_rows = leader.table.set_index("episode", drop=False).to_dict("index")
         learner = buffer = None
     else:
         learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
@@ -469,9 +478,10 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
               for what, n in zip(("calls", "accepted"), log.counts(kind))}
     return {"name": name, "table": pd.DataFrame(state.rows), "config": run_config(cfg, ablation, seed, calibration),
             "generations": "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in log.records),
-            "provenance": {"engine": cfg.engine, "engine_version": base.engine.version, "llm": llm_config.label(backend),
-                           "llm_setting": cfg.llm, "wall_s": state.elapsed_s + time.perf_counter() - started, **counts,
-                           "followed": run_name(leader_of(ablation), f"seed{seed}") if following else None}}
+            "provenance": {"engine": cfg.engine, "engine_version": leader.engine_version if following else base.engine.version,
+                           "llm": llm_config.label(backend), "llm_setting": cfg.llm,
+                           "wall_s": state.elapsed_s + time.perf_counter() - started, **counts,
+                           "followed": leader.name if following else None}}
 
 
 #: Per-episode wall-time columns of a run's table (the cost breakdown of Table 5 and ``bench maddpg``):
@@ -573,7 +583,7 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
             run_name(leader_of(a), f"seed{s}"), run_config(cfg, leader_of(a), s, calibration)))]
         with transcript_context(preset=preset):
             for batch in ([job for job in todo if job not in following], following):
-                jobs = [(cfg, a, s, calibration, str(store.root), _leader_table(store, cfg, a, s, calibration))
+                jobs = [(cfg, a, s, calibration, str(store.root), _leader(store, cfg, a, s, calibration))
                         for a, s in batch]
                 executors.run_jobs(_run_job, jobs, cfg.executor, min(cfg.workers, max(len(jobs), 1)), cfg.ray_address,
                                    progress, "MAESTRO runs", fresh_process=True,
@@ -588,13 +598,13 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
 run = run_ablation  # every experiment module's entry point is ``run(preset, **overrides)``
 
 
-def _leader_table(store: ResultStore, cfg: Config, ablation: str, seed: int, calibration: Calibration) -> pd.DataFrame | None:
-    """The finished table of the run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is none."""
+def _leader(store: ResultStore, cfg: Config, ablation: str, seed: int, calibration: Calibration) -> Leader | None:
+    """The finished run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is none."""
     leader = leader_of(ablation)
     if leader is None or not store.is_complete(name := run_name(leader, f"seed{seed}"),
                                                run_config(cfg, leader, seed, calibration)):
         return None
-    return store.load(name)
+    return Leader(name, store.load(name), store.load_sidecar(name)["engine_version"])
 
 
 def _load_generations(path: Path, name: str) -> pd.DataFrame:

@@ -199,11 +199,12 @@ def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
     from marlinkit.envs.traffic.env import TrafficSignalEnv
 
     env = TrafficSignalEnv(env_config(cfg))
-    out = {"engine_version": env.engine.version, "context": "real Hangzhou flow", "seed": cfg.eval_seed}
+    out: dict[str, Any] = {"context": "real Hangzhou flow", "seed": cfg.eval_seed}
     try:
         for name in ("max-pressure", "fixed-time"):
             total, metrics = controller_episode(env, name, cfg.eval_seed)
             out[name] = {"return": total, **metrics}
+        out["engine_version"] = env.engine.version  # complete once a simulation ran (before it: the engine's name)
     finally:
         env.close()
     return out

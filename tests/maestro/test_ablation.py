@@ -36,6 +36,8 @@ def test_runs_write_tables_sidecars_and_generation_logs(ablation):
         sidecar = store.load_sidecar(name)
         assert sidecar["config"]["seed"] == 200 and sidecar["engine"] == "sumo" and "scripted" in sidecar["llm"]
         assert (root / f"{name}.generations.jsonl").stat().st_size > 0
+        assert sidecar["engine_version"].startswith("SUMO 1.")  # read from the running simulation, not before it
+    assert store.load_sidecar("ablation_calibration")["engine_version"].startswith("SUMO 1.")
     df = results.episodes
     assert len(df) == 4 and set(df["ablation"]) == {"A2", "A7"}
     for policy in ("stochastic", "greedy"):  # both policies evaluated after every eval_every-th episode
@@ -402,13 +404,14 @@ def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_f
     monkeypatch.setattr(arch, "scripted_architect_replies", lambda: scripted(reward_reply="I cannot write that code."))
     cfg = maestro.load_config("smoke", **TINY)
     store = ResultStore(root)
-    leader = maestro._leader_table(store, cfg, "A7", 200, results.calibration)
-    assert maestro._leader_table(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
-    pd.testing.assert_frame_equal(leader, store.load("A2__seed200"))
+    leader = maestro._leader(store, cfg, "A7", 200, results.calibration)
+    assert maestro._leader(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
+    pd.testing.assert_frame_equal(leader.table, store.load("A2__seed200"))
     runs = {}
     for how, given in (("full", None), ("followed", leader)):
         run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
         assert run["provenance"]["followed"] == (None if given is None else "A2__seed200")
+        assert run["provenance"]["engine_version"] == store.load_sidecar("A2__seed200")["engine_version"] != "SUMO"
         run_store = ResultStore(tmp_path / how)
         run_store.root.mkdir()
         maestro._save_run(run_store, run)
@@ -427,7 +430,7 @@ def test_a7_trains_in_full_from_its_first_accepted_reward(ablation, tmp_path):
     full, giving the run the ablation trained."""
     results, root = ablation
     cfg = maestro.load_config("smoke", **TINY)
-    leader = ResultStore(root).load("A2__seed200")
+    leader = maestro._leader(ResultStore(root), cfg, "A7", 200, results.calibration)
     run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
     assert run["provenance"]["followed"] is None
     maestro._save_run(ResultStore(tmp_path), run)
