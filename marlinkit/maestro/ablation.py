@@ -416,54 +416,48 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
                 if state.reward_source is not None:
                     raise LeaderLeft(episode)
                 row = _followed_row(leader_rows[episode], ablation, d, state, spec, ccfg, t1 - t0, t2 - t1)
-                state.scores.append(row["score"])
                 state.metrics = {key.removeprefix("train_"): row[key] for key in ("train_throughput", "train_avg_delay_s",
                                                                                   "train_avg_queue")}
-                state.reward_trigger = None
-                state.difficulty = curriculum.update_difficulty(state.difficulty, row["score"], ccfg)
-                _check_follows(row, state, name, episode)
-                if spec.llm_reward:
-                    state.reward = curriculum.advance_rewards(state.reward, state.difficulty, ccfg)
-                state.new_context = state.difficulty.changed or (spec.curriculum_mode == "llm"
-                                                                 and (episode + 1) % cfg.regen_interval == 0)
-                state.rows.append(row)
-                state.episode = episode + 1
-                episodes_done.update()
-                continue
-            # inner loop: one MADDPG training episode on that context (A7: the shaped reward)
-            env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, state.reward, None
-            env.reward_eval_s = 0.0
-            train = run_episode(env, learner, seed + episode, True, buffer, state.steps)
-            state.reward = env.reward_state  # a runtime failure may have reverted it to the env reward
-            if env.runtime_failure is not None:  # retired: the reason goes to the generation log
-                synth.retire(state.reward_source, env.runtime_failure, episode, d)
-            state.steps += train["steps"]
-            state.metrics = base.last_metrics
-            # the episode's score on its own traffic, and the curriculum's rules on that score
-            t3 = time.perf_counter()
-            baselines = baseline_episodes(base, seed + episode, {"context": state.context})
-            t4 = time.perf_counter()
-            score = float(calibrated_score(env.env_return, baselines["fixed_time_return"],
-                                           baselines["max_pressure_return"], cfg.target_paper))
-            state.scores.append(score)
-            row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
-                   "context_from_llm": bool(state.context_from_llm), "context_new": state.new_context,
-                   "context": state.context.describe(),
-                   "reward_source": state.reward.source if spec.llm_reward else "env", "reward_trigger": state.reward_trigger,
-                   "reward_runtime_failure": env.runtime_failure, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
-                   "train_return": train["return"], "env_return": env.env_return, "score": score, **baselines,
-                   **{f"train_{k}": v for k, v in state.metrics.items()}, "updates": train["updates"],
-                   "sim_s": train["sim_s"] - env.reward_eval_s, "train_s": train["train_s"],
-                   "reward_eval_s": env.reward_eval_s, "llm_curriculum_s": t1 - t0, "llm_reward_s": t2 - t1,
-                   "baseline_s": t4 - t3}
+            else:
+                # inner loop: one MADDPG training episode on that context (A7: the shaped reward)
+                env.shaping, env.difficulty, env.reward_state, env.runtime_failure = spec.llm_reward, d, state.reward, None
+                env.reward_eval_s = 0.0
+                train = run_episode(env, learner, seed + episode, True, buffer, state.steps)
+                state.reward = env.reward_state  # a runtime failure may have reverted it to the env reward
+                if env.runtime_failure is not None:  # retired: the reason goes to the generation log
+                    synth.retire(state.reward_source, env.runtime_failure, episode, d)
+                state.steps += train["steps"]
+                state.metrics = base.last_metrics
+                # the episode's score on its own traffic
+                t3 = time.perf_counter()
+                baselines = baseline_episodes(base, seed + episode, {"context": state.context})
+                t4 = time.perf_counter()
+                score = float(calibrated_score(env.env_return, baselines["fixed_time_return"],
+                                               baselines["max_pressure_return"], cfg.target_paper))
+                row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
+                       "context_from_llm": bool(state.context_from_llm), "context_new": state.new_context,
+                       "context": state.context.describe(),
+                       "reward_source": state.reward.source if spec.llm_reward else "env", "reward_trigger": state.reward_trigger,
+                       "reward_runtime_failure": env.runtime_failure, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
+                       "train_return": train["return"], "env_return": env.env_return, "score": score, **baselines,
+                       **{f"train_{k}": v for k, v in state.metrics.items()}, "updates": train["updates"],
+                       "sim_s": train["sim_s"] - env.reward_eval_s, "train_s": train["train_s"],
+                       "reward_eval_s": env.reward_eval_s, "llm_curriculum_s": t1 - t0, "llm_reward_s": t2 - t1,
+                       "baseline_s": t4 - t3}
+            # the curriculum's rules on the episode's score
+            state.scores.append(row["score"])
             state.reward_trigger = None
-            state.difficulty = curriculum.update_difficulty(state.difficulty, score, ccfg)
-            row.update(difficulty_next=state.difficulty.difficulty, difficulty_event=state.difficulty.event)
+            state.difficulty = curriculum.update_difficulty(state.difficulty, row["score"], ccfg)
+            if following:  # the leader's row holds where its rule moved d: this run's must agree
+                _check_follows(row, state, name, episode)
+            else:
+                row.update(difficulty_next=state.difficulty.difficulty, difficulty_event=state.difficulty.event)
             if spec.llm_reward:
                 state.reward = curriculum.advance_rewards(state.reward, state.difficulty, ccfg)
             state.new_context = state.difficulty.changed or (spec.curriculum_mode == "llm"
                                                              and (episode + 1) % cfg.regen_interval == 0)
-            row.update(_evaluate(env, learner, cfg, episode, evaluate, calibration))
+            if not following:  # (a followed row holds its leader's evaluation)
+                row.update(_evaluate(env, learner, cfg, episode, evaluate, calibration))
             state.rows.append(row)
             state.episode = episode + 1
             episodes_done.update()
@@ -578,9 +572,9 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     with contextlib.nullcontext() if calibrated else executors.session(cfg.executor, cfg.workers, cfg.ray_address):
         calibration, calibration_info = calibrate(cfg, store)
         todo = [(a, s) for a, s in runs if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
-        # A7 follows A2 (see the module's docstring): after A2's run of its seed, whether in this call or before
-        following = [(a, s) for a, s in todo if leader_of(a) in cfg.ablations or (leader_of(a) is not None and store.is_complete(
-            run_name(leader_of(a), f"seed{s}"), run_config(cfg, leader_of(a), s, calibration)))]
+        # A7 follows A2 (see the module's docstring): after its leader's runs of this call (a leader finished
+        # before is found by _leader in the first batch already)
+        following = [(a, s) for a, s in todo if leader_of(a) in cfg.ablations]
         with transcript_context(preset=preset):
             for batch in ([job for job in todo if job not in following], following):
                 jobs = [(cfg, a, s, calibration, str(store.root), _leader(store, cfg, a, s, calibration))
