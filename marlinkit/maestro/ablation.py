@@ -56,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -253,12 +254,19 @@ def rule_config(cfg: Config) -> curriculum.CurriculumConfig:
     return curriculum.rule_config(cfg.curriculum, cfg.target_paper)
 
 
+#: How the architect's prompt names the score of an episode that has none (curriculum reading 9).
+NO_SCORE = "none (max-pressure did no better than fixed-time on that traffic)"
+
+
 def _stats(scores: list[float], metrics: dict | None, episode: int, target: float) -> dict[str, float]:
-    """Summary statistics for the architect's prompts."""
-    out: dict[str, float] = {"episode": episode}
+    """Summary statistics for the architect's prompts. The window holds the last five scored episodes, as the
+    difficulty rule's does; an episode without a score (NaN, curriculum reading 9) is named as such."""
+    out: dict[str, float | str] = {"episode": episode}
+    scored = [s for s in scores if not math.isnan(s)]
+    if scored:
+        out[f"window mean score (target {target:g})"] = float(np.mean(scored[-5:]))
     if scores:
-        out[f"window mean score (target {target:g})"] = float(np.mean(scores[-5:]))
-        out["last score"] = float(scores[-1])
+        out["last score"] = float(scores[-1]) if not math.isnan(scores[-1]) else NO_SCORE
     if metrics:
         out.update({"throughput": float(metrics["throughput"]), "avg delay s": float(metrics["avg_delay_s"]),
                     "avg queue": float(metrics["avg_queue"])})

@@ -25,6 +25,9 @@ Where the paper's text admits two readings, we took the one below (also stated w
 8. Our addition: an accepted reward function that fails at run time during training (sandbox
    error, non-finite or out-of-range value) also reverts to the environment reward until the next
    trigger, as a failed generation does.
+9. Our addition: an episode with no score (NaN: on the traffic the architect wrote, max-pressure did no
+   better than fixed-time, so the calibrated scale has no span) leaves the score window and the streak
+   as they were, and counts toward the plateau clock of reading 4, since d stood unchanged through it.
 """
 
 from __future__ import annotations
@@ -133,13 +136,16 @@ def update_difficulty(state: DifficultyState, episode_return: float, config: Cur
     Raise by ``up_step`` after ``up_windows`` consecutive window means above ``up_ratio * target``;
     drop by ``down_step`` when the window mean is below ``down_ratio * target``; raise by
     ``plateau_step`` when d has not changed for ``plateau_episodes`` episodes; clip to [d_min, d_max].
-    Readings 2-4 of the module docstring apply.
+    Readings 2-4 and 9 (a NaN return: an episode with no score) of the module docstring apply.
     """
-    if not math.isfinite(episode_return):
-        raise ValueError(f"episode return must be finite, got {episode_return}")
-    returns = (state.returns + (float(episode_return),))[-config.window:]
+    if math.isinf(episode_return):
+        raise ValueError(f"episode return must be finite or NaN (no score, reading 9), got {episode_return}")
     d, event, streak = state.difficulty, None, 0
-    if len(returns) == config.window:
+    if math.isnan(episode_return):  # no score (reading 9): the window and its streak wait for the next one
+        returns, streak = state.returns, state.above_streak
+    else:
+        returns = (state.returns + (float(episode_return),))[-config.window:]
+    if len(returns) == config.window and not math.isnan(episode_return):
         mean = sum(returns) / config.window
         if mean > config.up_ratio * config.target:
             streak = state.above_streak + 1

@@ -72,11 +72,18 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
         low, high = np.nanmin(values), np.nanmax(values)
         pad = 0.08 * (high - low)
         ax.set_ylim(low - pad, high + pad)
-        runs = "; ".join(f"{a} seed {s}, episodes {_ranges(g['episode'])} ({g['score'].min():.0f} to {g['score'].max():.0f})"
+        runs = "; ".join(f"{a} seed {s}, episodes {_ranges(g['episode'])} ({_score_range(g['score'])})"
                          for (a, s), g in bad.groupby(["ablation", "seed"]))
         note = (f"y-axis clipped to the curves outside {len(bad)} ill-conditioned episode scores (near-empty contexts: "
                 f"max-pressure and fixed-time within {ILL_CONDITIONED_FRACTION:.0%} of the median gap): {runs}")
         ax.text(0.01, 0.02, "\n".join(textwrap.wrap(note, 150)), transform=ax.transAxes, fontsize=5.5, va="bottom")
+
+
+def _score_range(scores: pd.Series) -> str:
+    """'-40 to 900', with how many have no score (NaN: max-pressure no better than fixed-time)."""
+    scored, undefined = scores.dropna(), int(scores.isna().sum())
+    text = f"{scored.min():.0f} to {scored.max():.0f}" if len(scored) else ""
+    return ", ".join(part for part in (text, f"{undefined} without a score" if undefined else "") if part)
 
 
 def _ranges(episodes) -> str:

@@ -56,7 +56,9 @@ def final_by_seed(results: AblationResults) -> pd.DataFrame:
 
 #: A training episode's calibration is ill-conditioned when its max-pressure and fixed-time returns lie closer than
 #: this fraction of the results' median gap (a near-empty context: both controllers barely delay anyone, and the
-#: score divides by almost nothing). Its score is kept, as the run's rule saw it, and flagged.
+#: score divides by almost nothing). Its score is kept, as the run's rule saw it, and flagged. Where max-pressure did
+#: no better than fixed-time the score is undefined (NaN): the rule skipped it (curriculum reading 9), and the
+#: final-window means average the scored episodes.
 ILL_CONDITIONED_FRACTION = 0.05
 
 
@@ -78,8 +80,11 @@ def ill_conditioned_note(results: AblationResults) -> str:
     if bad.empty:
         return ""
     runs = ", ".join(f"{a} seed {s}: {len(g)}" for (a, s), g in bad.groupby(["ablation", "seed"]))
+    undefined = int(bad["score"].isna().sum())
     text = (f"{len(bad)} training episodes have an ill-conditioned score (max-pressure and fixed-time within "
-            f"{ILL_CONDITIONED_FRACTION:.0%} of the median gap on their near-empty context; {runs})")
+            f"{ILL_CONDITIONED_FRACTION:.0%} of the median gap on their near-empty context"
+            + (f", {undefined} of them with no score: max-pressure no better than fixed-time" if undefined else "")
+            + f"; {runs})")
     final = bad[bad["in final window"]]
     if final.empty:
         return text + ", none in the final window."
@@ -88,8 +93,10 @@ def ill_conditioned_note(results: AblationResults) -> str:
     for (a, s), g in final.groupby(["ablation", "seed"]):
         run = late[(late["ablation"] == a) & (late["seed"] == s)]
         kept = run[~run["episode"].isin(g["episode"])]["score"].mean()
-        parts.append(f"{a} seed {s}: {len(g)} of its last {window}, final score {run['score'].mean():.1f} with them, "
-                     f"{kept:.1f} without")
+        scored = int(g["score"].notna().sum())
+        parts.append(f"{a} seed {s}: {len(g)} of its last {window}"
+                     + (f", final score {run['score'].mean():.1f} with them, {kept:.1f} without" if scored
+                        else f" (none scored), final score {kept:.1f} over the scored episodes"))
     return text + "; in the final window " + "; ".join(parts) + "."
 
 

@@ -88,9 +88,30 @@ def test_resume_from_json_continues_the_same_trajectory():
     assert resumed == full[30:]
 
 
+def test_an_episode_without_a_score_leaves_the_window_and_streak_and_runs_the_plateau_clock():
+    # reading 9: max-pressure no better than fixed-time on the architect's traffic gives the episode no score (NaN)
+    nan = float("nan")
+    high = [CONFIG.up_ratio * CONFIG.target + 1.0] * CONFIG.window
+    before = run(high)[-1]  # one full window above the bar: the streak stands at 1
+    assert before.above_streak == 1 and before.difficulty == CONFIG.d_initial
+    skipped = cur.update_difficulty(before, nan, CONFIG)
+    assert (skipped.returns, skipped.above_streak, skipped.difficulty) == (before.returns, 1, before.difficulty)
+    assert (skipped.episode, skipped.unchanged, skipped.event, skipped.changed) == (before.episode + 1, before.unchanged + 1,
+                                                                                  None, False)
+    # the next scored window above the bar is the second in a row: d rises as if the unscored episode were not there
+    assert cur.update_difficulty(skipped, high[0], CONFIG).event == "up"
+    # a low window does not lower d through an unscored episode, and unscored episodes alone reach the plateau escape
+    low = run([0.0] * CONFIG.window, state=cur.DifficultyState(difficulty=0.5))[-1]
+    assert low.difficulty == 0.4 and cur.update_difficulty(low, 0.0, CONFIG).difficulty == 0.3
+    assert cur.update_difficulty(low, nan, CONFIG).difficulty == 0.4
+    states = run([nan] * CONFIG.plateau_episodes)
+    assert [s.event for s in states].count("plateau") == 1 and states[-1].event == "plateau"
+    assert states[-1].returns == () and states[-1].difficulty == CONFIG.d_initial + CONFIG.plateau_step
+
+
 def test_bad_inputs_fail_before_compute():
-    with pytest.raises(ValueError, match="finite"):
-        cur.update_difficulty(cur.initial_difficulty(), float("nan"))
+    with pytest.raises(ValueError, match="finite or NaN"):
+        cur.update_difficulty(cur.initial_difficulty(), float("inf"))
     with pytest.raises(ValueError, match="d_initial"):
         cur.CurriculumConfig(d_initial=0.2)
     with pytest.raises(ValueError, match="window"):

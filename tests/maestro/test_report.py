@@ -10,6 +10,7 @@ import pytest
 
 from marlinkit.maestro import figures, report
 from marlinkit.maestro.ablation import AblationResults, load_config
+from marlinkit.maestro import curriculum_env
 from marlinkit.maestro.curriculum_env import Calibration
 
 SEEDS = (200, 300, 400, 500)
@@ -172,6 +173,27 @@ def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_s
     assert f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, {without:.1f} without" in note
     assert "ill-conditioned" not in report.caption("table6", results)  # evaluation rows run on the real flow
     assert figures._ranges([30, 180, 181, 182, 184]) == "30, 180-182, 184"
+
+
+def test_an_episode_without_a_score_is_flagged_and_the_final_scores_average_the_scored_ones():
+    results = _results({"A2": [10.0, 20.0], "A8": [30.0, 40.0]})
+    df = results.episodes
+    last = df["episode"].max()
+    unscored = (df["ablation"] == "A8") & (df["seed"] == 300) & (df["episode"] == last)
+    # the architect's traffic on which max-pressure did worse than fixed-time: calibrated_score gives NaN
+    score = float(curriculum_env.calibrated_score(-80.0, -70.0, -75.0))
+    assert np.isnan(score)
+    df.loc[unscored, ["max_pressure_return", "fixed_time_return", "score"]] = [-75.0, -70.0, score]
+    bad = report.ill_conditioned(results)
+    assert bad[["ablation", "seed", "episode"]].values.tolist() == [["A8", 300, last]] and bad["gap"].iloc[0] == -5.0
+    final = report.final_by_seed(results).set_index(["ablation", "seed"])["score"]
+    scored = df[(df["ablation"] == "A8") & (df["seed"] == 300) & ~unscored]["score"]
+    assert final[("A8", 300)] == pytest.approx(scored.mean()) and np.isfinite(final.to_numpy()).all()
+    note = report.caption("table2", results)
+    assert "1 of them with no score: max-pressure no better than fixed-time" in note
+    assert f"A8 seed 300: 1 of its last {results.config.final_window} (none scored), final score {scored.mean():.1f}" in note
+    assert figures._score_range(pd.Series([np.nan, -40.0, 900.0, np.nan])) == "-40 to 900, 2 without a score"
+    assert figures._score_range(pd.Series([np.nan])) == "1 without a score"
 
 
 def test_every_footer_says_which_maddpg_settings_trained_the_runs():
