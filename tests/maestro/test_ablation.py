@@ -313,18 +313,6 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
     assert maestro.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
     assert "window mean score (target 165)" in maestro._stats([1.0], None, 3, maestro.rule_config(paper).target)
-
-
-def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it():
-    nan = float("nan")
-    key = "window mean score (target 165)"
-    scored = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
-    assert maestro._stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
-    # the window holds the last five scored episodes, as the difficulty rule's does
-    stats = maestro._stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
-    assert stats == {"episode": 8, key: 40.0, "last score": maestro.NO_SCORE}
-    assert maestro._stats([nan], None, 1, 165.0) == {"episode": 1, "last score": maestro.NO_SCORE}
-    assert "last score none (max-pressure did no better" in architect.summary_text(stats)
     measured = dataclasses.replace(paper, curriculum="measured")  # named apart: own folder, own transcripts
     assert maestro.transcript_name(paper, "A2", 200) == "maestro_A2_200"
     assert maestro.transcript_name(measured, "A2", 200) == "maestro_A2_200_measured_curriculum"
@@ -337,6 +325,18 @@ def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it()
     assert results.episodes["difficulty"].iloc[0] == 0.4  # starts at the real flow's load, not the easiest level
     rule = ResultStore(tmp_path).load_sidecar("A2__seed200")["config"]["curriculum"]
     assert rule["target"] == curriculum.rule_config("measured").target and rule["d_initial"] == 0.4
+
+
+def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it():
+    nan = float("nan")
+    key = "window mean score (target 165)"
+    scored = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    assert maestro._stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
+    # the window holds the last five scored episodes, as the difficulty rule's does
+    stats = maestro._stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
+    assert stats == {"episode": 8, key: 40.0, "last score": maestro.NO_SCORE}
+    assert maestro._stats([nan], None, 1, 165.0) == {"episode": 1, "last score": maestro.NO_SCORE}
+    assert "last score none (max-pressure did no better" in architect.summary_text(stats)
 
 
 def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
