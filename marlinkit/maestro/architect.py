@@ -8,7 +8,8 @@ Two generators behind any chat backend (``marlinkit.llm.config``; the paper used
   parses (:func:`read_json_object`), passes the context schema, and its expected vehicle count lies within
   ``load_tolerance`` of the example's (so d keeps its meaning). ``llm`` (A8) is the paper's "less
   constrained prompting and regeneration": the prompt asks for a novel scenario, sampling is
-  hotter, there is no load check, and the runner also regenerates every ``regen_interval``
+  hotter, there is no load check (only that the context brings traffic at all: both modes reject
+  one with less than one expected vehicle), and the runner also regenerates every ``regen_interval``
   episodes. Each failed reply is retried with the error fed back; after ``max_attempts`` the
   deterministic context for the difficulty (:func:`context_for_difficulty`) is used.
 * :class:`RewardSynthesizer` asks for a short ``compute_reward(metrics, difficulty)`` function,
@@ -250,7 +251,8 @@ class CurriculumArchitect:
                 {"role": "user", "content": request + feedback}]
 
     def check(self, data: Any, difficulty: float, duration_s: int, seed: int) -> TrafficContext:
-        """Schema (and, for llm_adaptive, load) validation; raises ValueError naming the problem.
+        """Schema, traffic (at least one expected vehicle) and, for llm_adaptive, load validation; raises ValueError
+        naming the problem.
 
         Keys outside the schema must be dropped before (:meth:`read_reply`); here they are an error.
         """
@@ -261,9 +263,11 @@ class CurriculumArchitect:
             context = TrafficContext.from_dict(data)
         except (TypeError, AttributeError) as error:  # wrong types inside nested fields
             raise ValueError(f"schema: {error}") from None
+        load = expected_vehicles(context, self.network)
+        if load < 1.0:  # every mode: a context without traffic has no signals to control and no score
+            raise ValueError(f"empty: {load:.2f} expected vehicles in {duration_s} s; a context must bring traffic")
         if self.config.mode == "llm_adaptive":
             reference = expected_vehicles(context_for_difficulty(difficulty, seed, duration_s), self.network)
-            load = expected_vehicles(context, self.network)
             if abs(load - reference) > self.config.load_tolerance * reference:
                 raise ValueError(f"load: {load:.0f} expected vehicles, the difficulty asks for {reference:.0f} "
                                  f"+-{100 * self.config.load_tolerance:.0f}%")

@@ -78,6 +78,19 @@ def test_adaptive_mode_rejects_a_load_far_from_the_difficulty_but_llm_mode_accep
         assert accepted or log.records[0]["reason"].startswith("load:")
 
 
+def test_a_context_without_traffic_is_rejected_in_both_modes(network):
+    # A8's smollm2 wrote entry rates 0/0/0/0 (ue25 seed 600, episode 160): no vehicle, nothing to control, no score
+    empty = json.loads(example_json(0.3))
+    empty["approach_rates_vph"] = {side: 0.0 for side in empty["approach_rates_vph"]}
+    for mode in ("llm_adaptive", "llm"):
+        log = arch.GenerationLog()
+        cfg = arch.ArchitectConfig(mode=mode, max_attempts=2)
+        replies = [json.dumps(empty), example_json(0.3)]
+        context, from_llm = arch.CurriculumArchitect(ScriptedBackend(replies), network, cfg, log).propose(0.3, {}, 0, 0)
+        assert from_llm and arch.expected_vehicles(context, network) > 100
+        assert [r["accepted"] for r in log.records] == [False, True] and log.records[0]["reason"].startswith("empty:")
+
+
 def test_good_reward_is_accepted_and_starts_the_llm_reward():
     synth = arch.RewardSynthesizer(ScriptedBackend(arch.scripted_architect_replies()), limits=LIMITS)
     state = curriculum.RewardState(pending=True, trigger="initial")
