@@ -141,11 +141,11 @@ def update_difficulty(state: DifficultyState, episode_return: float, config: Cur
     if math.isinf(episode_return):
         raise ValueError(f"episode return must be finite or NaN (no score, reading 9), got {episode_return}")
     d, event, streak = state.difficulty, None, 0
-    if math.isnan(episode_return):  # no score (reading 9): the window and its streak wait for the next one
-        returns, streak = state.returns, state.above_streak
-    else:
-        returns = (state.returns + (float(episode_return),))[-config.window:]
-    if len(returns) == config.window and not math.isnan(episode_return):
+    scored = not math.isnan(episode_return)  # no score (reading 9): the window and its streak wait for the next one
+    returns = (state.returns + (float(episode_return),))[-config.window:] if scored else state.returns
+    if not scored:
+        streak = state.above_streak
+    elif len(returns) == config.window:
         mean = sum(returns) / config.window
         if mean > config.up_ratio * config.target:
             streak = state.above_streak + 1

@@ -79,7 +79,7 @@ def test_adaptive_mode_rejects_a_load_far_from_the_difficulty_but_llm_mode_accep
 
 
 def test_a_context_without_traffic_is_rejected_in_both_modes(network):
-    # A8's smollm2 wrote entry rates 0/0/0/0 (ue25 seed 600, episode 160): no vehicle, nothing to control, no score
+    # A8's smollm2 wrote 1 veh/h per road (ue25 seed 600, episode 160: 0.8 expected vehicles): nothing to control, no score
     empty = json.loads(example_json(0.3))
     empty["approach_rates_vph"] = {side: 0.0 for side in empty["approach_rates_vph"]}
     for mode in ("llm_adaptive", "llm"):
