@@ -223,7 +223,7 @@ def updates_floor_h(cpu_s_per_update: float, seeds_per_config: int = 12, followi
 def updates_floor_note(seeds_per_config: int = 12) -> str:
     """What :func:`updates_floor_h` multiplies, in words."""
     runs, updates, cores = _floor_terms(seeds_per_config)
-    following = _floor_terms(seeds_per_config, following=True)[0]
+    following = trained_configs(following=True) * seeds_per_config
     return (f"{runs} runs x {updates} updates x the batched update's CPU time (or the OpenBLAS one's), {cores} cores; "
             f"updates only (no simulation, LLM or acting); *_following_h: {following} runs, A7 following A2 while no "
             "generated reward is accepted")
