@@ -66,7 +66,6 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
     ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="165 = max-pressure on the same traffic")
     ax.axhline(0.0, color="grey", ls=":", lw=1, label="0 = fixed-time on the same traffic")
     ax.set_xlabel("training episode")
-    ax.legend(fontsize=7)
     if len(bad):  # a near-empty context's score divides by almost nothing: keep it drawn, but off a readable axis
         values = np.concatenate([*shown, [0.0, results.config.target_paper]])
         low, high = np.nanmin(values), np.nanmax(values)
@@ -76,7 +75,12 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
                          for (a, s), g in bad.groupby(["ablation", "seed"]))
         note = (f"y-axis clipped to the curves outside {len(bad)} ill-conditioned episode scores (near-empty contexts: "
                 f"max-pressure and fixed-time within {ILL_CONDITIONED_FRACTION:.0%} of the median gap): {runs}")
-        ax.text(0.01, 0.02, "\n".join(textwrap.wrap(note, 150)), transform=ax.transAxes, fontsize=5.5, va="bottom")
+        ax.text(0.01, 0.02, "\n".join(textwrap.wrap(note, 85)), transform=ax.transAxes, fontsize=5.5, va="bottom")
+        # The legend's "best" place inside the axes can sit on the note (curves filling the other corners):
+        # beside the axes, both stay readable.
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize=7)
 
 
 def _score_range(scores: pd.Series) -> str:

@@ -138,6 +138,32 @@ def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_na
     assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in results.provenance()
 
 
+def test_the_legend_leaves_the_clipped_axis_note_readable():
+    """Fig. 3 on committed paper-length runs whose curves fill the lower right (the ue25_openblas ablation, seeds
+    200-900): the legend once sat on the note naming the clipped episodes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    from marlinkit.maestro import ablation
+
+    results = ablation.run_ablation("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
+                                    progress=False, record=False)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    figures.learning_curves(ax, results)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))  # as the notebook lays it out
+    fig.canvas.draw()
+    notes = [t for t in ax.findobj(Text) if t.get_text().startswith("y-axis clipped")]
+    assert len(notes) == 1, "these runs hold ill-conditioned episodes: the note must be drawn"
+    renderer = fig.canvas.get_renderer()
+    note = notes[0].get_window_extent(renderer)
+    assert not ax.get_legend().get_window_extent(renderer).overlaps(note)
+    assert note.x1 <= ax.get_window_extent(renderer).x1, "the note runs out of the axes"
+    plt.close(fig)
+
+
 def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measured_wall_time():
     import dataclasses
 
