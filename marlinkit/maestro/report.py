@@ -19,6 +19,7 @@ ours in every table.
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
@@ -349,11 +350,19 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
     fallbacks = gen[gen["fallback"]].groupby(["kind", "mode"]).size().rename("fallbacks").reset_index()
     out = out.merge(fallbacks, on=["kind", "mode"], how="left").fillna({"fallbacks": 0})
     reasons = calls[~calls["accepted"]].groupby(["kind", "mode"])["reason"].agg(
-        lambda r: "; ".join(pd.Series([x.split(":")[0] for x in r]).value_counts().head(3).index))
+        lambda r: "; ".join(pd.Series([rejection_stage(x) for x in r]).value_counts().head(3).index))
     out = out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
     retired = gen[gen["kind"] == "retire"].groupby("mode").size()  # accepted rewards retired in training
     out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0 for k, m in zip(out["kind"], out["mode"])]
     return out.fillna({"top rejection stages": "—"})
+
+
+def rejection_stage(reason: str) -> str:
+    """The check a rejected reply failed, without its particulars: 'syntax: does not parse: ...' -> 'syntax',
+    'cut off before the context was complete (dropped ... after 2 member(s): ...' -> 'cut off before the context
+    was complete', 'route_mix shares must sum to 1, got 6.0000' -> 'route_mix shares must sum to 1'."""
+    head = str(reason).split(":")[0]
+    return re.split(r"\s*\(|, got ", head)[0].strip() or str(reason)
 
 
 def curriculum_movement(results: AblationResults) -> pd.DataFrame:

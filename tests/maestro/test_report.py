@@ -231,3 +231,15 @@ def test_every_footer_says_which_maddpg_settings_trained_the_runs():
     assert results.runs_note.endswith("MADDPG overrides {'batch_size': 32, 'learning_starts': 32, 'update_every': 15}")
     ours = dataclasses.replace(results, config=dataclasses.replace(results.config, maddpg={}))
     assert ours.runs_note.endswith("MADDPG: marlinkit's defaults")  # an update every 25 steps: not the paper's
+
+
+@pytest.mark.parametrize("reason, stage", [
+    ("syntax: does not parse: SyntaxError: '(' was never closed (<reward>, line 3)", "syntax"),
+    ("cut off before the context was complete (dropped the rest of the object after 2 member(s): Expecting value",
+     "cut off before the context was complete"),
+    ("route_mix shares must sum to 1, got 6.0000", "route_mix shares must sum to 1"),
+    ("load: 412.0 expected vehicles, the difficulty asks for 160 +-20%", "load"),
+    ("environment reward after 3 failures", "environment reward after 3 failures")])
+def test_a_rejection_is_counted_under_its_check_not_its_particulars(reason, stage):
+    """The acceptance table's top stages: replies cut off after 1, 2 or 5 members are one stage, not three."""
+    assert report.rejection_stage(reason) == stage
