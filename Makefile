@@ -60,9 +60,10 @@ EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_swi
 # would train the missing runs (hours) and stop at their first smollm2 call not recorded, so make leaves them out and
 # says so.
 UE25_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__ue25_openblas_maddpg.ipynb)
+UE25_ALL  := 36
 UE25_RUNS := $(words $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json))
-ifneq ($(if $(RECORD)$(MARLINKIT_RECORD),36,$(UE25_RUNS)),36)
-UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting ue25_openblas: $(UE25_RUNS) of its 36 runs are committed (RECORD=1 trains the rest and records their smollm2 calls)
+ifneq ($(if $(RECORD)$(MARLINKIT_RECORD),$(UE25_ALL),$(UE25_RUNS)),$(UE25_ALL))
+UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting ue25_openblas: $(UE25_RUNS) of its $(UE25_ALL) runs are committed (RECORD=1 trains the rest and records their smollm2 calls)
 else
 EXECUTED  += $(UE25_ROWS)
 endif

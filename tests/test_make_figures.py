@@ -71,6 +71,12 @@ def test_each_paper_row_is_named_after_the_outputs_its_parameters_write(tmp_path
         assert grid.output_suffix(config) == suffix, (notebook, parameters)
 
 
+def _maestro_rows(out: str) -> list[tuple[str, str, str]]:
+    """(notebook, suffix, parameters) of each MAESTRO variant row in `make -n figures` output."""
+    return re.findall(r"notebooks/maestro/(ablation_results|cost_breakdown)\.ipynb \S+/\1(__\w+)\.partial\.ipynb "
+                      r"((?:-p \S+ \S+ ?)*)", out)
+
+
 def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_writes(tmp_path):
     """At PRESET=paper, the ablation's notebooks also run under the sweep's chosen MADDPG cadence, once its 36 runs
     are committed (before that, make says it leaves them out and how many exist). Each row's executed notebook carries
@@ -81,13 +87,11 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
     config = ablation.load_config("paper", record=False, maddpg_setting="ue25_openblas")
     committed = len(list(ablation.results_root("paper", config).glob("A*__seed*.json")))
     _, out = _dry_run(tmp_path, "PRESET=paper")
-    rows = re.findall(r"notebooks/maestro/(ablation_results|cost_breakdown)\.ipynb \S+/\1(__\w+)\.partial\.ipynb "
-                      r"((?:-p \S+ \S+ ?)*)", out)
+    rows = _maestro_rows(out)
     if committed < len(config.ablations) * len(config.seeds):
         assert not rows and f"ue25_openblas: {committed} of its 36 runs are committed" in out
         _, out = _dry_run(tmp_path, "PRESET=paper", "RECORD=1")  # recording: the rows train the rest
-        rows = re.findall(r"notebooks/maestro/(ablation_results|cost_breakdown)\.ipynb \S+/\1(__\w+)\.partial\.ipynb "
-                          r"((?:-p \S+ \S+ ?)*)", out)
+        rows = _maestro_rows(out)
     assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"]
     for notebook, suffix, parameters in rows:
         given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
