@@ -61,7 +61,9 @@ EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_swi
 # says so.
 UE25_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__ue25_openblas_maddpg.ipynb)
 UE25_ALL  := 36
-UE25_RUNS := $(words $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json))
+# where make counts them (the notebooks load from ablation.results_root; tests point this at a partial copy)
+UE25_RUNS_DIR ?= data/results/maestro/paper/ue25_openblas_maddpg
+UE25_RUNS := $(words $(wildcard $(UE25_RUNS_DIR)/A*__seed*.json))
 ifneq ($(if $(RECORD)$(MARLINKIT_RECORD),$(UE25_ALL),$(UE25_RUNS)),$(UE25_ALL))
 UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting ue25_openblas: $(UE25_RUNS) of its $(UE25_ALL) runs are committed (RECORD=1 trains the rest and records their smollm2 calls)
 else

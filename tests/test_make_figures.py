@@ -78,24 +78,30 @@ def _maestro_rows(out: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_writes(tmp_path):
-    """At PRESET=paper, the ablation's notebooks also run under the sweep's chosen MADDPG cadence, once its 36 runs
-    are committed (before that, make says it leaves them out and how many exist). Each row's executed notebook carries
-    the suffix its figures and tables get (`ablation.output_suffix`), so that no row overwrites the paper-default
-    outputs and make re-runs the row whose outputs are stale."""
+    """At PRESET=paper, the ablation's notebooks also run under the sweep's chosen MADDPG cadence: all 36 of its runs
+    are committed. With fewer (a partial copy of the run folder, UE25_RUNS_DIR), make says it leaves them out and how
+    many exist, unless RECORD=1 trains the rest. Each row's executed notebook carries the suffix its figures and tables
+    get (`ablation.output_suffix`), so that no row overwrites the paper-default outputs and make re-runs the row whose
+    outputs are stale."""
     from marlinkit.maestro import ablation
 
     config = ablation.load_config("paper", record=False, maddpg_setting="ue25_openblas")
-    committed = len(list(ablation.results_root("paper", config).glob("A*__seed*.json")))
-    _, out = _dry_run(tmp_path, "PRESET=paper")
-    rows = _maestro_rows(out)
-    if committed < len(config.ablations) * len(config.seeds):
-        assert not rows and f"ue25_openblas: {committed} of its 36 runs are committed" in out
-        _, out = _dry_run(tmp_path, "PRESET=paper", "RECORD=1")  # recording: the rows train the rest
+    runs = sorted(ablation.results_root("paper", config).glob("A*__seed*.json"))
+    assert len(runs) == len(config.ablations) * len(config.seeds) == 36
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for run in runs[:5]:
+        shutil.copy(run, partial)
+    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"UE25_RUNS_DIR={partial}")
+    assert not _maestro_rows(out) and "ue25_openblas: 5 of its 36 runs are committed" in out
+    for args in (("PRESET=paper",), ("PRESET=paper", f"UE25_RUNS_DIR={partial}", "RECORD=1")):
+        _, out = _dry_run(tmp_path / "build", *args)
         rows = _maestro_rows(out)
-    assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"]
-    for notebook, suffix, parameters in rows:
-        given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
-        assert given["MADDPG"] == config.maddpg_setting, (notebook, parameters)
-        assert ablation.output_suffix(ablation.load_config(given["PRESET"], record=False, maddpg_setting=given["MADDPG"])) \
-            == suffix == "__ue25_openblas_maddpg", (notebook, parameters)
-    assert "leaves out the MAESTRO ablation" not in out
+        assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"], args
+        for notebook, suffix, parameters in rows:
+            given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
+            assert given["MADDPG"] == config.maddpg_setting, (notebook, parameters)
+            assert ablation.output_suffix(ablation.load_config(given["PRESET"], record=False,
+                                                               maddpg_setting=given["MADDPG"])) \
+                == suffix == "__ue25_openblas_maddpg", (notebook, parameters)
+        assert "leaves out the MAESTRO ablation" not in out, args
