@@ -84,6 +84,12 @@ EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(
 endif
 endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
+# The claims ledger (figures/claims.csv) and the README's claims table, made last from the paper preset's tables.
+# It is written beside the paper folder: figures/claims.csv, or the scratch folder's claims.csv under `make verify`.
+CLAIMS_LEDGER := $(BUILD_ROOT)/claims_ledger.ipynb
+ifeq ($(PRESET),paper)
+EXECUTED  += $(CLAIMS_LEDGER)
+endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
@@ -196,6 +202,14 @@ $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: NOTEBOOK_ARGS := -p MADDPG ue25_openblas
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
+
+$(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py $(STAMP)
+	@mkdir -p $(@D)
+	@echo "== $< (preset $(PRESET)), started $$(date +%H:%M:%S)"
+	@$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb -p PRESET $(PRESET) \
+	    -p TABLES $(abspath $(FIGURES_ROOT)) -p LEDGER $(abspath $(FIGURES_ROOT)/../claims.csv) \
+	    $(if $(filter figures/paper,$(FIGURES_ROOT)),-p README $(abspath README.md))
+	@mv $(basename $@).partial.ipynb $@
 
 lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
