@@ -94,7 +94,7 @@ endif
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
 
-.PHONY: help setup data cityflow test test-fast figures verify lab bench clean distclean
+.PHONY: help setup data cityflow test test-fast figures verify lab bench docs clean distclean
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
@@ -104,6 +104,7 @@ help:
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
+	@echo "make docs                               the documentation site in build/docs/html/ (Sphinx, warnings are errors)"
 	@echo "make data                                download the Hangzhou 4x4 files (pinned, SHA-256 checked) into data/"
 	@echo "make cityflow                            build and install CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
@@ -213,6 +214,15 @@ $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(
 
 lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
+
+# The documentation site: Sphinx + MyST over docs/ and the generated pages (tools/docs_site.py), warnings as errors.
+DOCS_STAMP := $(VENV)/.marlinkit-docs-installed
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(VENV)/bin/uv pip install --python $(PY) $(FIND_LINKS_ARG) -e '.[dev,docs]' || $(PY) -m pip install -e '.[dev,docs]'
+	@touch $@
+
+docs: $(STAMP) $(DOCS_STAMP)
+	$(PY) tools/docs_site.py
 
 BENCHES := corridor mappo marlin-grid traffic maddpg negotiation numerics
 
