@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
+from torch.optim.adam import adam as functional_adam
 from torch import nn
 
 from marlinkit.algos.mappo_rollouts import (CRITIC_SIZE, OBS_SIZE, EpisodeCallback, Generator, critic_inputs, evaluation_uniforms,
@@ -338,7 +339,7 @@ class MAPPO:
         self.critic = Critic(config.critic_hidden, config.init)
         self.params = [*self.actor.parameters(), *self.critic.parameters()]
         self.adam_moments = [torch.zeros_like(p) for p in self.params], [torch.zeros_like(p) for p in self.params]
-        self.adam_step_count = torch.zeros(())  # one counter: every parameter takes every step
+        self.adam_steps = [torch.zeros(()) for _ in self.params]  # Adam's step count, one per parameter tensor
         self.kl_coeff = config.kl_coeff
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -396,16 +397,16 @@ class MAPPO:
 
     @torch.no_grad()
     def _adam_step(self, grads: list[torch.Tensor]) -> None:
-        """One Adam step by torch's fused Adam kernel: torch.optim.Adam(fused=True)'s numbers, without the
-        optimizer's per-step bookkeeping (zero_grad, state lookups, hooks, a step counter per tensor)."""
+        """One Adam step by torch's public functional Adam with its fused CPU kernel (``torch.optim.adam.adam``,
+        ``fused=True``): ``torch.optim.Adam(fused=True)``'s numbers without the optimizer object's per-step
+        bookkeeping (zero_grad, state lookups, hooks)."""
         if self.config.max_grad_norm is not None:  # nn.utils.clip_grad_norm_ on the gradients themselves
             scale = (self.config.max_grad_norm / (nn.utils.get_total_norm(grads) + 1e-6)).clamp(max=1.0)
             for grad in grads:
                 grad.mul_(scale)
-        self.adam_step_count += 1
-        torch._fused_adam_(self.params, grads, *self.adam_moments, [], [self.adam_step_count] * len(self.params),
-                           amsgrad=False, beta1=0.9, beta2=0.999, lr=self.config.lr, weight_decay=0.0, eps=1e-8,
-                           maximize=False)
+        functional_adam(self.params, grads, *self.adam_moments, [], self.adam_steps, fused=True,
+                              amsgrad=False, beta1=0.9, beta2=0.999, lr=self.config.lr, weight_decay=0.0, eps=1e-8,
+                              maximize=False)
 
     def _end_update(self, terms: list[torch.Tensor]) -> dict[str, float]:
         """Adapt the KL weight to the update's mean KL; the update's mean loss terms."""

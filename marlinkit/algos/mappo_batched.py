@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.optim.adam import adam as functional_adam
 from torch import nn
 
 from marlinkit.algos import mappo, mappo_rollouts, tanh_mlp
@@ -149,7 +150,7 @@ class BatchedMAPPO:
             offset += size
         self.actor, self.critic = self.params[:6], self.params[6:]
         self.adam_moments = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
-        self.adam_step_count = torch.zeros(())
+        self.adam_steps = [torch.zeros(())]  # Adam's step count (one flat parameter tensor)
         self.kl_coeff = torch.full((len(self.seeds),), config.kl_coeff, dtype=torch.float64)
         self.generators = [torch.Generator().manual_seed(seed) for seed in self.seeds]
         self.distinct_fallbacks = 0  # updates whose actor ran per row (some run above DISTINCT_CAPACITY)
@@ -218,7 +219,8 @@ class BatchedMAPPO:
         return terms
 
     def _adam_step(self, grads: list[torch.Tensor]) -> None:
-        """One fused Adam call for every run's parameters (elementwise on ``flat``: runs do not mix)."""
+        """One fused Adam call (torch's public functional ``torch.optim.adam.adam``, ``fused=True``) for every run's
+        parameters (elementwise on ``flat``: runs do not mix)."""
         flat_grad = torch.zeros_like(self.flat)
         offset = 0
         for grad, size in zip(grads, self.sizes):
@@ -227,10 +229,9 @@ class BatchedMAPPO:
         if self.config.max_grad_norm is not None:  # per run: the global norm of that run's gradients
             scale = (self.config.max_grad_norm / (flat_grad.square().sum(1).sqrt() + 1e-6)).clamp(max=1.0)
             flat_grad.mul_(scale[:, None])
-        self.adam_step_count += 1
-        torch._fused_adam_([self.flat], [flat_grad], [self.adam_moments[0]], [self.adam_moments[1]], [], [self.adam_step_count],
-                           amsgrad=False, beta1=0.9, beta2=0.999, lr=self.config.lr, weight_decay=0.0, eps=1e-8,
-                           maximize=False)
+        functional_adam([self.flat], [flat_grad], [self.adam_moments[0]], [self.adam_moments[1]], [],
+                              self.adam_steps, fused=True, amsgrad=False, beta1=0.9, beta2=0.999, lr=self.config.lr,
+                              weight_decay=0.0, eps=1e-8, maximize=False)
 
 
 class RunPolicy:
