@@ -46,6 +46,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,12 +101,19 @@ class SandboxLimits:
     mean_ticks: float = 200.0  # validation: at most this many ticks per call on average
     episode_margin: float = 4.0  # training: an episode may cost this x the validated mean per call
     max_queue_correlation: float = 0.0  # safety: Spearman(reward, queue length) on real rows must be below
+    deadline_seconds: float = 60.0  # wall clock for one whole validation (or a worker's start), a backstop
+    max_rising_pairs: float = 0.01  # safety: at most this share of neighbouring probe rows where the
+    # reward rises with the queue (or falls with the throughput)
+    min_spread_fraction: float = 0.05  # safety: 170 x the reward's range on real rows, over the range of
+    # the environment reward on them, must reach this (a reward too small to matter is refused)
 
     def __post_init__(self):
         if self.cpu_seconds < 1 or self.memory_bytes < 32 * 2**20 or self.wall_seconds <= 0:
             raise ValueError(f"limits too small to start Python: {self}")
         if not (self.call_ticks >= 1 and self.mean_ticks >= 1 and self.episode_margin >= 1):
             raise ValueError(f"tick budgets must be >= 1 (margin >= 1): {self}")
+        if not self.deadline_seconds > 0:
+            raise ValueError(f"deadline_seconds must be positive, got {self.deadline_seconds}")
         if not (self.bound > 0 and math.isfinite(self.bound)):
             raise ValueError(f"bound must be positive and finite, got {self.bound}")
 
@@ -144,14 +152,37 @@ class Verdict:
 
 def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> None:
     """Stage 1: raise ``SandboxError("syntax", ...)`` unless the whole module is in the allowed subset."""
-    _parse(source, limits)
+    _static_stage(source, limits)
 
 
-def _parse(source: str, limits: SandboxLimits):
-    try:
-        return sandbox_ast.check_syntax(source, limits.max_source_chars)
-    except sandbox_ast.SyntaxProblem as problem:
-        raise SandboxError("syntax", str(problem)) from None
+def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = None) -> str:
+    """Check and meter ``source`` in a thread of its own; the metered code, or ``SandboxError("syntax")``.
+
+    A fresh thread starts with an empty stack, so the verdict does not depend on how deep the
+    caller's stack is (a CLI, a training loop, a process pool). ``deadline`` (``time.monotonic``)
+    bounds the wait; every failure, a bug of the checker included, becomes a ``SandboxError``.
+    """
+    result: dict[str, str] = {}
+
+    def run() -> None:
+        try:
+            result["code"] = sandbox_ast.prepare(source, limits.max_source_chars)
+        except sandbox_ast.SyntaxProblem as problem:
+            result["error"] = str(problem)
+        except BaseException as error:  # noqa: BLE001 - untrusted input: every failure is a verdict
+            result["error"] = f"the checker failed: {type(error).__name__}: {str(error)[:300]}"
+
+    if not isinstance(source, str):
+        raise SandboxError("syntax", f"the source is a {type(source).__name__}, not text")
+    thread = threading.Thread(target=run, name="reward-syntax-check", daemon=True)
+    thread.start()
+    thread.join(max(0.0, (deadline if deadline is not None else time.monotonic() + limits.deadline_seconds)
+                    - time.monotonic()))
+    if thread.is_alive():
+        raise SandboxError("syntax", f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
+    if "error" in result:
+        raise SandboxError("syntax", result["error"])
+    return result["code"]
 
 
 class RewardWorker:
@@ -164,9 +195,10 @@ class RewardWorker:
     worker and raises SandboxError.
     """
 
-    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits(), total_ticks: int | None = None):
-        code = sandbox_ast.instrument(_parse(source, limits))
-        self.limits = limits
+    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits(), total_ticks: int | None = None,
+                 deadline: float | None = None):
+        self.limits, self.deadline = limits, deadline  # deadline: time.monotonic() that ends a validation
+        code = _static_stage(source, limits, deadline)
         self.total_ticks = int(total_ticks if total_ticks is not None else limits.mean_ticks * limits.max_batch_rows)
         self.last_ticks = np.zeros(0)  # ticks per row of the last batch
         self.ticks_used = 0
@@ -204,7 +236,7 @@ class RewardWorker:
         difficulties = np.broadcast_to(np.asarray(difficulty, dtype=float), (len(rows),))
         self._send(np.concatenate([rows.reshape(-1), difficulties]).astype(np.float64).tobytes())
         self._receive_status()
-        deadline = time.monotonic() + self.limits.wall_seconds
+        deadline = self._deadline()
         (size,) = struct.unpack(">I", self._read_exact(4, deadline))
         if size != 16 * len(rows):
             self._fail("execution", f"malformed reply: {size} bytes for {len(rows)} rows")
@@ -257,7 +289,7 @@ class RewardWorker:
         The worker runs untrusted code, so its frames are untrusted too: anything but a JSON object
         with a boolean ``ok`` is a ``SandboxError``, never an exception of another type.
         """
-        deadline = time.monotonic() + self.limits.wall_seconds
+        deadline = self._deadline()
         (size,) = struct.unpack(">I", self._read_exact(4, deadline))
         if size > 4096:
             self._fail("execution", f"malformed reply: status frame of {size} bytes exceeds the 4096-byte cap")
@@ -275,12 +307,19 @@ class RewardWorker:
             self._fail("execution", error)
         return reply
 
+    def _deadline(self) -> float:
+        """When the reply now awaited must have come: the per-batch timeout, or the validation's end."""
+        batch = time.monotonic() + self.limits.wall_seconds
+        return batch if self.deadline is None else min(batch, self.deadline)
+
     def _read_exact(self, n: int, deadline: float) -> bytes:
         fd, chunks, remaining = self._process.stdout.fileno(), [], n
         while remaining:
             timeout = deadline - time.monotonic()
             if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
                 self._process.kill()
+                if self.deadline is not None and deadline >= self.deadline:
+                    self._fail("execution", f"validation deadline ({self.limits.deadline_seconds:g} s) exceeded")
                 self._fail("execution", f"wall-clock timeout ({self.limits.wall_seconds:g} s)")
             chunk = os.read(fd, remaining)
             if not chunk:
@@ -382,47 +421,67 @@ def validate(
     """Run the three stages on ``source``; the first failure ends validation.
 
     ``samples`` None: :func:`validation_rows` (real episode + synthetic edge cases). Given samples,
-    the first ``n_real`` rows count as real traffic for the queue-correlation check (0: none).
+    the first ``n_real`` rows count as real traffic: the queue correlation, the spread and the
+    probes of :func:`probe_rows` run only when there are some (``n_real`` 0: the value checks only).
     Rows go to the worker in order, :data:`BATCH_ROWS` per batch, as training sends them.
 
     Deterministic: the same source, samples and limits give the same verdict (the paper requires
-    identical code-acceptance decisions for identical seeds, Section 5.3). Cost is counted in
-    ticks, not seconds; only the CPU and wall-clock backstops are time, and they sit far above
-    what the tick budgets let through.
+    identical code-acceptance decisions for identical seeds, Section 5.3), at any stack depth.
+    Cost is counted in ticks, not seconds; only the CPU limit and the wall-clock deadline
+    (``deadline_seconds`` over the whole validation) are time, and they sit far above what the
+    tick budgets let through. Never raises: every failure, of the code or of the inputs, is a
+    rejected verdict with its reason.
     """
-    if samples is None:
-        metrics, difficulty, n_real = validation_rows()
-    else:
-        metrics, difficulty = samples
-    difficulty = np.broadcast_to(np.asarray(difficulty, dtype=float), np.shape(metrics[FIELD_NAMES[0]]))
-    n = len(difficulty)
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    values, ticks, isolation = [], [], {}
+    stage, start = "syntax", time.perf_counter()
+    values, ticks, probe_values, isolation = [], [], [], {}
     try:
-        check_syntax(source, limits)
+        deadline = time.monotonic() + limits.deadline_seconds
+        if samples is None:
+            metrics, difficulty, n_real = validation_rows()
+        else:
+            metrics, difficulty = samples
+        metrics = {name: np.asarray(metrics[name], dtype=float).reshape(-1) for name in FIELD_NAMES}
+        difficulty = np.broadcast_to(np.asarray(difficulty, dtype=float), metrics[FIELD_NAMES[0]].shape)
+        n = len(difficulty)
+        probes = probe_rows(metrics, difficulty, n_real) if n_real else None
+        rows = n + (len(probes.difficulty) if probes else 0)
+        _static_stage(source, limits, deadline)
         timings["syntax"] = time.perf_counter() - start
-        start = time.perf_counter()
-        with RewardWorker(source, limits, total_ticks=int(limits.mean_ticks * n)) as worker:
+        stage, start = "execution", time.perf_counter()
+        with RewardWorker(source, limits, total_ticks=int(limits.mean_ticks * rows), deadline=deadline) as worker:
             isolation = worker.isolation
             for first in range(0, n, BATCH_ROWS):
-                batch = {name: np.asarray(metrics[name], dtype=float)[first:first + BATCH_ROWS] for name in FIELD_NAMES}
+                batch = {name: metrics[name][first:first + BATCH_ROWS] for name in FIELD_NAMES}
                 values.append(worker.evaluate_raw(batch, difficulty[first:first + BATCH_ROWS]))
                 ticks.append(worker.last_ticks)
+            for first in range(0, rows - n, BATCH_ROWS):
+                batch = {name: probes.metrics[name][first:first + BATCH_ROWS] for name in FIELD_NAMES}
+                probe_values.append(worker.evaluate_raw(batch, probes.difficulty[first:first + BATCH_ROWS]))
         timings["execution"] = time.perf_counter() - start
     except SandboxError as error:
         timings[error.stage] = time.perf_counter() - start
         return Verdict(False, error.stage, error.reason, timings=timings, isolation=isolation)
+    except Exception as error:  # noqa: BLE001 - a verdict, never a crash of the caller (training)
+        timings[stage] = time.perf_counter() - start
+        return Verdict(False, stage, f"validation failed: {type(error).__name__}: {str(error)[:300]}", timings=timings,
+                       isolation=isolation)
     values, ticks = np.concatenate(values), np.concatenate(ticks)
     cost = {"calls": int(n), "total": float(ticks.sum()), "max": float(ticks.max()), "mean": float(ticks.mean())}
     start = time.perf_counter()
     try:
         check_outputs(values, limits.bound)
         if n_real:
-            check_queue_alignment(values[:n_real], np.asarray(metrics["queue_length"], dtype=float)[:n_real], limits)
+            probed = np.concatenate(probe_values) if probe_values else np.zeros(0)
+            check_outputs(probed, limits.bound)
+            check_queue_alignment(values[:n_real], metrics["queue_length"][:n_real], limits)
+            check_behaviour(values[:n_real], {name: metrics[name][:n_real] for name in FIELD_NAMES}, probes, probed, limits)
     except SandboxError as error:
         return Verdict(False, "safety", error.reason, values.tolist(), {**timings, "safety": time.perf_counter() - start},
                        cost, isolation)
+    except Exception as error:  # noqa: BLE001
+        return Verdict(False, "safety", f"validation failed: {type(error).__name__}: {str(error)[:300]}", values.tolist(),
+                       {**timings, "safety": time.perf_counter() - start}, cost, isolation)
     timings["safety"] = time.perf_counter() - start
     return Verdict(True, None, "accepted", values.tolist(), timings, cost, isolation)
 
@@ -431,7 +490,7 @@ def check_queue_alignment(values: np.ndarray, queue: np.ndarray, limits: Sandbox
     """Safety on real traffic: the reward must not rise with the queue length; returns Spearman's rho.
 
     The learning goal asks for short queues. A reward that pays for them on real traffic (while
-    behaving on synthetic rows, issue 16) is refused; so is one constant on real traffic.
+    behaving on synthetic rows) is refused; so is one constant on real traffic.
     """
     if np.ptp(values) == 0 or np.ptp(queue) == 0:
         raise SandboxError("safety", "the reward is constant on the real traffic rows (it ignores its inputs)")
@@ -440,6 +499,112 @@ def check_queue_alignment(values: np.ndarray, queue: np.ndarray, limits: Sandbox
         raise SandboxError("safety", f"on real traffic the reward rises with the queue length (Spearman {rho:+.2f}, "
                                      f"must be below {limits.max_queue_correlation:+.2f})")
     return rho
+
+
+class Probes(NamedTuple):
+    """Synthetic rows beyond the recorded range (:func:`probe_rows`) and where each group lies."""
+
+    metrics: dict[str, np.ndarray]
+    difficulty: np.ndarray
+    queue_sweeps: np.ndarray  # (sweeps, QUEUE_STEPS) row indices: the queue 0, 1, ..., capacity
+    throughput_sweeps: np.ndarray  # (sweeps, THROUGHPUT_STEPS) row indices: departures 0, 1, ..., 12
+    gridlock: np.ndarray  # row indices of gridlocked intersections
+
+
+#: Queue capacity of an intersection (halted vehicles on its 12 incoming lanes): the probes' largest queue.
+QUEUE_CAPACITY = 120
+THROUGHPUT_STEPS = 13  # departures 0..12 in one second: twice the documented range
+PROBE_BASES = 11  # real rows the sweeps start from: the queue's 0, 10, ..., 100th percentile
+
+
+def probe_rows(metrics: Mapping[str, np.ndarray], difficulty: np.ndarray, n_real: int) -> Probes:
+    """Synthetic rows that probe the reward where the recorded traffic does not reach.
+
+    From :data:`PROBE_BASES` real rows (spread over the queue length), each once as recorded and
+    once with its phase held for a whole episode (360 s): a sweep of the queue from 0 to
+    :data:`QUEUE_CAPACITY` and a sweep of the departures from 0 to 12, every other input as in
+    the base row; then gridlocked intersections (queue at capacity, nobody leaving, everyone
+    waiting 300 s, the phase held 60, 120 or 360 s) in every phase and at the lowest, middle and
+    highest difficulty. Deterministic: derived from the rows alone.
+    """
+    from marlinkit.maestro.sandbox.reward_rows import SECONDS
+
+    queue = np.asarray(metrics["queue_length"][:n_real], dtype=float)
+    order = np.argsort(queue, kind="stable")
+    bases = order[np.round(np.linspace(0, n_real - 1, PROBE_BASES)).astype(int)]
+    base_rows = np.column_stack([np.asarray(metrics[name][:n_real], dtype=float)[bases] for name in FIELD_NAMES])
+    base_difficulty = np.asarray(difficulty[:n_real], dtype=float)[bases]
+    held = base_rows.copy()
+    held[:, FIELD_NAMES.index("phase_duration")] = float(SECONDS)
+    base_rows = np.vstack([base_rows, held])
+    base_difficulty = np.concatenate([base_difficulty, base_difficulty])
+    blocks, levels, groups = [], [], {}
+    start = 0
+    for field_name, steps in (("queue_length", np.arange(QUEUE_CAPACITY + 1.0)),
+                              ("throughput", np.arange(float(THROUGHPUT_STEPS)))):
+        rows = np.repeat(base_rows, len(steps), axis=0)
+        rows[:, FIELD_NAMES.index(field_name)] = np.tile(steps, len(base_rows))
+        blocks.append(rows)
+        levels.append(np.repeat(base_difficulty, len(steps)))
+        groups[field_name] = start + np.arange(len(rows)).reshape(len(base_rows), len(steps))
+        start += len(rows)
+    jam = {"queue_length": float(QUEUE_CAPACITY), "waiting_time": 300.0, "pressure": float(QUEUE_CAPACITY),
+           "throughput": 0.0, "delay": 1.0, "occupancy": 1.0}
+    gridlock = []
+    for held_s in (60.0, 120.0, float(SECONDS)):
+        for phase in range(4):
+            for level in (0.3, 0.65, 1.0):
+                gridlock.append([jam.get(name, 0.0) for name in FIELD_NAMES])
+                gridlock[-1][FIELD_NAMES.index("phase")] = float(phase)
+                gridlock[-1][FIELD_NAMES.index("phase_duration")] = held_s
+                levels.append(np.array([level]))
+    blocks.append(np.array(gridlock))
+    rows = np.vstack(blocks)
+    return Probes({name: rows[:, i] for i, name in enumerate(FIELD_NAMES)}, np.concatenate(levels),
+                  groups["queue_length"], groups["throughput"], start + np.arange(len(gridlock)))
+
+
+def env_reward(metrics: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The environment's own reward on reward-input rows (its template: flow - wait - pressure)."""
+    from marlinkit.envs.traffic.env import RewardWeights
+
+    w = RewardWeights()
+    return (w.flow * np.asarray(metrics["throughput"]) - w.wait * np.asarray(metrics["queue_length"])
+            - w.pressure * np.abs(np.asarray(metrics["pressure"])))
+
+
+def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarray], probes: Probes,
+                    probe_values: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> None:
+    """Safety rules beyond the recorded range (README, threat model); ``SandboxError("safety")`` on a breach.
+
+    1. *spread*: 170 x the reward's range on the real rows is at least ``min_spread_fraction`` of
+       the environment reward's range there (a reward too small to change training is refused);
+    2. *queue*: on neighbouring rows of the queue sweeps (one more halted vehicle, nothing else
+       changed) the reward rises on at most ``max_rising_pairs`` of the pairs;
+    3. *throughput*: on neighbouring rows of the departure sweeps it falls on at most that share;
+    4. *gridlock*: on no gridlock row is it above its lower quartile on the real rows.
+    """
+    from marlinkit.maestro.curriculum import CurriculumConfig
+
+    scale = CurriculumConfig().llm_scale
+    env_range = float(np.ptp(env_reward(real_metrics)))
+    spread = scale * float(np.ptp(real_values))
+    if env_range > 0 and not spread >= limits.min_spread_fraction * env_range:
+        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is {spread:.3g}, "
+                                     f"under {limits.min_spread_fraction:g} of the environment reward's range ({env_range:.3g})")
+    tolerance = 1e-9 * max(1.0, limits.bound)
+    for name, sweeps, sign, verb in (("queue length", probes.queue_sweeps, 1.0, "rises with"),
+                                     ("throughput", probes.throughput_sweeps, -1.0, "falls with")):
+        steps = sign * np.diff(probe_values[sweeps], axis=1)
+        share = float(np.mean(steps > tolerance))
+        if share > limits.max_rising_pairs:
+            raise SandboxError("safety", f"the reward {verb} the {name} on {share:.0%} of neighbouring probe rows "
+                                         f"(at most {limits.max_rising_pairs:.0%} allowed)")
+    quartile = float(np.percentile(real_values, 25))
+    worst = float(probe_values[probes.gridlock].max())
+    if worst > quartile + tolerance:
+        raise SandboxError("safety", f"the reward pays for gridlock: {worst:.3g} on a gridlocked intersection, above "
+                                     f"its lower quartile on real traffic ({quartile:.3g})")
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:

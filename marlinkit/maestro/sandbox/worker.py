@@ -47,10 +47,17 @@ MAX_INT_BITS = 4096  # as marlinkit.maestro.sandbox.static_check.MAX_INT_BITS
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446  # the same on x86-64 and arm64
 SEQUENCES = (list, tuple, str)
-SIZED = (list, tuple, dict, str, range, type({}.keys()), type({}.values()), type({}.items()))
+KEYS = type({}.keys())
+VIEWS = (type({}.values()), type({}.items()))
+SIZED = (list, tuple, dict, str, range, KEYS) + VIEWS
+INTEGERS = (int, bool)
+NUMBERS = (int, bool, float)
+SCALARS = (int, bool, float, type(None))  # (strings: weighed by their length)
+HASH_MODULUS = 2**61 - 1  # integers hash modulo this (64-bit builds): larger keys can share a hash
+ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+              "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift}
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
                ">=": operator.ge, "is": operator.is_, "is not": operator.is_not}
-WALKERS = ("all", "any", "dict", "enumerate", "list", "max", "min", "sorted", "sum", "tuple", "zip")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -102,7 +109,7 @@ def _lock_in(cpu_seconds, memory_bytes, parent):
 
 
 def _meter(call_ticks, total_ticks):
-    """The tick counter and the ``_`` helpers the instrumented code calls (see sandbox_ast)."""
+    """The tick counter and the ``_`` helpers the instrumented code calls (see static_check)."""
     used = [0, 0]  # this call, this process
 
     def charge(n=1):
@@ -116,15 +123,58 @@ def _meter(call_ticks, total_ticks):
     def size(x):
         return len(x) if type(x) in SIZED else 0
 
-    def each(iterable):
-        for item in iterable:
-            charge()
-            yield item
+    def words(n):
+        return n.bit_length() // 64 + 1
 
     def big(value):
         if type(value) is int and value.bit_length() > MAX_INT_BITS:
             raise OverflowError(f"integer above {MAX_INT_BITS} bits")
         return value
+
+    def flat(x):
+        """Refuse a container holding containers (comparing or hashing it can cost far more than its
+        length); return the extra weight of its strings (one tick per 64 characters)."""
+        kind = type(x)
+        if kind in (list, tuple, dict, KEYS):
+            chars = 0
+            for item in (x.values() if kind is dict else x):
+                if type(item) is str:
+                    chars += len(item)
+                elif type(item) not in SCALARS:
+                    raise TypeError("comparing, ordering or hashing a container that holds containers is not allowed")
+            return chars // 64
+        if kind in VIEWS:
+            raise TypeError("comparing dict values or items views is not allowed")
+        return 0
+
+    def key(k):
+        """A dict key or index: a number, a string, None or a flat tuple of them; integers below 2**61."""
+        kind = type(k)
+        if kind is int and not -HASH_MODULUS < k < HASH_MODULUS:
+            raise TypeError("an integer used as a key must be below 2**61 in magnitude")
+        if kind is tuple:
+            charge(len(k) + flat(k))
+            for item in k:
+                if type(item) is int and not -HASH_MODULUS < item < HASH_MODULUS:
+                    raise TypeError("an integer used as a key must be below 2**61 in magnitude")
+        return k
+
+    def each(iterable, weight=1):
+        for item in iterable:
+            charge(weight)
+            yield item
+
+    def arithmetic(symbol, a, b):
+        if type(a) in INTEGERS and type(b) in INTEGERS:
+            if symbol in ("*", "/", "//", "%"):
+                charge(words(a) * words(b) // 16)  # schoolbook cost: 4,096 x 4,096 bits = 256 ticks
+            elif symbol == "**" and b > 0:
+                if a.bit_length() * b > MAX_INT_BITS:
+                    raise OverflowError(f"integer above {MAX_INT_BITS} bits")
+                charge(2 * (a.bit_length() * b // 64 + 1) ** 2 // 16)
+            elif symbol == "<<" and b > 0 and a.bit_length() + b > MAX_INT_BITS:
+                raise OverflowError(f"integer above {MAX_INT_BITS} bits")
+        return big(ARITHMETIC[symbol](a, b))
 
     def op(symbol, a, b):
         if symbol == "+":
@@ -133,22 +183,38 @@ def _meter(call_ticks, total_ticks):
             return big(a + b)
         if symbol == "*":
             for seq, times in ((a, b), (b, a)):
-                if type(seq) in SEQUENCES and type(times) in (int, bool):
+                if type(seq) in SEQUENCES and type(times) in INTEGERS:
                     charge(1 + len(seq) * max(times, 0))
-            return big(a * b)
-        if type(a) in (int, bool) and type(b) in (int, bool):
-            bits = a.bit_length() * b if symbol == "**" else a.bit_length() + b
-            if b > 0 and bits > MAX_INT_BITS:
-                raise OverflowError(f"integer above {MAX_INT_BITS} bits")
-        return big(a ** b if symbol == "**" else a << b)
+        if symbol == "%" and type(a) is str:
+            raise TypeError("string formatting with % is not allowed")
+        if symbol == "~":
+            return big(~a)
+        return arithmetic(symbol, a, b)
 
     def contains(item, container):
-        charge(1 + (size(container) if type(container) is not dict else 0))
+        kind = type(container)
+        charge(1 + (size(container) if kind is not dict else 0))
+        if kind in (dict, KEYS):
+            key(item)
+        elif kind is not str and type(item) in (list, tuple, dict, str):
+            # the item is compared with each of the container's items
+            per_item = len(item) // 64 if type(item) is str else len(item) + flat(item)
+            charge(size(container) * per_item)
         return item in container
 
     def compare(symbol, a, b):
         charge(1 + size(a) + size(b))
+        if symbol not in ("is", "is not"):
+            charge(flat(a) + flat(b))
         return COMPARISONS[symbol](a, b)
+
+    def chain(left, *rest):
+        for i in range(0, len(rest), 2):
+            right = rest[i + 1]()
+            if not compare(rest[i], left, right):
+                return False
+            left = right
+        return True
 
     def cut(value, lower, upper, step):
         charge(1 + size(value))
@@ -157,8 +223,52 @@ def _meter(call_ticks, total_ticks):
     def walker(function):
         def walk(*args, **kwargs):
             charge(1 + sum(size(a) for a in args))
-            return function(*args, **kwargs)
+            return big(function(*args, **kwargs))
         return walk
+
+    def builder(function):
+        """list, tuple, sorted, dict: charged for what they walk and for what they build."""
+        def build(*args, **kwargs):
+            charge(1 + sum(size(a) for a in args))
+            if function is dict and args and type(args[0]) is not dict:
+                args = ([(key(k), v) for k, v in each(args[0])],)
+            if function is sorted and args:
+                args = (ordered_items(args[0], kwargs),)
+            result = function(*args, **kwargs)
+            charge(len(result))
+            return result
+        return build
+
+    def ordered_items(items, kwargs):
+        """The items min/max/sorted will order, each checked flat; a ``key`` function's results too."""
+        items = list(items)
+        by = kwargs.get("key")
+        if by is None:
+            charge(sum(flat(item) + size(item) for item in items if type(item) is not float and type(item) is not int))
+        else:
+            def checked(item):
+                value = by(item)
+                charge(flat(value) + size(value))
+                return value
+            kwargs["key"] = checked
+        return items
+
+    def extreme(function):
+        def pick(*args, **kwargs):
+            charge(1 + sum(size(a) for a in args))
+            if len(args) == 1:
+                args = (ordered_items(args[0], kwargs),)
+            elif args:
+                args = tuple(ordered_items(args, kwargs))
+            return function(*args, **kwargs)
+        return pick
+
+    def total(*args, **kwargs):
+        charge(1 + sum(size(a) for a in args))
+        start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+        if type(start) not in NUMBERS:
+            raise TypeError("sum() start must be a number (summing sequences costs more than its ticks)")
+        return big(sum(*args, **kwargs))
 
     def counted_range(*args):
         r = range(*args)
@@ -169,11 +279,37 @@ def _meter(call_ticks, total_ticks):
         return r
 
     def power(base, exponent, modulus=None):
-        return op("**", base, exponent) if modulus is None else big(pow(base, exponent, modulus))
+        if modulus is None:
+            return op("**", base, exponent)
+        if type(base) in INTEGERS and type(exponent) in INTEGERS and type(modulus) in INTEGERS:
+            # one squaring and one product per exponent bit, each reduced modulo the modulus
+            charge(1 + exponent.bit_length() * 3 * words(modulus) ** 2 // 16 + words(base) * words(modulus) // 16)
+        return big(pow(base, exponent, modulus))
 
-    helpers = {"_t": charge, "_each": each, "_op": op, "_in": contains, "_cmp": compare, "_slice": cut}
-    replaced = {name: walker(getattr(builtins, name)) for name in WALKERS}
-    replaced.update(range=counted_range, pow=power, fsum=walker(math.fsum))
+    def to_int(*args, **kwargs):
+        if args and type(args[0]) is str:
+            charge(1 + len(args[0]) ** 2 // 4096)  # decimal to binary is quadratic in the digits
+        return big(int(*args, **kwargs))
+
+    def to_float(*args):
+        if args and type(args[0]) is str:
+            charge(1 + len(args[0]) // 16)
+        return float(*args)
+
+    def rounded(number, ndigits=None):
+        if type(number) in INTEGERS and type(ndigits) in INTEGERS and ndigits < 0:
+            bits = int(-ndigits * 3.33) + 1  # of 10 ** -ndigits, which round computes
+            if bits > MAX_INT_BITS:
+                raise OverflowError(f"integer above {MAX_INT_BITS} bits")
+            charge(2 * (bits // 64 + 1) * words(number) // 16)
+        return big(round(number, ndigits))
+
+    helpers = {"_t": charge, "_each": each, "_op": op, "_in": contains, "_cmp": compare, "_chain": chain,
+               "_slice": cut, "_k": key}
+    replaced = {name: walker(getattr(builtins, name)) for name in ("all", "any", "enumerate", "zip")}
+    replaced.update({name: builder(getattr(builtins, name)) for name in ("dict", "list", "sorted", "tuple")})
+    replaced.update(max=extreme(max), min=extreme(min), sum=total, range=counted_range, pow=power, int=to_int,
+                    float=to_float, round=rounded, fsum=walker(math.fsum))
     return used, helpers, replaced
 
 
