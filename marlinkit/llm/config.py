@@ -7,6 +7,7 @@ setting                                                backend
 ``transformers:/path/to/Llama-3.1-8B-Instruct``        any local chat model folder
 ``openai:http://localhost:8000/v1#meta-llama/...``     OpenAI-compatible endpoint (vLLM, Ollama)
 ``scripted``                                           protocol-following script, no model
+``reference``                                          MAESTRO's reference architect: a surrogate, not an LLM
 =====================================================  =========================================
 
 The setting comes from a parameter or the ``MARLINKIT_LLM`` environment variable.
@@ -31,7 +32,7 @@ from marlinkit.llm.cache import TranscriptCache
 ENV_VAR = "MARLINKIT_LLM"
 RECORD_VAR = "MARLINKIT_RECORD"
 DEFAULT = "smollm2"
-KINDS = ("smollm2", "transformers", "openai", "scripted")
+KINDS = ("smollm2", "transformers", "openai", "scripted", "reference")
 
 
 def setting(value: str | None = None) -> str:
@@ -71,6 +72,10 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
         from marlinkit.llm.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(script, model)
+    if kind == "reference" and not arg:
+        from marlinkit.maestro.reference_architect import ReferenceArchitect
+
+        return ReferenceArchitect()
     if kind == "transformers" and arg:
         from marlinkit.llm.backends.transformers import TransformersBackend
 
@@ -81,7 +86,7 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
         url, _, model = arg.partition("#")
         return OpenAIBackend(url or None, model or None)
     raise ValueError(f"unknown LLM setting {value!r}; use one of: smollm2 | scripted | transformers:/path/to/model "
-                     "| openai:http://host:port/v1#model")
+                     "| openai:http://host:port/v1#model | reference")
 
 
 def slug(text: str) -> str:

@@ -3,10 +3,16 @@
 ==========  ===============  ==================================================================
 config      curriculum mode  reward MADDPG trains on
 ==========  ===============  ==================================================================
+A0          none             environment template reward, on the real flow (plain MADDPG)
 A2          llm_adaptive     environment template reward (flow + wait + pressure)
 A7          llm_adaptive     (1 - w(d)) r_env + w(d) * 170.0 * r_LLM while a generated reward is active
 A8          llm              environment template reward
 ==========  ===============  ==================================================================
+
+A0 has no curriculum and no architect: every training episode is the real Hangzhou flow (its difficulty is
+NaN), the fairest baseline for what the curriculum adds. The architect is an LLM (``llm``, e.g. SmolLM2) or
+the reference architect (``llm="reference"``: a rule-based surrogate, not an LLM,
+:mod:`marlinkit.maestro.reference_architect`), which answers the same prompts through the same checks.
 
 One run = one (config, seed): ``episodes`` training episodes of ``episode_seconds`` 1-s steps
 with exploring policies, and after every ``eval_every``-th one two evaluation episodes on the same
@@ -83,6 +89,8 @@ from marlinkit.maestro.results import AblationResults
 from marlinkit.runs import ResultStore, config_hash, run_name
 
 PAPER = "maestro"
+#: The LLM setting of the reference architect (a surrogate, not an LLM: :mod:`marlinkit.maestro.reference_architect`).
+REFERENCE_LLM = "reference"
 #: Evaluated policies (as marlinkit.algos.maddpg.EVAL_POLICIES, kept here so importing this module needs no torch).
 EVAL_POLICIES = ("stochastic", "greedy")
 
@@ -92,12 +100,13 @@ class Ablation:
     """One configuration of Section 4.1."""
 
     name: str
-    curriculum_mode: str  # "llm_adaptive" or "llm"
+    curriculum_mode: str  # "llm_adaptive", "llm" or "none" (no curriculum: the real flow)
     llm_reward: bool  # whether the LLM-generated auxiliary reward is used (A7)
     label: str
 
 
 ABLATIONS = {
+    "A0": Ablation("A0", "none", False, "A0 (no curriculum + template, real flow)"),
     "A2": Ablation("A2", "llm_adaptive", False, "A2 (LLM curriculum + template)"),
     "A7": Ablation("A7", "llm_adaptive", True, "A7 (full MAESTRO)"),
     "A8": Ablation("A8", "llm", False, "A8 (alt. curriculum + template)"),
@@ -202,8 +211,11 @@ def _maddpg_config(cfg: Config, seed: int):
 
 
 def _architect_config(cfg: Config, ablation: str):
+    """The architect's settings of ``ablation`` (None for A0: no curriculum, no architect)."""
     from marlinkit.maestro.architect import ArchitectConfig
 
+    if ABLATIONS[ablation].curriculum_mode == "none":
+        return None
     return ArchitectConfig(mode=ABLATIONS[ablation].curriculum_mode, max_attempts=cfg.max_attempts,
                            regen_interval=cfg.regen_interval)
 
@@ -214,14 +226,21 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
                 "max_attempts", "target_paper")
     return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
             "maddpg": _maddpg_config(cfg, seed).key(), "calibration": asdict(calibration),
-            "architect": asdict(_architect_config(cfg, ablation)),
+            "architect": _optional_asdict(_architect_config(cfg, ablation)),
             "curriculum": asdict(rule_config(cfg))}
 
 
+def _optional_asdict(value) -> dict[str, Any] | None:
+    return None if value is None else asdict(value)
+
+
 def setting_suffix(cfg: Config) -> str:
-    """What names a run's folder, transcripts and outputs apart from the preset's own settings: the curriculum rule
-    when it is not the paper's, then the named MADDPG setting ("" for the paper's rule and the preset's MADDPG)."""
-    return "_".join(filter(None, ("" if cfg.curriculum == "paper" else f"{cfg.curriculum}_curriculum",
+    """What names a run's folder, transcripts and outputs apart from the preset's own settings: the reference
+    architect, an engine other than SUMO, the curriculum rule when it is not the paper's, then the named MADDPG
+    setting ("" for the LLM, SUMO, the paper's rule and the preset's MADDPG)."""
+    return "_".join(filter(None, ("reference_architect" if cfg.llm == REFERENCE_LLM else "",
+                                  "" if cfg.engine == "sumo" else cfg.engine,
+                                  "" if cfg.curriculum == "paper" else f"{cfg.curriculum}_curriculum",
                                   cfg.maddpg_setting and f"{cfg.maddpg_setting}_maddpg")))
 
 
@@ -240,6 +259,8 @@ def shared_transcripts(cfg: Config, ablation: str, seed: int) -> tuple[str, ...]
     curriculum mode, seed and settings): while A7's reward is the environment's it trains as A2 does, so it asks
     A2's questions, and a recording run copies A2's recorded replies instead of calling the model again."""
     mode = ABLATIONS[ablation].curriculum_mode
+    if mode == "none":
+        return ()
     return tuple(transcript_name(cfg, other, seed) for other in ABLATIONS
                  if other != ablation and ABLATIONS[other].curriculum_mode == mode)
 
@@ -254,6 +275,8 @@ def rule_config(cfg: Config) -> curriculum.CurriculumConfig:
     return curriculum.rule_config(cfg.curriculum, cfg.target_paper)
 
 
+#: The context column of A0's rows (no curriculum: every training episode is the real flow).
+REAL_FLOW = "real Hangzhou flow"
 #: How the architect's prompt names the score of an episode that has none (curriculum reading 9).
 NO_SCORE = "none (max-pressure did no better than fixed-time on that traffic)"
 
@@ -378,8 +401,9 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     acfg = _architect_config(cfg, ablation)
     base = TrafficSignalEnv(env_config(cfg))
     env = CurriculumEnv(base, ccfg)
-    architect = arch.CurriculumArchitect(backend, base.network, acfg, log)
-    synth = arch.RewardSynthesizer(backend, acfg, log)
+    curriculum_on = acfg is not None  # A0: no curriculum, every episode the real flow
+    architect = arch.CurriculumArchitect(backend, base.network, acfg, log) if curriculum_on else None
+    synth = arch.RewardSynthesizer(backend, acfg, log) if curriculum_on else None
     agents, obs_dim, n_actions = env_dims(base)
     episode_rows = cfg.episode_seconds * len(agents)  # reward calls per training episode
     following = leader is not None
@@ -407,7 +431,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
             d = state.difficulty.difficulty
             stats = _stats(state.scores, state.metrics, episode, ccfg.target)
             t0 = time.perf_counter()
-            if state.new_context:
+            if state.new_context and curriculum_on:
                 state.context, state.context_from_llm = architect.propose(d, stats, episode, seed * 1000 + state.generations,
                                                                           cfg.episode_seconds)
                 env.context = state.context
@@ -442,9 +466,9 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
                 t4 = time.perf_counter()
                 score = float(calibrated_score(env.env_return, baselines["fixed_time_return"],
                                                baselines["max_pressure_return"], cfg.target_paper))
-                row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
-                       "context_from_llm": bool(state.context_from_llm), "context_new": state.new_context,
-                       "context": state.context.describe(),
+                row = {"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d if curriculum_on else np.nan,
+                       "context_from_llm": bool(state.context_from_llm), "context_new": state.new_context and curriculum_on,
+                       "context": state.context.describe() if curriculum_on else REAL_FLOW,
                        "reward_source": state.reward.source if spec.llm_reward else "env", "reward_trigger": state.reward_trigger,
                        "reward_runtime_failure": env.runtime_failure, "w_d": curriculum.weight(d, ccfg) if spec.llm_reward else 0.0,
                        "train_return": train["return"], "env_return": env.env_return, "score": score, **baselines,
@@ -455,15 +479,18 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
             # the curriculum's rules on the episode's score
             state.scores.append(row["score"])
             state.reward_trigger = None
-            state.difficulty = curriculum.update_difficulty(state.difficulty, row["score"], ccfg)
+            if curriculum_on:
+                state.difficulty = curriculum.update_difficulty(state.difficulty, row["score"], ccfg)
             if following:  # the leader's row holds where its rule moved d: this run's must agree
                 _check_follows(row, state, name, episode)
-            else:
+            elif curriculum_on:
                 row.update(difficulty_next=state.difficulty.difficulty, difficulty_event=state.difficulty.event)
+            else:
+                row.update(difficulty_next=np.nan, difficulty_event=None)
             if spec.llm_reward:
                 state.reward = curriculum.advance_rewards(state.reward, state.difficulty, ccfg)
-            state.new_context = state.difficulty.changed or (spec.curriculum_mode == "llm"
-                                                             and (episode + 1) % cfg.regen_interval == 0)
+            state.new_context = curriculum_on and (state.difficulty.changed or (spec.curriculum_mode == "llm"
+                                                                                and (episode + 1) % cfg.regen_interval == 0))
             if not following:  # (a followed row holds its leader's evaluation)
                 row.update(_evaluate(env, learner, cfg, episode, evaluate, calibration))
             state.rows.append(row)

@@ -184,6 +184,24 @@ def load(out: Path = DEFAULT_OUT):
     return df
 
 
+def learner_levels(out: Path = DEFAULT_OUT, setting: str = "ue25", last: int = 20) -> dict[str, float]:
+    """Where plain MADDPG of ``setting`` stands on its training traffic (the real flow): the training score of every
+    episode (its return calibrated on the evaluation episode's fixed-time and max-pressure returns, the same real
+    flow) averaged per seed, then over the seeds: ``mean`` over every episode, ``final`` over the last ``last``
+    (rounded to 2 decimals). The curriculum's measured targets (``curriculum.PLAIN_MADDPG_SCORE``) are these."""
+    import pandas as pd
+
+    df = load(out)
+    runs = df[df["setting"] == setting]
+    if runs.empty:
+        raise ValueError(f"no runs of setting {setting!r} in {out}")
+    score = pd.Series(calibrated_score(runs["train_return"], runs["fixed_time_return"], runs["max_pressure_return"]),
+                      index=runs.index)
+    final = runs["episode"] >= runs.groupby("seed")["episode"].transform("max") + 1 - last
+    return {"mean": round(float(score.groupby(runs["seed"]).mean().mean()), 2),
+            "final": round(float(score[final].groupby(runs.loc[final, "seed"]).mean().mean()), 2)}
+
+
 def learning_figure(axes, df) -> None:
     """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
     max-pressure on the evaluation episode). Right: average delay of the training episodes."""
