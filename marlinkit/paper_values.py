@@ -103,3 +103,8 @@ MARLIN_TABLE1_RUNS = 50
 #: calibration target of the surrogate planner (``marlinkit.marlin.surrogate_planner``).
 AUTHORS_LLM_ONLY: dict[str, float] = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
                                       "two_path": 0.357, "maze_like": 0.333}
+#: How often the authors' Llama 3.1 8B plans were perfect: the share of rows at performance 1.0 among the forced plan
+#: episodes 5-9 of their published MARLIN training logs. With the LLM-only mean above, the two calibration targets of
+#: the ``surrogate_llama`` plan source (``marlinkit.marlin.surrogate_planner.LlamaSurrogatePlanner``).
+AUTHORS_PERFECT_PLAN_SHARE: dict[str, float] = {"asymmetrical_two_slot": 0.55, "symmetrical_two_slot": 0.33, "single_slot": 0.12,
+                                                "two_path": 0.09, "maze_like": 0.0}

@@ -182,3 +182,230 @@ class Algorithm1:
             self.episode[c] += 1
             info.append({"generator": self.first_generator[c], "toggled": self.toggled[c], "plan_cache_hit": self.cache_hit[c]})
         return info
+
+
+# The switch as the authors' public code runs it (rule "authors")
+
+
+@dataclass(frozen=True)
+class AuthorsSwitchConfig:
+    """The generator switch of the authors' public code (``AuthorsSwitch``); its constants are theirs."""
+
+    rule: str = "authors"
+    """Always "authors" (``TrainingConfig.switch_rule`` picks this config)."""
+    m: int = 5
+    """Episodes 1..m-1 sample from the policy, episodes m..2m-1 follow plans (1-based, as the authors count)."""
+    window: int = 5
+    """p-bar is the median of this many last executed episodes, from a buffer that starts as zeros."""
+    toggle_probability: float = 0.1
+    """Chance per episode of switching generator at ``toggle_step`` (not in the forced plan episodes)."""
+    toggle_step: int = core.EPISODE_STEPS // 2
+    """Step of the possible toggle; a toggle to plans plans only the steps left but plays them by absolute step."""
+    plateau_length: int = 25
+    """p-bar values, one per switching episode, in the plateau test."""
+    plateau_tolerance: float = 0.075
+    """A plateau: every relative change between consecutive p-bar values within this, and their mean not 1."""
+    last_switch_episode: int = 1625
+    """After this 1-based episode the policy alone acts (no plans, no toggles)."""
+
+    def __post_init__(self):
+        if self.rule != "authors" or self.m < 1 or self.window < 1 or self.plateau_length < 2 or not 0 <= self.toggle_probability <= 1:
+            raise ValueError(f"invalid authors' switch settings {self}")
+
+
+def score_from(layout: Layout, positions: np.ndarray, actions: np.ndarray) -> float:
+    """The score of ``actions`` played from ``positions``, each robot's progress counted from there (not from the
+    layout's start): ``1 - d_end / d_from`` clipped at 0, and 1 for a robot that starts or ends on its goal."""
+    arrays = core.layout_arrays(layout)
+    state = core.CorridorState(np.asarray(positions, np.int64).reshape(1, core.N_AGENTS, 2).copy(), np.zeros(1, np.int64))
+    for joint in np.asarray(actions, np.int64):
+        state = core.step(arrays, state, joint[None]).state
+    d_from = np.abs(np.asarray(positions).reshape(core.N_AGENTS, 2) - arrays.goals).sum(-1)
+    d_end = np.abs(state.pos[0] - arrays.goals).sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        progress = np.where((d_from == 0) | (d_end == 0), 1.0, np.maximum(0.0, 1.0 - d_end / d_from))
+    return float(progress.mean())
+
+
+class AuthorsPlanCache:
+    """One plan and its score per ``plan_key``; a new plan replaces one that scores no better (ties replace),
+    and a score may be overwritten by what replaying the plan achieved (``update``)."""
+
+    def __init__(self):
+        self.entries: dict[tuple, tuple[np.ndarray, float]] = {}
+
+    def get(self, key: tuple) -> tuple[np.ndarray | None, float]:
+        """The cached actions and score, or (None, 0.0)."""
+        return self.entries.get(key, (None, 0.0))
+
+    def offer(self, key: tuple, actions: np.ndarray, score: float) -> None:
+        if self.get(key)[1] <= score:
+            self.entries[key] = (actions, score)
+
+    def update(self, key: tuple, score: float) -> None:
+        """Replace the score of the plan cached under ``key`` (the actions stay)."""
+        if key in self.entries:
+            self.entries[key] = (self.entries[key][0], score)
+
+
+@dataclass
+class _CopyState:
+    """One copy's switch state across and within episodes (see ``AuthorsSwitch``)."""
+
+    recent: deque  # the last ``window`` executed performances, zeros before the first
+    p_bars: deque  # p-bar at the start of each switching episode, the last ``plateau_length``
+    episode: int = 0  # finished episodes; the running one is ``episode + 1`` (1-based)
+    last_performance: float | None = None
+    use_plan: bool = False  # the authors' plan mode; kept across episodes (read by the score update)
+    locked: bool = False  # no toggle this episode (forced plan episodes, or after a toggle)
+    active: bool = False  # this episode lies in the switching range m..last_switch_episode
+    plan: np.ndarray | None = None  # the actions plan mode plays, indexed by the episode's absolute step
+    plan_score: float = 0.0
+    plan_key: tuple | None = None  # key of the last plan made (the one a score update overwrites)
+    start_key: tuple | None = None  # key of this episode's start state (where every plan is cached)
+    p_bar: float = 0.0
+    first: str = SAMPLING
+    toggled: bool = False
+    cache_hit: bool = False
+    from_plan: bool = False  # this step's actions came from the plan
+    plan_steps: int = 0
+
+
+class AuthorsSwitch:
+    """MARLIN's generator switch as the authors' public code runs it; the same interface as ``Algorithm1``.
+
+    Per copy and episode (1-based ``e``), at step 0: for ``e < m`` and ``e > last_switch_episode`` the policy acts
+    all episode. Otherwise the switch first overwrites the score of the last plan made with the performance the
+    previous episode achieved, when that episode ended in plan mode and achieved something else; then records
+    p-bar (median of the last ``window`` executed episodes, plans included, from a zero-filled buffer) for the
+    plateau test; then picks plan mode if the cached plan of the start state scores exactly 1, else if ``e < 2m``
+    (no toggle then), else if p-bar is below the LLM-only performance, else on a plateau (the last
+    ``plateau_length`` p-bars all within ``plateau_tolerance`` relative change of the one before and not all 1);
+    otherwise the policy.
+
+    In plan mode a step plays the current plan when its score is above p-bar (strictly) or exactly 1; else at step
+    0 a new plan is made from the start (cached when it scores above 0 and no worse than the cached one) and its
+    first action played; later steps play the plan only if that new plan's score passes the same test, otherwise
+    the policy acts. At ``toggle_step``, with ``toggle_probability``, an unlocked episode switches: from plans to
+    the policy, or to a plan made from the current positions for the steps left. That plan is cached under the
+    start state's key, its running score is set to 1, and it is played by the episode's absolute step, so past its
+    length the robots WAIT.
+    """
+
+    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: AuthorsSwitchConfig, seed: int,
+                 plan_budget: int | None = None):
+        if plan_budget is not None:
+            raise ValueError("the authors' switch re-plans without limit: plan_budget must be None")
+        self.layout, self.source, self.config, self.llm_only, self.seed = layout, source, config, llm_only, seed
+        self.cache = AuthorsPlanCache()
+        self.rng = np.random.default_rng((seed, 1))
+        self.plans_made = 0
+        self.copies = [_CopyState(deque([0.0] * config.window, maxlen=config.window), deque(maxlen=config.plateau_length))
+                       for _ in range(n_envs)]
+
+    def set_layout(self, layout: Layout, llm_only: float) -> None:
+        """Switch to a changed environment; plans stay cached per layout (``plan_key``)."""
+        self.layout, self.llm_only = layout, llm_only
+
+    def p_bar(self, copy: int) -> float:
+        return float(np.median(self.copies[copy].recent))
+
+    def plateau(self, copy: int) -> bool:
+        values = np.array(self.copies[copy].p_bars, float)
+        if len(values) != self.config.plateau_length or values.mean() == 1:
+            return False
+        with np.errstate(divide="ignore", invalid="ignore"):
+            changes = np.diff(values) / values[:-1]
+        return bool(np.all(np.abs(changes) <= self.config.plateau_tolerance))
+
+    def _make_plan(self, s: _CopyState, positions: np.ndarray, steps_left: int) -> None:
+        """Plan from ``positions``; a plan scoring above 0 (measured from ``positions``) is cached under the start
+        state's key and becomes the current plan."""
+        self.plans_made += 1
+        plan = self.source.make_plan(self.layout, positions, steps_left, seed=self.seed * 1_000_003 + self.plans_made)
+        score = float(plan.performance) if steps_left == core.EPISODE_STEPS else score_from(self.layout, positions, plan.actions)
+        if score > 0:
+            self.cache.offer(s.start_key, plan.actions, score)
+            s.plan, s.plan_score, s.plan_key = plan.actions, score, s.start_key
+
+    def _start(self, c: int, positions: np.ndarray) -> None:
+        s, config = self.copies[c], self.config
+        e = s.episode + 1
+        s.toggled = s.cache_hit = False
+        s.plan_steps = 0
+        s.active = config.m <= e <= config.last_switch_episode
+        if not s.active:
+            s.first = SAMPLING
+            return
+        s.locked = False
+        if s.last_performance is not None and s.use_plan and s.last_performance != s.plan_score and s.plan_key is not None:
+            self.cache.update(s.plan_key, s.last_performance)
+        s.p_bar = float(np.median(s.recent))
+        s.p_bars.append(s.p_bar)
+        s.start_key = plan_key(self.layout, positions)
+        s.plan, s.plan_score = self.cache.get(s.start_key)
+        if s.plan_score == 1:
+            s.use_plan = True
+        elif e < 2 * config.m:
+            s.use_plan, s.locked = True, True
+        elif s.p_bar < self.llm_only or self.plateau(c):
+            s.use_plan = True
+        else:
+            s.use_plan = False
+        s.first = PLAN if s.use_plan else SAMPLING
+
+    def _plan_action(self, s: _CopyState, positions: np.ndarray, step: int) -> np.ndarray | None:
+        """Plan mode's joint action at ``step``, or None where the policy acts."""
+        if s.plan is not None and (s.plan_score > s.p_bar or s.plan_score == 1):
+            s.cache_hit = s.cache_hit or step == 0
+        elif step == 0:
+            self._make_plan(s, positions, core.EPISODE_STEPS)
+        else:
+            return None
+        if s.plan is None:
+            return None
+        return s.plan[step] if step < len(s.plan) else np.zeros(core.N_AGENTS, np.int64)  # past the plan: WAIT
+
+    def __call__(self, state: core.CorridorState, sampled: np.ndarray) -> np.ndarray:
+        actions = sampled.copy()
+        for c, s in enumerate(self.copies):
+            step = int(state.t[c])
+            if step == 0:
+                self._start(c, state.pos[c])
+            s.from_plan = False
+            if not s.active:
+                continue
+            if not s.locked and step == self.config.toggle_step and self.rng.random() < self.config.toggle_probability:
+                s.locked, s.toggled = True, True
+                s.use_plan = not s.use_plan
+                if s.use_plan:
+                    self._make_plan(s, state.pos[c], core.EPISODE_STEPS - step)
+                    s.plan_score = 1.0
+            if s.use_plan:
+                planned = self._plan_action(s, state.pos[c], step)
+                if planned is not None:
+                    actions[c], s.from_plan = planned, True
+                    s.plan_steps += 1
+        return actions
+
+    @property
+    def generated(self) -> np.ndarray:
+        """bool [B]: the copies whose actions of the last call came from a plan (WAITs past a plan's end included)."""
+        return np.array([s.from_plan for s in self.copies])
+
+    def end_episode(self, performance: np.ndarray) -> list[dict[str, Any]]:
+        """Store each copy's executed performance (plans included); return what each copy did this episode."""
+        info = []
+        for s, p in zip(self.copies, performance):
+            s.recent.append(float(p))
+            s.last_performance = float(p)
+            s.episode += 1
+            info.append({"generator": s.first, "toggled": s.toggled, "plan_cache_hit": s.cache_hit, "plan_steps": s.plan_steps})
+        return info
+
+
+def make_switch(layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig | AuthorsSwitchConfig,
+                seed: int, plan_budget: int | None = None) -> Algorithm1 | AuthorsSwitch:
+    """MARLIN's generator switch for ``config``: ``AuthorsSwitch`` for the authors' rule, else ``Algorithm1``."""
+    kind = AuthorsSwitch if isinstance(config, AuthorsSwitchConfig) else Algorithm1
+    return kind(layout, source, n_envs, llm_only, config, seed, plan_budget)

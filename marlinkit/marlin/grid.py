@@ -82,6 +82,8 @@ class GridConfig(TrainingConfig):
             raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}")
         if self.plan_source not in PLAN_SOURCES:
             raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {self.plan_source!r}")
+        if self.trainer == "batched" and self.protocol == "authors":
+            raise ValueError("the authors' protocol trains MARL and MARLIN on different copy counts: use trainer 'one-at-a-time'")
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
         if self.negotiation is not None:
@@ -97,7 +99,10 @@ class GridConfig(TrainingConfig):
 
 def job_config(scenario: str, system: str, seed: int, config: GridConfig, source_name: str) -> dict[str, Any]:
     """Everything that shapes one run's numbers (its cache key)."""
+    config = config.for_system(system)  # the authors' protocol: the system's own copy count
     base = {"scenario": scenario, "system": system, "seed": seed}
+    if config.protocol != "paper":
+        base["protocol"] = config.protocol
     # Optional settings enter the key only when set, so runs made before they existed stay valid.
     if config.actuation_noise:
         base["actuation_noise"] = dict(config.actuation_noise)
@@ -214,6 +219,21 @@ def training_batches(trained: list[tuple[str, dict[str, Any]]], workers: int, ba
     return batches
 
 
+#: Folder (under the preset's MARLIN results) of the runs under the authors' protocol (``TrainingConfig.protocol``).
+AUTHORS_PROTOCOL_DIR = "authors_protocol"
+
+
+def results_root(config: GridConfig, preset: str) -> Path:
+    """Where a grid's runs are saved: the preset's MARLIN results, the authors' protocol in its own folder."""
+    root = paths.results_dir("marlin", preset)
+    return root / AUTHORS_PROTOCOL_DIR if config.protocol == "authors" else root
+
+
+def numerics_entries(source: PlanSource | None) -> tuple[str, ...]:
+    """The modules whose imports make a grid's numerics path (``marlinkit.provenance``): this runner and its plan source's."""
+    return tuple(dict.fromkeys((__name__, type(source or ExactJointPlanner()).__module__)))
+
+
 def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, root: Path | None = None,
              progress: bool = True) -> Results:
     """Run (or load) every scenario x system x seed of ``config``; finished runs are never redone.
@@ -222,8 +242,8 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     with ``workers`` at a time; each run's files are written here as soon as it finishes.
     """
     source_name = (source or ExactJointPlanner()).name
-    root = Path(root) if root else paths.results_dir("marlin", preset)
-    store = runs.ResultStore(root)
+    root = Path(root) if root else results_root(config, preset)
+    store = runs.ResultStore(root, code=numerics_entries(source))
     plan_steps = config.mappo_config().generated_steps
     jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation), f"seed{se}"), job_config(sc, sy, se, config, source_name))
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
@@ -254,17 +274,22 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
 
 
 #: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'
-#: default), the configured LLM's negotiation, and the exact joint planner (a perfect plan source).
-PLAN_SOURCES = ("surrogate", "llm", "exact")
+#: default), the configured LLM's negotiation, the exact joint planner (a perfect plan source), and the surrogate
+#: calibrated to both the mean and the share of perfect plans of the authors' Llama runs (not an LLM either).
+PLAN_SOURCES = ("surrogate", "llm", "exact", "surrogate_llama")
 SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only performance; NOT an LLM)"
 #: File-name suffix of each plan source's Fig. 3 and Table I outputs.
-PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner"}
+PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner", "surrogate_llama": "__surrogate_llama"}
+SURROGATE_LLAMA_LABEL = ("surrogate_llama (exact plans, perfect as often as the authors' Llama 3.1 8B plans were, else corrupted "
+                         "to its LLM-only mean; NOT an LLM)")
 
 
 def variant_note(config: GridConfig) -> str:
     """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule,
     how plan steps are learned from, and another preset's negotiation protocol."""
     note = "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
+    if config.protocol == "authors":
+        note += "; the authors' protocol (MARLIN on 1 copy, MARL on 6)"
     if config.mappo_config().generated_steps != "learn":
         note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo_config().generated_steps!r})"
     if config.negotiation is not None:
@@ -281,7 +306,8 @@ def output_suffix(config: GridConfig) -> str:
     plan_steps = config.mappo_config().generated_steps
     return (PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
             + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps")
-            + ("" if config.negotiation is None else f"__{config.negotiation}_negotiation"))
+            + ("" if config.negotiation is None else f"__{config.negotiation}_negotiation")
+            + ("" if config.protocol == "paper" else f"__{config.protocol}_protocol"))
 
 
 def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tuple[GridConfig, PlanSource | None, str]:
@@ -296,6 +322,10 @@ def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tupl
     config = dataclasses.replace(config, plan_budget=None)
     if config.plan_source == "exact":
         return config, None, f"{ExactJointPlanner.name} (a perfect plan source, not an LLM)"
+    if config.plan_source == "surrogate_llama":
+        from marlinkit.marlin.surrogate_planner import LlamaSurrogatePlanner
+
+        return config, LlamaSurrogatePlanner(), SURROGATE_LLAMA_LABEL
     from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
 
     return config, CalibratedSurrogatePlanner(), SURROGATE_LABEL

@@ -32,7 +32,7 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout
 from marlinkit.envs.corridor.plans import Plan
-from marlinkit.paper_values import AUTHORS_LLM_ONLY
+from marlinkit.paper_values import AUTHORS_LLM_ONLY, AUTHORS_PERFECT_PLAN_SHARE
 
 RATES_FILE = Path(__file__).with_name("surrogate_planner_rates.json")
 NAME = "calibrated-surrogate-planner"
@@ -90,12 +90,16 @@ class CalibratedSurrogatePlanner:
             raise ValueError(f"no calibrated corruption rate for scenario {layout.name!r} (have {sorted(self.rates)})")
         return self.rates[layout.name]
 
-    def make_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS,
-                  seed: int | None = None) -> Plan:
+    def exact_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS) -> Plan:
+        """The exact joint planner's shortest plan (searched once per state and step budget, then reused)."""
         key = (layout.name, tuple(np.asarray(positions).ravel().tolist()), steps_left)
         if key not in self._plans:  # the exact search is the cost; its plans are reused
             self._plans[key] = self._exact.make_plan(layout, positions, steps_left)
-        exact = self._plans[key]
+        return self._plans[key]
+
+    def make_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS,
+                  seed: int | None = None) -> Plan:
+        exact = self.exact_plan(layout, positions, steps_left)
         rate = self.rate(layout)
         actions = corrupt(exact.actions, rate, seed)
         changed = int((actions != exact.actions).sum())
@@ -103,23 +107,72 @@ class CalibratedSurrogatePlanner:
                     stats={"plan_steps": len(actions), "corrupted_actions": changed, "rate": rate})
 
 
-def llm_only_mean(scenario: str, rate: float, trials: int, seed: int) -> float:
-    """The surrogate's LLM-only performance at ``rate``, measured by ``systems.plan_source_alone`` itself."""
+LLAMA_RATES_FILE = Path(__file__).with_name("surrogate_llama_rates.json")
+LLAMA_NAME = "surrogate-llama"
+LLAMA_SALT = 0x11A3A  # the perfect-or-not draw's stream, apart from the corruption's
+IMPERFECT_TRIES = 100  # corruption draws tried for an imperfect plan before the last one is taken
+
+
+def imperfect_target(scenario: str) -> float:
+    """The mean an imperfect ``surrogate_llama`` plan must reach so that, with the perfect share, the LLM-only mean
+    is the authors' value: ``(mean - share) / (1 - share)``."""
+    share = AUTHORS_PERFECT_PLAN_SHARE[scenario]
+    return (AUTHORS_LLM_ONLY[scenario] - share) / (1 - share)
+
+
+class LlamaSurrogatePlanner:
+    """``PlanSource`` ``surrogate_llama``: perfect as often as the authors' Llama plans were, else imperfect. NOT an LLM.
+
+    Per plan, a draw from the plan's seed decides: with the scenario's share (``paper_values.AUTHORS_PERFECT_PLAN_SHARE``)
+    the exact plan; otherwise the exact plan corrupted at the scenario's rate (``corrupt``), drawn again until it is
+    not perfect. The rates (``surrogate_llama_rates.json``) are calibrated so that the imperfect plans' mean makes the
+    LLM-only mean the authors' (``imperfect_target``); written by
+    ``python -m marlinkit.marlin.surrogate_planner --kind llama``.
+    """
+
+    def __init__(self, rates: dict[str, float] | None = None, shares: dict[str, float] | None = None):
+        self.rates = dict(load_rates(LLAMA_RATES_FILE) if rates is None else rates)
+        self.shares = dict(AUTHORS_PERFECT_PLAN_SHARE if shares is None else shares)
+        record = json.dumps({"rates": self.rates, "shares": self.shares}, sort_keys=True)
+        self.name = f"{LLAMA_NAME}[{hashlib.sha256(record.encode()).hexdigest()[:10]}]"
+        self._corrupted = CalibratedSurrogatePlanner(self.rates)
+
+    def make_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS,
+                  seed: int | None = None) -> Plan:
+        seed = 0 if seed is None else int(seed) % 2**56
+        if layout.name not in self.shares:
+            raise ValueError(f"no perfect-plan share for scenario {layout.name!r} (have {sorted(self.shares)})")
+        if np.random.default_rng([LLAMA_SALT, seed]).random() < self.shares[layout.name]:
+            actions = self._corrupted.exact_plan(layout, positions, steps_left).actions
+            return Plan(actions, play(layout, positions, actions), self.name, stats={"plan_steps": len(actions), "perfect_draw": True})
+        plan = self._corrupted.make_plan(layout, positions, steps_left, seed)
+        for attempt in range(1, IMPERFECT_TRIES):
+            if plan.performance < 1:
+                break
+            plan = self._corrupted.make_plan(layout, positions, steps_left, seed * IMPERFECT_TRIES + attempt)
+        return Plan(plan.actions, plan.performance, self.name, stats={**plan.stats, "perfect_draw": False})
+
+
+def llm_only_mean(scenario: str, rate: float, trials: int, seed: int, kind: str = "mean") -> float:
+    """The surrogate's LLM-only performance at ``rate``, measured by ``systems.plan_source_alone`` itself; ``kind``
+    "llama": of ``surrogate_llama``'s imperfect plans alone (its perfect share set to 0)."""
     from marlinkit.marlin import systems
 
-    return float(systems.plan_source_alone(scenario, seed, trials, CalibratedSurrogatePlanner({scenario: rate})).performance.mean())
+    source = (LlamaSurrogatePlanner({scenario: rate}, {scenario: 0.0}) if kind == "llama"
+              else CalibratedSurrogatePlanner({scenario: rate}))
+    return float(systems.plan_source_alone(scenario, seed, trials, source).performance.mean())
 
 
-def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10) -> dict[str, Any]:
+def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10, kind: str = "mean") -> dict[str, Any]:
     """Bisection over the rate for LLM-only performance ``target`` (falls with the rate; draws shared across rates)."""
     low, high = 0.0, 1.0
-    tried = {r: llm_only_mean(scenario, r, trials, seed) for r in (low, high)}
+    tried = {r: llm_only_mean(scenario, r, trials, seed, kind) for r in (low, high)}
     if not tried[high] <= target <= tried[low]:
         raise ValueError(f"{scenario}: target {target} outside what the surrogate reaches "
                          f"({tried[high]:.3f} at rate 1 .. {tried[low]:.3f} at rate 0)")
     for _ in range(iterations):
         middle = round((low + high) / 2, 6)
-        tried[middle] = llm_only_mean(scenario, middle, trials, seed)
+        tried[middle] = llm_only_mean(scenario, middle, trials, seed, kind)
         low, high = (middle, high) if tried[middle] > target else (low, middle)
     rate = min(tried, key=lambda r: (abs(tried[r] - target), r))
     return {"rate": rate, "llm_only": tried[rate], "target": target, "error": tried[rate] - target,
@@ -128,21 +181,37 @@ def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: 
 
 def main(argv: list[str] | None = None) -> None:
     from marlinkit.files import atomic_write_text
+    from marlinkit.marlin import systems
 
     parser = argparse.ArgumentParser(description="calibrate the surrogate planner's corruption rates (writes the package data)")
     parser.add_argument("--trials", type=int, default=400, help="LLM-only trials per rate tried (default 400)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the calibration trials (default 0)")
-    parser.add_argument("--out", type=Path, default=RATES_FILE)
+    parser.add_argument("--kind", choices=("mean", "llama"), default="mean",
+                        help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and perfect share)")
+    parser.add_argument("--out", type=Path, default=None, help="default: the package data file of --kind")
     args = parser.parse_args(argv)
+    llama = args.kind == "llama"
+    out = args.out or (LLAMA_RATES_FILE if llama else RATES_FILE)
     scenarios = {}
     for scenario in LAYOUT_NAMES:
-        scenarios[scenario] = calibrate(scenario, AUTHORS_LLM_ONLY[scenario], args.trials, args.seed)
+        target = imperfect_target(scenario) if llama else AUTHORS_LLM_ONLY[scenario]
+        scenarios[scenario] = calibrate(scenario, target, args.trials, args.seed, kind=args.kind)
         print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
-    record = {"command": f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}",
+    command = f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}" + (" --kind llama" if llama else "")
+    record = {"command": command,
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
               "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
               "trials": args.trials, "seed": args.seed, "scenarios": scenarios}
-    atomic_write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    if llama:
+        record["target"] += (" with paper_values.AUTHORS_PERFECT_PLAN_SHARE perfect plans: each rate calibrates the imperfect "
+                             "plans' mean to (mean - share) / (1 - share)")
+        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()})
+        for scenario in LAYOUT_NAMES:  # the whole plan source on a held-out seed
+            alone = systems.plan_source_alone(scenario, args.seed + 1, args.trials, planner).performance
+            scenarios[scenario]["held_out"] = {"seed": args.seed + 1, "llm_only": round(float(alone.mean()), 6),
+                                               "perfect_share": round(float((alone == 1).mean()), 6)}
+            print(scenario, scenarios[scenario]["held_out"], flush=True)
+    atomic_write_text(out, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

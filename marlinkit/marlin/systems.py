@@ -25,7 +25,13 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
 from marlinkit.envs.corridor.plans import PlanSource
-from marlinkit.marlin.algorithm1 import PLAN, SAMPLING, Algorithm1, SwitchConfig
+from marlinkit.marlin.algorithm1 import PLAN, SAMPLING, Algorithm1, AuthorsSwitch, AuthorsSwitchConfig, SwitchConfig, make_switch
+
+#: ``TrainingConfig.protocol``: "paper", every system on ``n_envs`` copies; "authors", the copies the authors' code
+#: gives each system (``AUTHORS_COPIES``).
+PROTOCOLS = ("paper", "authors")
+#: Environment copies per training in the authors' code: MARLIN's plan sampler runs on one, MARL on 3 workers x 2.
+AUTHORS_COPIES = {"MARLIN": 1, "MARL": 6}
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,12 @@ class TrainingConfig:
     mappo: Mapping[str, Any] = field(default_factory=dict)
     """``MAPPOConfig`` overrides (``marlinkit.algos.mappo``); empty: the authors' RLlib settings."""
     switch_rule: str = "paper"
-    """Algorithm 1's switch: "paper" as printed, "code" the authors' code variant (``algorithm1.SwitchConfig``)."""
+    """Algorithm 1's switch: "paper" as printed, "code" a simplified reading of the authors' code (median, and a
+    window-to-window plateau; ``algorithm1.SwitchConfig``), "authors" the authors' code step for step
+    (``algorithm1.AuthorsSwitch``)."""
+    protocol: str = "paper"
+    """``PROTOCOLS``: "paper", every system on ``n_envs`` copies; "authors", MARLIN on 1 copy and MARL on 6, as the
+    authors' code runs them (``n_envs`` is then ignored; ``for_system``)."""
     llm_only_performance: Mapping[str, float] | None = None
     """Algorithm 1's LLM-only threshold per scenario; None: the authors' Llama 3.1 8B values (``AUTHORS_LLM_ONLY``)."""
     plan_budget: int | None = None
@@ -64,6 +75,8 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not all(1 <= c <= self.episodes for c in self.checkpoints):
             raise ValueError(f"checkpoints {list(self.checkpoints)} must lie in 1..episodes={self.episodes}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.plan_budget is not None and int(self.plan_budget) < 1:
             raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {self.plan_budget}")
         self.mappo_config(), self.switch_config()
@@ -81,8 +94,14 @@ class TrainingConfig:
             raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
         return mappo.MAPPOConfig(**self.mappo)
 
-    def switch_config(self) -> SwitchConfig:
-        return SwitchConfig(rule=self.switch_rule)
+    def switch_config(self) -> SwitchConfig | AuthorsSwitchConfig:
+        return AuthorsSwitchConfig() if self.switch_rule == "authors" else SwitchConfig(rule=self.switch_rule)
+
+    def for_system(self, system: str) -> "TrainingConfig":
+        """The settings one run of ``system`` trains with: under the authors' protocol, its copy count."""
+        if self.protocol != "authors" or system not in AUTHORS_COPIES:
+            return self
+        return dataclasses.replace(self, n_envs=AUTHORS_COPIES[system])
 
     def llm_only_threshold(self, scenario: str) -> float:
         """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
@@ -107,20 +126,21 @@ class SystemRun(NamedTuple):
     """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
 
     layout_at: Callable[[int], Layout]
-    generator: Algorithm1 | None  # MARLIN's switch for this run (None: MARL)
+    generator: Algorithm1 | AuthorsSwitch | None  # MARLIN's switch for this run (None: MARL)
     on_episode_end: mappo_rollouts.EpisodeCallback  # records episodes and evaluates checkpoints into ``tables``
     tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
 
 
 def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, source: PlanSource | None = None) -> SystemRun:
     """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
+    config = config.for_system(system)
     layout_at = layout_schedule(scenario, config.layout_schedule)
     n_envs, checkpoints = config.n_envs, set(config.checkpoints)
     noise = config.actuation_noise
     controller = None
     if system == "MARLIN":
-        controller = Algorithm1(layout_at(0), source or ExactJointPlanner(), n_envs, config.llm_only_threshold(layout_at(0).name),
-                                config.switch_config(), seed, config.plan_budget)
+        controller = make_switch(layout_at(0), source or ExactJointPlanner(), n_envs, config.llm_only_threshold(layout_at(0).name),
+                                 config.switch_config(), seed, config.plan_budget)
     records, evaluations = [], []
     clock = [time.perf_counter()]
     episodes_done = Progress.episodes(config.episodes, f"{scenario} {system} seed {seed}")
@@ -147,16 +167,26 @@ def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, so
     return SystemRun(layout_at, controller, on_episode_end, lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
 
 
+def episodes_to_train(episodes: int, stop_after: int | None) -> int:
+    """Episodes a trainer plays: all ``episodes`` of the schedule, or its first ``stop_after`` (a prefix of the full run:
+    every setting stays the full run's, so the prefix's records are the full run's first ones)."""
+    if stop_after is not None and int(stop_after) < 1:
+        raise ValueError(f"stop_after must be None or >= 1, got {stop_after}")
+    return episodes if stop_after is None else min(episodes, int(stop_after))
+
+
 def train_system(scenario: str, system: str, seed: int, config: TrainingConfig,
-                 source: PlanSource | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 source: PlanSource | None = None, stop_after: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train MARL or MARLIN once; return per-episode records and checkpoint evaluations.
 
     ``config.layout_schedule`` changes the layout during training (``layout_schedule``);
     ``config.actuation_noise`` evaluates checkpoints under ``hardware.ActuationNoise``.
+    ``stop_after``: play only the schedule's first episodes (``episodes_to_train``; ``make verify PRESET=paper``).
     """
     run = system_run(scenario, system, seed, config, source)
-    mappo.train(config.mappo_config(), run.layout_at, n_envs=config.n_envs, episodes=config.episodes, seed=seed,
-                generator=run.generator, on_episode_end=run.on_episode_end)
+    config = config.for_system(system)
+    mappo.train(config.mappo_config(), run.layout_at, n_envs=config.n_envs, episodes=episodes_to_train(config.episodes, stop_after),
+                seed=seed, generator=run.generator, on_episode_end=run.on_episode_end)
     return run.tables()
 
 
@@ -169,6 +199,7 @@ def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource 
     layout, source = get_layout(scenario), source or ExactJointPlanner()
     arrays = core.layout_arrays(layout)
     rows = []
+    trials_done = Progress.episodes(trials, f"{scenario} LLM-only seed {seed}", unit="trials")
     for trial in range(trials):
         started = time.perf_counter()
         if noise:
@@ -183,4 +214,6 @@ def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource 
         rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0, "layout": scenario,
                      "generator": PLAN, "toggled": False, "plan_cache_hit": False, "performance": performance, "return": total,
                      "steps": core.EPISODE_STEPS, "wall_time_s": time.perf_counter() - started})
+        trials_done.update()
+    trials_done.close()
     return pd.DataFrame(rows)
