@@ -101,6 +101,7 @@ help:
 	@echo "             [EXECUTOR=ray RAY_ADDRESS=auto] run the experiment grids on Ray (optional)"
 	@echo "             [RECORD=1]                  call the LLM on transcript misses and record them (else: strict replay)"
 	@echo "make verify [PRESET=quick]               recompute the preset in build/verify-PRESET/, compare with $(FIGURES_ROOT)/"
+	@echo "make verify PRESET=paper [SEED_CHOICE=N] recompute a prefix of one committed paper run per family, compare"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
@@ -163,9 +164,10 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
 # Recompute every run of PRESET in a scratch folder (strict replay) and compare each table and figure
-# with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/verify.py).
+# with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/verify.py). PRESET=paper recomputes
+# a prefix of one committed run per run family instead (marlinkit/verify_paper.py; SEED_CHOICE=N repeats a choice).
 verify: $(STAMP)
-	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)
+	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)$(if $(SEED_CHOICE), --seed-choice $(SEED_CHOICE))
 
 # A notebook re-runs only when it, the package or its data changed. NOTEBOOK_ARGS: a variant's parameters.
 define NOTEBOOK_RECIPE

@@ -14,7 +14,9 @@ DATA_DIR = REPO_ROOT / "data"
 #: makes every run recompute (``make verify``).
 RESULTS_ENV = "MARLINKIT_RESULTS"
 RESULTS_DIR = Path(os.environ.get(RESULTS_ENV) or DATA_DIR / "results").resolve()
-TRANSCRIPTS_DIR = DATA_DIR / "transcripts"
+#: Recorded LLM calls; ``$MARLINKIT_TRANSCRIPTS`` moves them (e.g. a copy with a record removed, in a test).
+TRANSCRIPTS_ENV = "MARLINKIT_TRANSCRIPTS"
+TRANSCRIPTS_DIR = Path(os.environ.get(TRANSCRIPTS_ENV) or DATA_DIR / "transcripts").resolve()
 BUILD_DIR = REPO_ROOT / "build"
 # Where outputs go when a notebook is run without an explicit output folder (nbval, JupyterLab):
 # never the committed figures/ folder.

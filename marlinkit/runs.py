@@ -2,7 +2,8 @@
 
 A run is identified by its configuration; its tidy table (CSV, one row per episode or
 evaluation) sits next to a JSON sidecar holding the configuration, seed, versions, numeric
-environment and LLM backend, and the table's row count and SHA-256. A run whose sidecar exists and
+environment and LLM backend, the table's row count and SHA-256, and the code that made it (``code``:
+the git commit and a hash of the sources on the run's numerics path, :mod:`marlinkit.provenance`). A run whose sidecar exists and
 whose table still matches it is complete, which is how runners resume: a truncated or edited table
 is recomputed by the runners, and reported by name by :meth:`ResultStore.load`, never read silently.
 """
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from marlinkit import numerics
+from marlinkit import numerics, provenance
 from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text
 
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
@@ -57,11 +58,13 @@ COMPRESS_OVER_BYTES = 1 << 20
 class ResultStore:
     """Tidy per-run tables under one folder, each with a JSON sidecar (``<name>.json``).
 
-    The sidecar's ``table_sha256`` is the hash of the CSV text, compressed or not.
+    The sidecar's ``table_sha256`` is the hash of the CSV text, compressed or not. ``code``: the runner modules
+    whose imports make the runs' numerics path (:func:`marlinkit.provenance.code_record`; None: the whole package).
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, code: tuple[str, ...] | None = None):
         self.root = Path(root)
+        self.code = tuple(code) if code else None
 
     def table_path(self, name: str) -> Path:
         """The run's table file: ``<name>.csv.gz`` when that is there (a large table), else ``<name>.csv``."""
@@ -73,6 +76,7 @@ class ResultStore:
 
     def is_complete(self, name: str, config: dict[str, Any]) -> bool:
         """True when the run exists, was made with the same configuration and numerics, and is intact.
+        What code made it (the sidecar's ``code``) is provenance, not identity: it is not read here.
 
         A damaged table or sidecar makes the run incomplete (so the runner recomputes it), with a
         warning naming the file.
@@ -92,7 +96,7 @@ class ResultStore:
             return False
         return True
 
-    def save(self, name: str, table: pd.DataFrame, config: dict[str, Any], **provenance: Any) -> None:
+    def save(self, name: str, table: pd.DataFrame, config: dict[str, Any], **extra: Any) -> None:
         """Write the table first, the sidecar last: a sidecar marks a finished run."""
         data = table.to_csv(index=False).encode()
         plain, compressed = self.root / f"{name}.csv", self.root / f"{name}.csv.gz"
@@ -110,18 +114,19 @@ class ResultStore:
             "table_sha256": hashlib.sha256(data).hexdigest(),
             "versions": library_versions(),
             "numerics": numerics.state(),
-            **provenance,
+            "code": provenance.code_record(self.code),
+            **extra,
         }
         atomic_write_text(self.sidecar_path(name), json.dumps(sidecar, indent=2, sort_keys=True, default=str))
 
-    def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame], **provenance: Any) -> pd.DataFrame:
+    def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame], **extra: Any) -> pd.DataFrame:
         """The run's table: loaded when complete with this configuration, else ``compute()``-d and saved.
 
         The one cache-or-compute step of every runner that computes a run in this process. The table is
         always read back from its file, so a fresh run and a resumed one hand their callers the same frame.
         """
         if not self.is_complete(name, config):
-            self.save(name, compute(), config, **provenance)
+            self.save(name, compute(), config, **extra)
         return self.load(name)
 
     def _check_table(self, name: str, sidecar: dict[str, Any]) -> bytes:

@@ -20,6 +20,9 @@ reference folder (``figures/``; ``build/figures-smoke/`` for ``smoke``) with its
 A file in the reference folder but not in scratch is *missing*; one only in scratch is *new*.
 Live LLM calls are counted as records added to ``data/transcripts/`` during the run (must be 0).
 The exit code is 1 on any difference, missing or new file, or live call.
+
+``--preset paper`` (days of training) recomputes a prefix of one committed run per run family instead and
+compares it with the committed run's first rows: :mod:`marlinkit.verify_paper`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marlinkit import paths, presets
+from marlinkit import paths, presets, verify_paper
 
 #: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
 WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -203,7 +206,7 @@ def summary(checks: list[FileCheck], calls: int | None, images_informational: bo
             if not check.ok and not note:
                 failed = True
     if calls is not None:
-        lines.append(f"live LLM calls: {calls} (records added to {paths.TRANSCRIPTS_DIR.relative_to(paths.REPO_ROOT)}/)")
+        lines.append(f"live LLM calls: {calls} (records added to {verify_paper.repo_relative(paths.TRANSCRIPTS_DIR)}/)")
         failed |= calls > 0
     return "\n".join(lines), not failed
 
@@ -299,6 +302,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "compare its files with the committed ones")
     parser.add_argument("--images-informational", action="store_true",
                         help="report differing PNG/PDF files without failing (e.g. another matplotlib build)")
+    verify_paper.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -308,6 +312,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}").resolve()
     if getattr(args, "maestro_run", None):  # programmatic callers may build the namespace without it
         return _run_maestro(preset, args.maestro_run, (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve())
+    if preset == verify_paper.PRESET and not args.compare_only:  # days of training: prefixes of the committed runs
+        return verify_paper.run(args)
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
     calls, returncode = None, 0

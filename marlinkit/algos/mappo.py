@@ -1,15 +1,16 @@
 """MAPPO for the MARLIN corridors (paper Section III), hand-written in the CleanRL style.
 
 Read top to bottom: the losses (named as in the MAPPO paper, Yu et al. 2022, and in RLlib's PPO,
-the authors' stack), the hyperparameters, the networks, then the update twice: ``MAPPO.update``,
-the fast path training runs, and ``update_reference``, the same update by plain autograd through
-the named losses (``tests/algos/test_mappo.py`` holds them to the same gradients on a corridor batch).
-Then training and evaluation (the rollouts themselves: :mod:`~marlinkit.algos.mappo_rollouts`). Defaults: the authors' values (FACTS §4), else RLlib's.
+the authors' stack), the hyperparameters, the networks, then the update: PPO epochs over minibatches,
+each minimising ``ppo_loss`` by one Adam step. Then training and evaluation (the rollouts themselves:
+:mod:`~marlinkit.algos.mappo_rollouts`). Defaults: the authors' values (their public code; see the documentation's
+"Sources and measured facts"), else RLlib's.
 
-The fast path (2.2x the autograd version's throughput on one CPU thread): the loss's gradients
-with respect to logits and values in closed form (``loss_gradients``), the MLPs' backward passes
-written out (:mod:`~marlinkit.algos.tanh_mlp`), torch's fused Adam kernel called directly, and the
-actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``).
+The gradients of ``ppo_loss`` come by default from a fast path that gives autograd's numbers to float rounding
+(:mod:`~marlinkit.algos.mappo_fast`: closed-form loss gradients, written-out backward passes, the actor run once
+per distinct observation); ``MAPPOConfig(gradients="autograd")`` trains by plain autograd through ``ppo_loss``
+instead, and ``update_reference`` is one update that way. ``tests/algos/test_mappo.py`` holds the two to the same
+gradients on a corridor batch; ``bench mappo`` measures both.
 
 Actions from outside. ``train`` takes a ``generator(state, sampled) -> actions`` that may replace
 the policy's samples for any copy and step; MARLIN's negotiated plans enter this way. Every taken
@@ -33,52 +34,16 @@ from torch import nn
 
 from marlinkit.algos.mappo_rollouts import (CRITIC_SIZE, OBS_SIZE, EpisodeCallback, Generator, critic_inputs, evaluation_uniforms,
                                             rollouts, sample_actions)
-from marlinkit.algos.tanh_mlp import FastTanh, tanh_mlp_backward, tanh_mlp_forward
+from marlinkit.algos import mappo_fast
+from marlinkit.algos.gae import compute_gae, separate_generated_steps
+from marlinkit.algos.tanh_mlp import FastTanh, tanh_mlp_forward
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
 
 
 # ---------------------------------------------------------------------------------------------
-# The losses (MAPPO paper names; RLlib's PPO loss terms)
-
-
-def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray,
-                gamma: float, lam: float, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Advantages A and returns (the value targets A + V) by GAE(gamma, lambda) over arrays [T, ...].
-
-    ``dones[t]`` marks that the episode ended with step ``t``; ``next_value`` is V of the state
-    after the last step (used only where the last step did not end an episode). ``cut[t]`` (optional,
-    broadcastable to ``values[t]``): the trace does not carry step ``t + 1``'s advantage into step ``t``,
-    which keeps only its one-step TD error (``generated_steps="separate"``: a generated segment starts at ``t + 1``).
-    """
-    advantages = np.zeros_like(values)
-    last = np.zeros_like(next_value)
-    for t in reversed(range(len(rewards))):
-        following = next_value if t == len(rewards) - 1 else values[t + 1]
-        live = 1.0 - dones[t]
-        delta = rewards[t] + gamma * following * live - values[t]
-        last = delta + gamma * lam * live * (last if cut is None else np.where(cut[t], 0.0, last))
-        advantages[t] = last
-    return advantages, advantages + values
-
-
-def separate_generated_steps(rewards, values, dones, next_value, gamma: float, lam: float,
-                             generated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GAE for ``generated_steps="separate"``, one run's arrays [T, B, 2]: ``generated`` [T, B] marks the copies
-    whose step a generator chose.
-
-    The trace stops before every generated step; a generated step's value target is its own value (no
-    value-loss gradient) and its advantage the mean of the others' (exactly 0 after the batch's standardisation).
-    The window's last step bootstraps from V whatever comes next, so the step after the window needs no flag.
-    """
-    following = np.concatenate([generated[1:], np.zeros_like(generated[:1])])[..., None]  # [T, B, 1]: the next step is generated
-    advantages, returns = compute_gae(rewards, values, dones, next_value, gamma, lam, cut=following)
-    rows = np.broadcast_to(generated[..., None], values.shape)
-    returns[rows] = values[rows]
-    if rows.any() and not rows.all():
-        advantages[rows] = advantages[~rows].mean()
-    return advantages, returns
+# The losses (MAPPO paper names; RLlib's PPO loss terms); their advantages and returns: marlinkit.algos.gae
 
 
 def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
@@ -116,7 +81,7 @@ def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
 
 @dataclass(frozen=True)
 class MAPPOConfig:
-    """MAPPO hyperparameters; defaults are the authors' RLlib settings (FACTS §4)."""
+    """MAPPO hyperparameters; defaults are the authors' RLlib settings."""
 
     lr: float = 1e-5
     """Adam learning rate of actor and critic (authors: 1e-5)."""
@@ -164,6 +129,12 @@ class MAPPOConfig:
     their value target is their own value), and the GAE trace of the policy's own steps stops where such a
     segment starts (the last step before it bootstraps from V there). Enters a run's cache key only when
     not "learn" (``config_key``)."""
+    gradients: str = "closed_form"
+    """How each minibatch's gradients of ``ppo_loss`` are computed (``GRADIENTS``): "closed_form", the fast path of
+    :mod:`marlinkit.algos.mappo_fast` (closed-form loss gradients, written-out backward passes; the default because
+    ``bench mappo`` measures it more than 1.5x faster like for like), or "autograd", plain autograd through
+    ``ppo_loss``. The same numbers to float rounding, not in bits: enters a run's cache key only when not
+    "closed_form" (``config_key``)."""
     distinct_obs: bool = True
     """Run the actor once per distinct observation of a batch, not once per row (speed only).
 
@@ -179,14 +150,18 @@ class MAPPOConfig:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
         if self.generated_steps not in GENERATED_STEPS:
             raise ValueError(f"generated_steps must be one of {GENERATED_STEPS}, got {self.generated_steps!r}")
+        if self.gradients not in GRADIENTS:
+            raise ValueError(f"gradients must be one of {GRADIENTS}, got {self.gradients!r}")
 
 
 #: ``MAPPOConfig.init`` values: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
 INITS = ("orthogonal", "torch")
 #: ``MAPPOConfig.generated_steps`` values: the paper's (generator-chosen steps are ordinary data) or kept apart.
 GENERATED_STEPS = ("learn", "separate")
+#: ``MAPPOConfig.gradients`` values: the closed-form fast path (mappo_fast.py) or autograd through ``ppo_loss``.
+GRADIENTS = ("closed_form", "autograd")
 #: Settings added after runs were cached: they enter ``config_key`` only when they differ from the default.
-_KEY_WHEN_SET = ("init", "generated_steps")
+_KEY_WHEN_SET = ("init", "generated_steps", "gradients")
 
 
 def config_key(config: MAPPOConfig) -> dict[str, Any]:
@@ -267,39 +242,7 @@ class Critic(nn.Sequential):
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast path's loss gradients, and the rows an update reads
-
-
-def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb: Minibatch, cfg: MAPPOConfig,
-                   kl_coeff: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``ppo_loss``'s gradients with respect to logits [n, 5] and values [n] in closed form, and its terms.
-
-    A dozen plain tensor ops instead of ~40 autograd ops on 128-row tensors: a sixth of an
-    update's time. Returns the gradients and the terms [policy loss, value loss, KL] as one tensor.
-    """
-    n = len(logits)
-    log_probs = torch.log_softmax(logits, -1)
-    probs = log_probs.exp()
-    ratio = torch.exp((log_probs * mb.action_onehot).sum(-1) - mb.old_logp)
-    surrogate = ratio * mb.advantages
-    clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef) * mb.advantages
-    minimum = torch.minimum(surrogate, clipped)
-    # d/dlog pi(a) of -min(rA, clip(r) A) is -rA where rA is the minimum, else 0 (clip is flat outside its range);
-    # d log pi(a) / d logits = onehot(a) - p and d KL(old || new) / d logits = p - p_old.
-    grad_logp = surrogate.mul((surrogate <= clipped).float()).mul_(-1.0 / n)
-    grad_logits = (mb.action_onehot - probs).mul_(grad_logp[:, None]).add_(probs - mb.old_probs, alpha=kl_coeff / n)
-    if cfg.ent_coef:  # d sum(p log p) / d logits = p log p - p sum(p log p)
-        p_log_p = probs * log_probs
-        grad_logits += (cfg.ent_coef / n) * (p_log_p - probs * p_log_p.sum(-1, keepdim=True))
-    error = values - mb.returns
-    squared = error.square()
-    grad_values = error.mul(2 * cfg.vf_coef / n)
-    if cfg.vf_clip is not None:  # the clipped squared error is flat beyond the clip
-        grad_values.mul_((squared <= cfg.vf_clip).float())
-        squared = squared.clamp_(max=cfg.vf_clip)
-    kl = torch.vdot(mb.old_probs.view(-1), (mb.old_log_probs - log_probs).view(-1)) / n  # mean categorical_kl
-    terms = torch.stack([minimum.mean().neg_(), squared.mean(), kl])
-    return grad_logits, grad_values, terms
+# The rows an update reads
 
 
 def training_batch(cfg: MAPPOConfig, obs, critic_in, actions, old_logp, old_logits, advantages, returns, *,
@@ -352,15 +295,17 @@ class MAPPO:
     def values(self, critic_in: np.ndarray) -> np.ndarray:
         return self.critic(torch.as_tensor(critic_in)).squeeze(-1).numpy()
 
-    def update(self, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
+    def update(self, obs, critic_in, actions, old_logp, old_logits, advantages, returns,
+               method: str | None = None, distinct: bool | None = None) -> dict[str, float]:
         """PPO epochs over one batch of agent-step rows (flat arrays); returns loss statistics.
 
-        No autograd: each minibatch's gradients come from :meth:`gradients`. ``update_reference`` is
-        the same update by autograd.
+        Each minibatch's gradients come from :meth:`gradients` by ``method`` (default ``config.gradients``), the
+        actor run once per distinct observation when ``distinct`` (default ``config.distinct_obs``).
         """
         cfg = self.config
+        method = method or cfg.gradients
         batch, actor_in = training_batch(cfg, obs, critic_in, actions, old_logp, old_logits, advantages, returns,
-                                         distinct=cfg.distinct_obs)
+                                         distinct=cfg.distinct_obs if distinct is None else distinct)
         n = len(obs)
         size = min(cfg.minibatch_size, n)
         terms = []
@@ -369,31 +314,19 @@ class MAPPO:
             # one gather per column and epoch, then views; a last partial minibatch is dropped
             chunks = zip(*(t.index_select(0, order).split(size) for t in batch))
             for mb in map(Minibatch._make, itertools.islice(chunks, n // size)):
-                grads, mb_terms = self.gradients(mb, actor_in)
+                grads, mb_terms = self.gradients(mb, actor_in, method)
                 self._adam_step(grads)
                 terms.append(mb_terms)
         return self._end_update(terms)
 
-    @torch.no_grad()
-    def gradients(self, mb: Minibatch, actor_in: torch.Tensor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """``ppo_loss``'s gradients in ``params`` order, by forward, closed-form loss gradients and
-        written-out backward; and the loss terms.
-
-        ``actor_in``: the batch's distinct observations (rows picked by ``mb.actor_row``), or None
-        to run the actor on the minibatch's own rows.
-        """
-        actor, critic = self.actor.linears, self.critic.linears
-        actor_activations = tanh_mlp_forward(actor, mb.obs if actor_in is None else actor_in)
-        critic_activations = tanh_mlp_forward(critic, mb.critic_in)
-        logits, values = actor_activations[-1], critic_activations[-1][:, 0]
-        if actor_in is not None:
-            logits = logits.index_select(0, mb.actor_row)
-        grad_logits, grad_values, terms = loss_gradients(logits, values, mb, self.config, self.kl_coeff)
-        if actor_in is not None:  # the gradient of a distinct observation's logits sums its rows'
-            grad_logits = torch.zeros(len(actor_in), core.N_ACTIONS).index_add_(0, mb.actor_row, grad_logits)
-        grads = (tanh_mlp_backward(actor, actor_activations, grad_logits)
-                 + tanh_mlp_backward(critic, critic_activations, grad_values[:, None]))
-        return grads, terms
+    def gradients(self, mb: Minibatch, actor_in: torch.Tensor | None,
+                  method: str | None = None) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """``ppo_loss``'s gradients in ``params`` order, and its terms [policy loss, value loss, KL], by
+        ``method`` (default ``config.gradients``): "closed_form", :func:`marlinkit.algos.mappo_fast.gradients`
+        (``actor_in``: the batch's distinct observations, or None), or "autograd", :func:`reference_gradients`."""
+        if (method or self.config.gradients) == "autograd":
+            return reference_gradients(self, mb, actor_in)
+        return mappo_fast.gradients(self.actor.linears, self.critic.linears, mb, actor_in, self.config, self.kl_coeff)
 
     @torch.no_grad()
     def _adam_step(self, grads: list[torch.Tensor]) -> None:
@@ -420,29 +353,20 @@ class MAPPO:
 # The reference update: plain autograd through the named losses
 
 
-def reference_gradients(agent: MAPPO, mb: Minibatch) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """``ppo_loss``'s gradients in ``agent.params`` order by autograd (actor run per row), and its terms."""
+def reference_gradients(agent: MAPPO, mb: Minibatch,
+                        actor_in: torch.Tensor | None = None) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """``ppo_loss``'s gradients in ``agent.params`` order by autograd, and its terms. ``actor_in``: the batch's
+    distinct observations (each row's logits picked by ``mb.actor_row``), or None to run the actor per row."""
     with torch.enable_grad():
-        logits, values = agent.actor(mb.obs), agent.critic(mb.critic_in)[:, 0]
-        loss, terms = ppo_loss(logits, values, mb, agent.config, agent.kl_coeff)
+        logits = agent.actor(mb.obs) if actor_in is None else agent.actor(actor_in).index_select(0, mb.actor_row)
+        loss, terms = ppo_loss(logits, agent.critic(mb.critic_in)[:, 0], mb, agent.config, agent.kl_coeff)
         return list(torch.autograd.grad(loss, agent.params)), terms
 
 
 def update_reference(agent: MAPPO, obs, critic_in, actions, old_logp, old_logits, advantages, returns) -> dict[str, float]:
-    """``agent.update`` in plain autograd: the same minibatches (the agent's generator) and Adam step,
-    gradients from :func:`reference_gradients`. The same numbers to float rounding, not in bits."""
-    cfg = agent.config
-    batch, _ = training_batch(cfg, obs, critic_in, actions, old_logp, old_logits, advantages, returns, distinct=False)
-    n = len(obs)
-    size = min(cfg.minibatch_size, n)
-    terms = []
-    for _ in range(cfg.update_epochs):
-        order = torch.randperm(n, generator=agent.generator)
-        for start in range(0, n - size + 1, size):  # a last partial minibatch is dropped
-            grads, mb_terms = reference_gradients(agent, Minibatch(*(t[order[start:start + size]] for t in batch)))
-            agent._adam_step(grads)
-            terms.append(mb_terms)
-    return agent._end_update(terms)
+    """``agent.update`` with every minibatch's gradients by autograd through ``ppo_loss``, the actor run per row:
+    the same minibatches (the agent's generator) and Adam step. The closed form's numbers to float rounding."""
+    return agent.update(obs, critic_in, actions, old_logp, old_logits, advantages, returns, method="autograd", distinct=False)
 
 
 # ---------------------------------------------------------------------------------------------

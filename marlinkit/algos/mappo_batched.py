@@ -105,7 +105,7 @@ def per_run_exp(x: torch.Tensor) -> torch.Tensor:
 
 
 def stacked_loss_gradients(logits, values, mb: mappo.Minibatch, cfg: mappo.MAPPOConfig, kl_coeff: torch.Tensor):
-    """``mappo.loss_gradients`` per run, for tensors [R, n, ...] and a per-run KL weight [R]; terms [R, 3]."""
+    """``mappo_fast.loss_gradients`` per run, for tensors [R, n, ...] and a per-run KL weight [R]; terms [R, 3]."""
     n = logits.shape[1]
     log_probs = torch.log_softmax(logits, -1)
     probs = per_run_exp(log_probs)

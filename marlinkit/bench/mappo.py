@@ -13,7 +13,9 @@ optimizer object's bookkeeping, the loss's and the networks' gradients written o
 default) the actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``:
 the same gradients, a few dozen actor rows per minibatch instead of 128). ``*_per_row`` keys
 measure ours with that off, every row through the actor as RLlib does: the like-for-like
-ratio. Larger minibatches or fewer epochs are a separate
+ratio. ``autograd_steps_per_s`` is ours training by plain autograd through ``ppo_loss``
+(``MAPPOConfig(gradients="autograd")``); ``closed_form_vs_autograd`` is the closed form's speed-up over it like for
+like (both run the actor once per distinct observation; ``_per_row``: both once per row). Larger minibatches or fewer epochs are a separate
 option (``--epochs``/``--minibatch``) and then the RLlib side is skipped: they are never part of
 the ratio.
 """
@@ -152,10 +154,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _ours(config, layout, 1)  # warm-up
     seconds, steps = _ours(config, layout, args.iterations)
     per_row_seconds, _ = _ours(per_row, layout, args.iterations)
+    autograd_seconds, _ = _ours(dataclasses.replace(config, gradients="autograd"), layout, args.iterations)
+    autograd_per_row_seconds, _ = _ours(dataclasses.replace(per_row, gradients="autograd"), layout, args.iterations)
     floor = _floor_seconds(config)
     result: dict[str, Any] = {
         "scenario": args.scenario, "env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds,
-        "steps_per_s_per_row": steps / per_row_seconds,
+        "steps_per_s_per_row": steps / per_row_seconds, "autograd_steps_per_s": steps / autograd_seconds,
+        "closed_form_vs_autograd": autograd_seconds / seconds,
+        "autograd_steps_per_s_per_row": steps / autograd_per_row_seconds,
+        "closed_form_vs_autograd_per_row": autograd_per_row_seconds / per_row_seconds,
         "floor_steps_per_s": config.steps_per_iteration / floor, "epochs": args.epochs, "minibatch": args.minibatch,
         "torch_threads": 1, "load_average_1min": os.getloadavg()[0],
     }

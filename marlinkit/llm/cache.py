@@ -207,7 +207,7 @@ class TranscriptCache:
             self.hits += 1
             return _replayed(record)
         if self.replay_only or self.backend is None:
-            raise self._miss(messages, settings)
+            raise self._miss(messages, settings, key)
         record = self._shared_record(key)
         if record is not None:
             self.copied += 1
@@ -261,12 +261,12 @@ class TranscriptCache:
                         line = "\n" + line
             handle.write(line.encode("utf-8"))
 
-    def _miss(self, messages: list[dict[str, str]], settings: GenerationSettings) -> TranscriptMiss:
+    def _miss(self, messages: list[dict[str, str]], settings: GenerationSettings, key: str) -> TranscriptMiss:
         calls = self.hits + self.misses + 1
         sampling = settings.to_dict()
         nearest = nearest_prompt_diff(messages[-1]["content"], sampling, list(self._records.values()))
         return TranscriptMiss(
             f"transcript miss in strict replay: {self.path} ({len(self._records)} recorded calls) has no reply for "
-            f"call {calls} of this run to {self.name}:{self.model} ({len(messages)} messages, seed {settings.seed}, "
+            f"call {calls} of this run to {self.name}:{self.model} (key {key}, {len(messages)} messages, seed {settings.seed}, "
             f"temperature {settings.temperature}, max_new_tokens {settings.max_new_tokens}); its last message begins "
             f"{_short(messages[-1]['content'], 120)!r}.\n{nearest}\n{RECORD_HINT}")

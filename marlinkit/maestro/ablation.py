@@ -361,7 +361,7 @@ def _run_job(cfg: Config, ablation: str, seed: int, calibration: Calibration, ro
 
 
 def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str,
-              leader: Leader | None = None) -> dict[str, Any]:
+              leader: Leader | None = None, stop_after: int | None = None) -> dict[str, Any]:
     """MAESTRO for one (configuration, seed): the LLM curriculum's outer loop around MADDPG's inner one.
 
     Before each episode, the **outer loop** acts on the curriculum's events: the architect writes
@@ -375,6 +375,9 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     With ``leader`` (A7 given A2's finished run of the same seed, :func:`leader_of`), the inner loop is
     the leader's episode, checked against the outer loop's context and difficulty, until a generated
     reward is accepted (:class:`LeaderLeft`).
+
+    ``stop_after``: play only the first episodes of the run (``make verify PRESET=paper``); every setting stays
+    the full run's, so its rows are the full run's first ones.
 
     Runs in a fresh process; returns what :func:`_save_run` writes. Only checkpoints are written
     here (under ``root`` on the worker's filesystem), so a Ray cluster's workers need no shared
@@ -424,9 +427,10 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
         state, env.context, log.records[:] = saved["loop"], saved["loop"].context, saved["log"]
         if state.reward.source == "llm" and state.reward_source is not None:
             env.set_reward(state.reward_source, synth.episode_ticks(state.reward_source, episode_rows))
-    episodes_done = Progress.episodes(cfg.episodes - state.episode, f"{ablation} seed {seed}")  # > 0 done: resumed
+    last = cfg.episodes if stop_after is None else min(cfg.episodes, stop_after)
+    episodes_done = Progress.episodes(last - state.episode, f"{ablation} seed {seed}")  # > 0 done: resumed
     try:
-        for episode in range(state.episode, cfg.episodes):
+        for episode in range(state.episode, last):
             # outer loop: the curriculum's and the reward schedule's events, answered by the LLM architect
             d = state.difficulty.difficulty
             stats = _stats(state.scores, state.metrics, episode, ccfg.target)
@@ -600,7 +604,7 @@ def run_ablation(preset: str = presets.DEFAULT_PRESET, root: Path | None = None,
     from marlinkit.llm.cache import transcript_context
 
     cfg = load_config(preset, **overrides)
-    store = ResultStore(Path(root) if root else results_root(preset, cfg))
+    store = ResultStore(Path(root) if root else results_root(preset, cfg), code=(__name__,))
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
     calibrated = store.is_complete("ablation_calibration", calibration_config(cfg))
     # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)

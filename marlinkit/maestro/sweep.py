@@ -102,15 +102,16 @@ def maddpg_config(setting: str, seed: int, episodes: int, episode_seconds: int, 
 
 
 def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int, eval_seed: int,
-              out: str, checkpoint_every: int = CHECKPOINT_EVERY) -> str:
+              out: str, checkpoint_every: int = CHECKPOINT_EVERY, stop_after: int | None = None) -> str:
     """Train one (setting, seed) in this process, rewriting its CSV after every episode and checkpointing every
     ``checkpoint_every`` episodes; an interrupted run of the same configuration continues from its checkpoint.
+    ``stop_after``: only the first episodes of the ``episodes``-long run (``make verify PRESET=paper``).
     Returns the CSV's path."""
     import numpy as np
     import pandas as pd
     import torch
 
-    from marlinkit import numerics
+    from marlinkit import numerics, provenance
     from marlinkit.algos.maddpg import EVAL_POLICIES, MADDPG, env_dims, evaluate, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
@@ -128,9 +129,10 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
                "training_traffic": "real flow" if training is None else training.to_dict(),
                "eval_seed": eval_seed, "engine_version": base_env.engine.version, "numerics": numerics.state(),
                "torch": torch.__version__, "numpy": np.__version__}
-    atomic_write_text(path.with_suffix(".json"), json.dumps(sidecar, indent=1, sort_keys=True, default=str))
+    hashed = config_hash(sidecar)  # the sidecar holds everything the numbers depend on (the code record is provenance)
+    atomic_write_text(path.with_suffix(".json"), json.dumps({**sidecar, "code": provenance.code_record((__name__,))},
+                                                            indent=1, sort_keys=True, default=str))
     saving = checkpoint_path(Path(out), setting, seed)
-    hashed = config_hash(sidecar)  # the sidecar holds everything the numbers depend on
     try:
         base = baseline_episodes(base_env, eval_seed, {"context": None})
         seed_everything(seed)
@@ -139,7 +141,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
         buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
         saved = checkpoint.resume(saving, learner, buffer, hashed) if checkpoint_every else None
         rows, steps = (saved["rows"], saved["steps"]) if saved is not None else ([], 0)
-        for episode in range(len(rows), episodes):
+        for episode in range(len(rows), episodes if stop_after is None else min(episodes, stop_after)):
             started = time.perf_counter()
             env.context = training
             train = run_episode(env, learner, seed + episode, True, buffer, steps)

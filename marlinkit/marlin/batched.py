@@ -18,15 +18,17 @@ from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.marlin.systems import TrainingConfig
 
 
-def train_systems(jobs: list[tuple[str, str, int]], config: TrainingConfig,
-                  source: PlanSource | None = None) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-    """Train every (scenario, system, seed) of ``jobs`` (MARL or MARLIN) in one batch; tables per job, in order."""
+def train_systems(jobs: list[tuple[str, str, int]], config: TrainingConfig, source: PlanSource | None = None,
+                  stop_after: int | None = None) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Train every (scenario, system, seed) of ``jobs`` (MARL or MARLIN) in one batch; tables per job, in order.
+    ``stop_after``: only the schedule's first episodes (``systems.episodes_to_train``)."""
     if any(system not in ("MARL", "MARLIN") for _, system, _ in jobs):
         raise ValueError(f"the batched trainer trains MARL and MARLIN runs only, got {sorted({j[1] for j in jobs})}")
     runs = [systems.system_run(scenario, system, seed, config, source) for scenario, system, seed in jobs]
     specs = [mappo_batched.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
              for run, (_, _, seed) in zip(runs, jobs)]
-    mappo_batched.train(config.mappo_config(), specs, n_envs=config.n_envs, episodes=config.episodes)
+    mappo_batched.train(config.mappo_config(), specs, n_envs=config.n_envs,
+                       episodes=systems.episodes_to_train(config.episodes, stop_after))
     return [run.tables() for run in runs]
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from marlinkit.algos import mappo, mappo_rollouts, tanh_mlp
+from marlinkit.algos import gae, mappo, mappo_fast, mappo_rollouts, tanh_mlp
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
@@ -22,7 +22,7 @@ def test_gae_matches_hand_computed_values():
     rewards = np.array([1.0, 2.0, 3.0])
     values = np.array([0.5, 1.0, 1.5])
     dones = np.array([0.0, 1.0, 0.0])  # the episode ends with step 1; step 2 starts a new one
-    advantages, returns = mappo.compute_gae(rewards, values, dones, np.array(2.0), gamma=0.9, lam=0.8)
+    advantages, returns = gae.compute_gae(rewards, values, dones, np.array(2.0), gamma=0.9, lam=0.8)
     # t=2: 3 + 0.9*2 - 1.5 = 3.3 | t=1 (terminal): 2 - 1 = 1.0 | t=0: (1 + 0.9*1 - 0.5) + 0.9*0.8*1.0 = 2.12
     np.testing.assert_allclose(advantages, [2.12, 1.0, 3.3])
     np.testing.assert_allclose(returns, [2.62, 2.0, 4.8])
@@ -31,7 +31,7 @@ def test_gae_matches_hand_computed_values():
 def test_gae_with_lambda_one_gives_discounted_returns_to_go():
     rewards = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]])  # two columns (e.g. agents) at once
     values = np.array([[0.3, 0.1], [0.2, 0.4], [0.7, 0.0]])
-    _, returns = mappo.compute_gae(rewards, values, np.zeros(3), np.array([10.0, 0.0]), gamma=0.5, lam=1.0)
+    _, returns = gae.compute_gae(rewards, values, np.zeros(3), np.array([10.0, 0.0]), gamma=0.5, lam=1.0)
     np.testing.assert_allclose(returns[:, 0], [1 + 0.5 * 0 + 0.25 * 2 + 0.125 * 10, 0 + 0.5 * 2 + 0.25 * 10, 2 + 0.5 * 10])
     np.testing.assert_allclose(returns[:, 1], [0 + 0.5 * 1 + 0.25 * 1, 1 + 0.5 * 1, 1.0])
 
@@ -78,7 +78,7 @@ def test_closed_form_loss_gradients_match_autograd_through_ppo_loss(ent_coef, vf
     expected_loss, expected_terms = mappo.ppo_loss(logits, values, mb, cfg, kl_coeff)
     expected = torch.autograd.grad(expected_loss, (logits, values))
     with torch.no_grad():
-        grad_logits, grad_values, terms = mappo.loss_gradients(logits, values, mb, cfg, kl_coeff)
+        grad_logits, grad_values, terms = mappo_fast.loss_gradients(logits, values, mb, cfg, kl_coeff)
     torch.testing.assert_close(grad_logits, expected[0], atol=1e-7, rtol=1e-5)
     torch.testing.assert_close(grad_values, expected[1], atol=1e-7, rtol=1e-5)
     torch.testing.assert_close(terms, expected_terms)
@@ -314,8 +314,8 @@ def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
     values = np.array([[[0.5, 0.2]], [[1.0, 1.0]], [[1.5, 0.4]]])
     dones, next_value = np.zeros((3, 1, 1)), np.array([[2.0, 0.0]])
     generated = np.array([[False], [True], [False]])
-    advantages, returns = mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, generated)
-    plain, _ = mappo.compute_gae(rewards, values, dones, next_value, 0.9, 0.8)
+    advantages, returns = gae.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, generated)
+    plain, _ = gae.compute_gae(rewards, values, dones, next_value, 0.9, 0.8)
     td = rewards + 0.9 * np.concatenate([values[1:], next_value[None]]) - values  # every trace is cut here
     np.testing.assert_allclose(advantages[0], td[0])  # not plain[0], which carries step 1's plan rewards
     assert not np.allclose(plain[0], td[0])
@@ -327,7 +327,7 @@ def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
     # with nothing generated the setting is plain GAE
     none = np.zeros((3, 1), bool)
     np.testing.assert_array_equal(
-        mappo.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, none)[0], plain)
+        gae.separate_generated_steps(rewards, values, dones, next_value, 0.9, 0.8, none)[0], plain)
 
 
 def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set():
@@ -340,3 +340,20 @@ def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set
     assert rollout[-1].shape == (len(rollout[0]), 2) and not rollout[-1].any()  # no generator: no generated steps
     with pytest.raises(ValueError, match="generated-step flags"):
         mappo.training_rows(agent, *rollout[:-1])
+
+
+def test_gradients_setting_trains_by_autograd_with_the_closed_form_numbers_and_is_checked():
+    """``MAPPOConfig(gradients="autograd")`` trains through ``ppo_loss`` by autograd: the closed form's updates to
+    float rounding (not in bits), and it enters a run's cache key only when set."""
+    rows = _random_batch(600, distinct=20, seed=3)
+    base = mappo.MAPPOConfig(lr=1e-3, update_epochs=2)
+    fast = mappo.MAPPO(base, seed=0)
+    slow = mappo.MAPPO(dataclasses.replace(base, gradients="autograd"), seed=0)
+    assert fast.update(*rows) == pytest.approx(slow.update(*rows), rel=1e-4)
+    for a, b in zip(fast.params, slow.params):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert any(not torch.equal(a, b) for a, b in zip(fast.params, slow.params)), "two paths, two roundings"
+    assert "gradients" not in mappo.config_key(base)
+    assert mappo.config_key(slow.config)["gradients"] == "autograd"
+    with pytest.raises(ValueError, match="gradients must be one of"):
+        mappo.MAPPOConfig(gradients="numeric")
