@@ -22,7 +22,7 @@ from marlinkit.maestro.report import (ILL_CONDITIONED_FRACTION, acceptance, fina
                                      nan_if_undefined, seed_groups)
 from marlinkit.maestro.sandbox import STAGES
 
-COLORS = {"A2": "#1f77b4", "A7": "#d62728", "A8": "#2ca02c"}
+COLORS = {"A0": "#7f7f7f", "A2": "#1f77b4", "A7": "#d62728", "A8": "#2ca02c"}
 
 
 # ----- Figures 3-8: the ablation's results ------------------------------------------------------
@@ -160,8 +160,8 @@ def means_and_sds(ax, results: AblationResults) -> None:
     x = np.arange(len(names))
     ours = [groups[a].mean() for a in names]
     ours_sd = [groups[a].std(ddof=1) if len(groups[a]) > 1 else 0 for a in names]
-    paper = [pv.MAESTRO_TABLE2[a]["mean"] for a in names]
-    paper_sd = [pv.MAESTRO_TABLE2[a]["sd"] for a in names]
+    paper = [pv.MAESTRO_TABLE2[a]["mean"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names]  # A0: not in the paper
+    paper_sd = [pv.MAESTRO_TABLE2[a]["sd"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names]
     ax.bar(x - 0.2, ours, 0.4, yerr=ours_sd, color=[COLORS[a] for a in names], capsize=4, label="ours (score)")
     ax.bar(x + 0.2, paper, 0.4, yerr=paper_sd, color="#bbbbbb", capsize=4, label="paper (Table 2)")
     ax.set_xticks(x, names)
@@ -181,7 +181,7 @@ def cv_comparison(ax, results: AblationResults) -> None:
     for position, value in zip(x, ours):
         if not np.isfinite(value):
             ax.text(position - 0.2, 0, "CV undefined", ha="center", va="bottom", fontsize=6, rotation=90)
-    ax.bar(x + 0.2, [pv.MAESTRO_TABLE2[a]["cv_pct"] for a in names], 0.4, color="#bbbbbb", label="paper (Table 2)")
+    ax.bar(x + 0.2, [pv.MAESTRO_TABLE2[a]["cv_pct"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names], 0.4, color="#bbbbbb", label="paper (Table 2)")
     ax.set_xticks(x, names)
     ax.set_ylabel("CV (%)")
     ax.legend(fontsize=7)

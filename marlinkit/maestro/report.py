@@ -121,6 +121,11 @@ def _fmt(x, digits: int = 2) -> str:
     return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}f}"
 
 
+#: The paper's columns of a configuration it did not run (A0): every value absent, printed "—".
+_NOT_IN_PAPER = {key: None for key in ("mean", "sd", "cv_pct", "sharpe", "best", "worst", "sortino", "var_5",
+                                       "max_drawdown", "success_rate")}
+
+
 def nan_if_undefined(function, *args):
     """``function(*args)``, or NaN where the statistic is undefined (it raises ValueError)."""
     try:
@@ -131,7 +136,7 @@ def nan_if_undefined(function, *args):
 
 def _paper_traffic(a: str, key: str) -> str:
     """The paper's Table 1 value of a metric, with its % change vs A2 ("—" where the paper has none)."""
-    if key not in _PAPER_TABLE1:
+    if key not in _PAPER_TABLE1 or a not in pv.MAESTRO_TRAFFIC:  # A0: not in the paper's ablation
         return "—"
     change = pv.MAESTRO_TRAFFIC_CHANGE.get(a)  # the paper's own percentages, not recomputed from rounded values
     return f"{pv.MAESTRO_TRAFFIC[a][_PAPER_TABLE1[key]]}" + (f" ({change[_PAPER_TABLE1[key]]})" if change else "")
@@ -164,14 +169,14 @@ def table2(results: AblationResults) -> pd.DataFrame:
     base = groups["A2"].mean() if "A2" in groups else np.nan
     rows = []
     for a, values in groups.items():
-        paper = pv.MAESTRO_TABLE2[a]
+        paper = pv.MAESTRO_TABLE2.get(a, _NOT_IN_PAPER)
         sharpe = np.nan if a == "A2" else nan_if_undefined(stats.sharpe_ratio, values, base)
         rows.append({"Condition": ABLATIONS[a].label, "Curric.": ABLATIONS[a].curriculum_mode,
                      "Reward": "LLM-shaped" if ABLATIONS[a].llm_reward else "Template",
                      "Mean ± SD": f"{values.mean():.2f} ± {_fmt(values.std(ddof=1) if len(values) > 1 else np.nan)}",
                      "CV (%)": _fmt(100 * nan_if_undefined(stats.coefficient_of_variation, values)),
                      "SR": _fmt(sharpe), "Best": _fmt(values.max()), "Worst": _fmt(values.min()),
-                     "paper Mean ± SD": f"{paper['mean']:.2f} ± {paper['sd']:.2f}", "paper CV (%)": _fmt(paper["cv_pct"]),
+                     "paper Mean ± SD": f"{_fmt(paper['mean'])} ± {_fmt(paper['sd'])}", "paper CV (%)": _fmt(paper["cv_pct"]),
                      "paper SR": _fmt(paper["sharpe"]), "paper Best": _fmt(paper["best"]), "paper Worst": _fmt(paper["worst"])})
     return pd.DataFrame(rows)
 
@@ -328,7 +333,7 @@ def table7(results: AblationResults) -> pd.DataFrame:
     threshold = 0.95 * results.config.target_paper
     rows = []
     for a, values in groups.items():
-        paper = pv.MAESTRO_TABLE7[a]
+        paper = pv.MAESTRO_TABLE7.get(a, _NOT_IN_PAPER)
         rows.append({"Condition": ABLATIONS[a].label,
                      "Sharpe": "—" if a == "A2" else _fmt(nan_if_undefined(stats.sharpe_ratio, values, base)),
                      "Sortino": "—" if a == "A2" else _fmt(nan_if_undefined(stats.sortino_ratio, values, base)),
@@ -337,7 +342,7 @@ def table7(results: AblationResults) -> pd.DataFrame:
                                      f"({int(np.sum(values >= threshold))}/{len(values)})",
                      "paper Sharpe": _fmt(paper["sharpe"]), "paper Sortino": _fmt(paper["sortino"]),
                      "paper VaR": _fmt(paper["var_5"]), "paper MDD": _fmt(paper["max_drawdown"]),
-                     "paper success": f"{100 * paper['success_rate']:.0f}%"})
+                     "paper success": "—" if paper["success_rate"] is None else f"{100 * paper['success_rate']:.0f}%"})
     return pd.DataFrame(rows)
 
 

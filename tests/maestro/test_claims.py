@@ -1,0 +1,54 @@
+"""MAESTRO's claims table over the committed runs: what the SmolLM2 ablation shows, and nothing made up where the
+reference architect's runs are missing."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from marlinkit.maestro import claims
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    results = claims.committed("paper", **claims.ROWS["smollm2"])
+    if results is None or len(results.sidecars) < 36:
+        pytest.skip("the committed ue25_openblas ablation (36 runs)")
+    return results
+
+
+def test_the_smollm2_row_reads_the_committed_runs_and_missing_runs_are_not_testable(smollm2, tmp_path):
+    table = claims.claims_table(None, smollm2).set_index("claim")
+    assert list(table.columns) == list(claims.COLUMNS)[1:] and len(table) == len(claims.CLAIMS)
+    assert (table["reference_architect"] == claims.MISSING).all() and (table["verdict"] == claims.MISSING).all()
+    assert (table["p"] == "—").all()
+    row = table["smollm2"]
+    assert row["A7 more stable than A2 (CV, Sharpe)"].startswith("A7 = A2 to the bit")  # no reward reply accepted
+    assert row["the curriculum raises difficulty"].startswith("A2 mean d over episodes 100-199: 0.303")
+    assert row["the curriculum raises difficulty"].endswith("(contradicted)")
+    assert row["A8 the highest mean"].endswith("(contradicted)")  # A8 55.42 below A2 75.17
+    assert row["curriculum + shaping better than no curriculum (A0)"] == "no A0 run (the ablation has none)"
+
+
+def test_a_claim_decides_by_direction_and_test(smollm2):
+    """On the committed runs with A8 relabelled A7 (so A7 differs from A2): the stability and traffic claims compute a
+    direction and a p rather than 'A7 is A2'."""
+    episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
+    episodes.loc[episodes["ablation"] == "A8", "ablation"] = "A7"
+    swapped = type(smollm2)(**{**smollm2.__dict__, "episodes": episodes})
+    text, verdict, p = claims.stability(swapped)
+    assert text.startswith("CV") and verdict in ("holds", "holds, not significant", "contradicted") and 0 < p <= 1
+    final = claims.final_by_seed(swapped).groupby("ablation")["score"].std()
+    assert (verdict == "contradicted") == (final["A7"] >= final["A2"])
+    text, verdict, p = claims.traffic(swapped)
+    assert text.startswith("delay") and 0 < p <= 1
+
+
+def test_the_table_is_a_function_of_the_committed_runs(smollm2, tmp_path):
+    one = claims.claims_table(None, smollm2)
+    two = claims.claims_table(None, claims.committed("paper", **claims.ROWS["smollm2"]))
+    pd.testing.assert_frame_equal(one, two)
+    written = claims.write(tmp_path)
+    assert [p.name for p in written] == ["claims.csv", "claims.md", "claims.tex"]
+    expected = claims.claims_table(claims.committed("paper", **claims.ROWS["reference_architect"]), smollm2)
+    pd.testing.assert_frame_equal(pd.read_csv(written[0], dtype=str, keep_default_na=False), expected.astype(str))
