@@ -2,7 +2,8 @@
 
 Decentralised actors pi_i(o_i) -> logits; centralised critics Q_i(o_1..o_N, a_1..a_N); discrete
 actions through the straight-through Gumbel-softmax; Polyak-averaged target networks; one replay
-buffer of joint transitions (:mod:`~marlinkit.algos.replay_buffer`).
+buffer of joint transitions (:mod:`~marlinkit.algos.replay_buffer`); the small operations these are made of
+(Gumbel noise, soft updates, targets, per-agent gradient clipping) in :mod:`~marlinkit.algos.maddpg_ops`.
 
 The N agents' networks are *stacked* (:mod:`~marlinkit.algos.stacked_mlp`): every weight has a
 leading agent axis and one batched matmul evaluates all N actors (or critics) at once, so one
@@ -19,7 +20,6 @@ an environment wrapper: this file knows nothing of LLMs.
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -30,6 +30,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
+from marlinkit.algos.maddpg_ops import (clip_grad_norm_per_agent, critic_target, gumbel_softmax, sample_gumbel,
+                                        seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.stacked_mlp import PRODUCTS, Mode, StackedMLP
 
@@ -94,67 +96,6 @@ class MADDPGConfig:
         if fields["products"] == "torch":
             del fields["products"]
         return fields
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy, PyTorch and cuDNN as MAESTRO §5.3 lists them."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = False
-
-
-# --- pure helpers ------------------------------------------------------------------------------
-
-def sample_gumbel(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """Standard Gumbel noise g = -log(-log U), drawn from ``generator`` (so updates are reproducible)."""
-    uniform = torch.rand(shape, generator=generator).clamp_(1e-10, 1.0 - 1e-7)
-    return -torch.log(-torch.log(uniform))
-
-
-def gumbel_softmax(logits: torch.Tensor, gumbels: torch.Tensor, temperature: float, hard: bool = True) -> torch.Tensor:
-    """softmax((logits + g) / T); with ``hard`` the one-hot of its argmax, straight-through:
-    the forward value is one-hot, the gradient is that of the soft sample (Jang et al., 2017)."""
-    soft = F.softmax((logits + gumbels) / temperature, dim=-1)
-    if not hard:
-        return soft
-    one_hot = F.one_hot(soft.argmax(dim=-1), soft.shape[-1]).to(soft.dtype)
-    return one_hot - soft.detach() + soft
-
-
-def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
-    """Polyak averaging theta' <- tau * theta + (1 - tau) * theta', in place."""
-    with torch.no_grad():
-        for t, s in zip(target.parameters(), source.parameters(), strict=True):
-            t.lerp_(s, tau)
-
-
-def critic_target(rewards: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor, gamma: float) -> torch.Tensor:
-    """y_i = r_i + gamma * (1 - terminated_i) * Q'_i(o', a'). Truncation (a time limit) still bootstraps."""
-    return rewards + gamma * (1.0 - terminated) * next_q
-
-
-def substitute_own_action(buffer_actions: torch.Tensor, policy_actions: torch.Tensor) -> torch.Tensor:
-    """Joint actions for each agent's actor loss: the buffer's, with agent i's slot from its policy.
-
-    buffer_actions (B, N, A), policy_actions (N, B, A) -> (N, B, N, A) whose [i, :, i] is
-    policy_actions[i] and whose [i, :, j != i] is buffer_actions[:, j]. Leading axes (seeds:
-    (S, B, N, A) and (S, N, B, A) -> (S, N, B, N, A)) broadcast, element for element the same.
-    """
-    n = policy_actions.shape[-3]
-    own = torch.eye(n, dtype=policy_actions.dtype)[:, None, :, None]  # (N, 1, N, 1)
-    return buffer_actions.unsqueeze(-4) * (1 - own) + policy_actions.unsqueeze(-2) * own
-
-
-def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """Scale each agent's slice of the gradients to global norm <= max_norm; returns the norms (N,)."""
-    grads = [p.grad for p in parameters]
-    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))
-    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
-    return norms
 
 
 # --- the losses: all agents stacked (batched) and one agent at a time (the reference) ----------

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 from pettingzoo.test import parallel_api_test
 
-from marlinkit.algos import maddpg
+from marlinkit.algos import maddpg, maddpg_ops
 from marlinkit.algos.maddpg import MADDPGConfig
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.stacked_mlp import StackedMLP
@@ -75,13 +75,13 @@ def test_fixture_env_is_a_conforming_parallel_env():
 def test_gumbel_softmax_hard_is_one_hot_with_soft_gradient():
     logits = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
     gumbels = torch.tensor([[0.3, -0.2, 2.0]])
-    hard = maddpg.gumbel_softmax(logits, gumbels, temperature=0.5)
+    hard = maddpg_ops.gumbel_softmax(logits, gumbels, temperature=0.5)
     assert hard.tolist() == [[0.0, 0.0, 1.0]]  # argmax of (1.3, 1.8, 2.5)
     weights = torch.tensor([1.0, -2.0, 3.0])
     (hard * weights).sum().backward()
     straight_through = logits.grad.clone()
     logits.grad = None
-    soft = maddpg.gumbel_softmax(logits, gumbels, temperature=0.5, hard=False)
+    soft = maddpg_ops.gumbel_softmax(logits, gumbels, temperature=0.5, hard=False)
     expected = torch.softmax(torch.tensor([1.3, 1.8, 2.5]) / 0.5, -1)
     torch.testing.assert_close(soft.detach()[0], expected)
     (soft * weights).sum().backward()
@@ -89,8 +89,8 @@ def test_gumbel_softmax_hard_is_one_hot_with_soft_gradient():
 
 
 def test_gumbel_noise_is_seeded_and_gumbel_distributed():
-    g = maddpg.sample_gumbel((200_000,), torch.Generator().manual_seed(0))
-    torch.testing.assert_close(g, maddpg.sample_gumbel((200_000,), torch.Generator().manual_seed(0)))
+    g = maddpg_ops.sample_gumbel((200_000,), torch.Generator().manual_seed(0))
+    torch.testing.assert_close(g, maddpg_ops.sample_gumbel((200_000,), torch.Generator().manual_seed(0)))
     assert g.mean().item() == pytest.approx(0.5772, abs=0.01)  # Euler-Mascheroni constant
     assert g.var().item() == pytest.approx(np.pi**2 / 6, abs=0.02)
 
@@ -99,16 +99,16 @@ def test_soft_update_and_critic_target_hand_values():
     source, target = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
     with torch.no_grad():
         source.weight.fill_(2.0), source.bias.fill_(4.0), target.weight.fill_(0.0), target.bias.fill_(1.0)
-    maddpg.soft_update(target, source, tau=0.25)
+    maddpg_ops.soft_update(target, source, tau=0.25)
     assert target.weight.item() == pytest.approx(0.5) and target.bias.item() == pytest.approx(1.75)
-    y = maddpg.critic_target(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 1.0]), torch.tensor([10.0, 10.0]), 0.9)
+    y = maddpg_ops.critic_target(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 1.0]), torch.tensor([10.0, 10.0]), 0.9)
     assert y.tolist() == pytest.approx([10.0, 2.0])
 
 
 def test_substitute_own_action_replaces_only_the_diagonal():
     buffer = torch.arange(2 * 3 * 2, dtype=torch.float32).reshape(2, 3, 2)  # (B=2, N=3, A=2)
     policy = -torch.ones(3, 2, 2)  # (N, B, A)
-    joint = maddpg.substitute_own_action(buffer, policy)
+    joint = maddpg_ops.substitute_own_action(buffer, policy)
     for i in range(3):
         for j in range(3):
             expected = policy[i] if i == j else buffer[:, j]
@@ -118,7 +118,7 @@ def test_substitute_own_action_replaces_only_the_diagonal():
 def test_clip_grad_norm_per_agent_scales_each_agent_alone():
     w = torch.zeros(2, 3, requires_grad=True)
     w.grad = torch.tensor([[3.0, 4.0, 0.0], [0.1, 0.0, 0.0]])
-    norms = maddpg.clip_grad_norm_per_agent([w], max_norm=1.0)
+    norms = maddpg_ops.clip_grad_norm_per_agent([w], max_norm=1.0)
     assert norms.tolist() == pytest.approx([5.0, 0.1])
     torch.testing.assert_close(w.grad, torch.tensor([[0.6, 0.8, 0.0], [0.1, 0.0, 0.0]]), atol=1e-5, rtol=0)
 
@@ -146,7 +146,7 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     net = StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
     flat_obs, actions = torch.randn(batch, n * obs), torch.randn(batch, n, a)
     policy = torch.randn(n, batch, a, requires_grad=True)
-    q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
+    q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg_ops.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
     net(q_in).sum().backward()
     reference, policy.grad = policy.grad.clone(), None
     q_in = q_in.detach()
