@@ -94,7 +94,7 @@ endif
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
 
-.PHONY: help setup data cityflow test test-fast figures verify lab bench docs clean distclean
+.PHONY: help setup data cityflow test test-fast figures verify lab workshop bench docs clean distclean
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
@@ -104,6 +104,7 @@ help:
 	@echo "make verify PRESET=paper [SEED_CHOICE=N] recompute a prefix of one committed paper run per family, compare"
 	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
 	@echo "make lab                                 JupyterLab on the project's environment"
+	@echo "make workshop                            JupyterLab on your own copies of the workshop notebooks (in workshop/)"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
 	@echo "make docs                               the documentation site in build/docs/html/ (Sphinx, warnings are errors)"
 	@echo "make data                                download the Hangzhou 4x4 files (pinned, SHA-256 checked) into data/"
@@ -148,9 +149,10 @@ $(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt m
 	tools/build_cityflow.sh $(PY)
 	@touch $@
 
+# The workshop notebooks default to the class's sizes: tests/test_workshop_notebooks.py runs them at smoke instead.
 test: $(STAMP) data
 	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval-lax -p no:cacheprovider notebooks
+	$(PY) -m pytest --nbval-lax -p no:cacheprovider notebooks --ignore=notebooks/workshop
 
 test-fast: $(STAMP) data
 	$(PY) -m pytest tests -x -q
@@ -216,6 +218,14 @@ $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(
 
 lab: $(STAMP) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
+
+# The workshop track: each participant works in copies of notebooks/workshop/ under WORKSHOP_DIR, a folder git ignores,
+# so running, editing and saving a notebook never changes a tracked file and `git pull` always applies; a copy already
+# there is kept (delete it for a fresh one).
+WORKSHOP_DIR ?= workshop
+workshop: $(STAMP)
+	@$(PY) -c 'import sys; from marlinkit.marlin import workshop; print(*workshop.copy_notebooks(sys.argv[1]), sep="\n")' $(WORKSHOP_DIR)
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(WORKSHOP_DIR)
 
 # The documentation site: Sphinx + MyST over docs/ and the generated pages (tools/docs_site.py), warnings as errors.
 DOCS_STAMP := $(VENV)/.marlinkit-docs-installed

@@ -26,6 +26,8 @@ import dataclasses
 import os
 from typing import Any
 
+from marlinkit.errors import ParameterError
+
 PRESET_NAMES = ("smoke", "quick", "paper")
 #: Environment variables that override the executor settings of every section that has them
 #: (results are identical on either executor, so they stay out of the run configurations).
@@ -44,7 +46,16 @@ _QUICK_NEGOTIATION = {"max_moves": 8, "max_rounds": 1, "max_new_tokens": 80, "st
 #: The authors' protocol: 50 moves, 5 rounds, 300 tokens, no stall limit.
 _PAPER_NEGOTIATION = {"max_moves": 50, "max_rounds": 5, "max_new_tokens": 300, "stall_limit": 0, "llm": None}
 
-#: The workshop notebooks at the session's sizes: minutes each, smollm2 called live (``get`` hands out copies).
+#: The workshop notebooks' default preset, for a class on 2-core laptops: each notebook shows what its text describes
+#: (a learning curve above the random floor, MARLIN with the exact planner apart from MARL) in the minutes the workshop
+#: README measured. smollm2's replies to the default cells and to the exercises' suggested changes replay from the
+#: committed ``data/transcripts/workshop_workshop__*.jsonl``; any other call (a changed prompt) goes to the model live
+#: and is recorded to the git-ignored ``workshop_workshop_local__*.jsonl``. Only the ``workshop`` section has it.
+WORKSHOP_PRESET = "workshop"
+#: The presets a workshop notebook accepts (its ``PRESET`` parameter).
+WORKSHOP_PRESETS = (WORKSHOP_PRESET, *PRESET_NAMES)
+
+#: The workshop notebooks at the session's longer sizes: minutes each, smollm2 called live (``get`` hands out copies).
 _WORKSHOP_SESSION = {
     "scenario": "single_slot",
     "seed": 0,
@@ -55,6 +66,12 @@ _WORKSHOP_SESSION = {
     "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
                "plan_budget": 8, "mappo": {}},
 }
+#: The ``workshop`` preset's one section: the session's sizes with a shorter MAPPO training (half of it: the curve has
+#: risen well above the random floor by episode 80) and fewer negotiations in notebook 04 (2 LLM-only trials, 2 new
+#: plans per training: with 4 copies that start alike, one plan serves every copy's forced plan episodes).
+_WORKSHOP_CLASS = {**_WORKSHOP_SESSION,
+                   "training": {"episodes": 80, "n_envs": 15, "checkpoints": [20, 40, 80], "eval_runs": 50, "mappo": {}},
+                   "marlin": {**_WORKSHOP_SESSION["marlin"], "llm_only_trials": 2, "plan_budget": 2}}
 
 def _marlin_grid(trainer: str, workers: int, mappo: dict[str, Any]) -> dict[str, Any]:
     """The settings every MARLIN grid section shares (Fig. 3 / Table I, Fig. 5, the dynamic environment)."""
@@ -333,9 +350,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def check_preset(preset: str) -> str:
-    """Return ``preset`` if it is known, else raise a ValueError naming the valid ones."""
+    """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid ones."""
     if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESET_NAMES)}")
+        raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(PRESET_NAMES)}")
     return preset
 
 
@@ -361,7 +378,10 @@ def get(preset: str, section: str, **overrides: Any):
     A field the experiment does not have raises before any compute, naming it and the known fields, so a
     typo in a notebook parameter is never silently ignored; bad values fail in the dataclass, by field.
     """
-    sections = PRESETS[check_preset(preset)]
+    if preset == WORKSHOP_PRESET and section == "workshop":
+        sections = {"workshop": _WORKSHOP_CLASS}
+    else:
+        sections = PRESETS[check_preset(preset)]
     if section not in sections:
         raise ValueError(f"preset {preset!r} has no section {section!r}; known: {sorted(sections)}")
     cls = config_class(section)
@@ -377,5 +397,14 @@ def get(preset: str, section: str, **overrides: Any):
     for key, variable in EXECUTOR_VARIABLES.items():  # one setting moves every grid to Ray: $MARLINKIT_EXECUTOR=ray
         if key in known and os.environ.get(variable):
             values[key] = os.environ[variable]
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return cls(**values)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values.update(given)
+    try:
+        return cls(**values)
+    except ParameterError:
+        raise
+    except (ValueError, TypeError) as error:  # a notebook parameter PLAN_SOURCE overrides the field plan_source
+        named = [k for k in given if k in str(error)]
+        if len(named) != 1:
+            raise
+        raise ParameterError(named[0].upper(), given[named[0]], str(error)) from None

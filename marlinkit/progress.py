@@ -11,8 +11,10 @@ says ``done/total``, the elapsed time and the expected total. Where it goes:
 * Elsewhere (a script, a worker process): lines on standard error, or standard output for workers of a
   notebook (their output is shown in the cell, and stderr would be drawn red).
 
-Lines are throttled to one per ``min_interval`` seconds. ``Progress.episodes`` (one training) stays quiet
-for trainings shorter than its interval, and reports in lines only (no notebook output per training).
+Lines are throttled to one per ``min_interval`` seconds. ``Progress.episodes`` (one training, or the trials of one
+run) reports in lines only, none for trainings shorter than its interval; while a live ``Progress`` of this process
+is open (a notebook's runs), that one's line also says how far the run in progress is, updated about once a second
+(``0/4 runs`` would otherwise stand still until the first run ends).
 """
 
 from __future__ import annotations
@@ -47,15 +49,22 @@ def in_notebook() -> bool:
 class Progress:
     """Counts ``total`` units of work; ``update()`` after each one, ``close()`` at the end."""
 
+    #: The open live bars of this process, innermost last: a part (``Progress.episodes``) reports to the last one.
+    _live: list["Progress"] = []
+    #: Seconds between updates of a live bar's notebook line by its part.
+    PART_INTERVAL = 1.0
+
     def __init__(self, total: int, desc: str, unit: str = "runs", enabled: bool = True, min_interval: float = 1.0,
                  live: bool = True):
         self.total, self.desc, self.unit, self.enabled = int(total), desc, unit, enabled
         self.min_interval, self.done, self._emitted = min_interval, 0, False
-        self.start = self._last = time.perf_counter()  # progress imports nothing heavy: the clock starts here
+        self.start = self._last = self._last_part = time.perf_counter()  # progress imports nothing heavy
         self._handle = None
+        self._part = ""  # the run in progress, as its part reported it
         self._terminal = os.environ.get(TO_ENV) or None
         if not (enabled and live):
             return
+        Progress._live.append(self)
         if in_notebook():
             from IPython.display import display
 
@@ -64,9 +73,11 @@ class Progress:
         self._emit(force=True, to_notebook=False)
 
     @classmethod
-    def episodes(cls, total: int, desc: str, enabled: bool = True, min_interval: float = 30.0) -> "Progress":
-        """Episodes done within one training: a line every ``min_interval`` seconds, none for short ones."""
-        return cls(total, desc, unit="episodes", enabled=enabled, min_interval=min_interval, live=False)
+    def episodes(cls, total: int, desc: str, enabled: bool = True, min_interval: float = 10.0,
+                 unit: str = "episodes") -> "Progress":
+        """Episodes done within one training (or trials of one run): a line every ``min_interval`` seconds, none for
+        short ones; and the open live bar's notebook line, if any, about once a second."""
+        return cls(total, desc, unit=unit, enabled=enabled, min_interval=min_interval, live=False)
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.start
@@ -74,15 +85,32 @@ class Progress:
         text = f"{label + ': ' if label else ''}{self.desc} {self.done}/{self.total} {self.unit}, elapsed {duration(elapsed)}"
         if 0 < self.done < self.total:
             text += f", expected ~{duration(elapsed * self.total / self.done)} in all"
+        if self._part and self.done < self.total:
+            text += f"; now {self._part}"
         return text
+
+    def _show_part(self, part: "Progress") -> None:
+        """A part of the run in progress moved: say so in this bar's notebook line (throttled)."""
+        now = time.perf_counter()
+        self._part = f"{part.desc}: {part.done}/{part.total} {part.unit}"
+        if self._handle is not None and now - self._last_part >= self.PART_INTERVAL:
+            self._last_part = now
+            self._handle.update(self._text_output(), raw=True)
 
     def _text_output(self):
         return {"text/plain": self.line()}
 
     def update(self, n: int = 1) -> None:
         self.done += n
-        if self.enabled:
-            self._emit(force=self.done >= self.total and self._emitted)
+        self._part = ""  # a run ended: its part with it
+        if not self.enabled:
+            return
+        outer = Progress._live[-1] if Progress._live and self not in Progress._live else None
+        if outer is not None:
+            outer._show_part(self)
+            if outer._handle is not None and not self._terminal:
+                return  # the notebook's line says it; no extra lines in the cell
+        self._emit(force=self.done >= self.total and self._emitted)
 
     def _emit(self, force: bool, to_notebook: bool = True) -> None:
         now = time.perf_counter()
@@ -105,3 +133,5 @@ class Progress:
         if self.enabled and self._emitted and self.done < self.total:
             self._emit(force=True)
         self.enabled = False
+        if self in Progress._live:
+            Progress._live.remove(self)

@@ -87,4 +87,4 @@ def test_cli_info_prints_one_json_object_last():
 def test_cli_rejects_an_unknown_preset_with_a_clear_error():
     done = _run("presets", "--check", "fast", "--json")
     assert done.returncode == 2
-    assert "unknown preset 'fast'" in json.loads(done.stdout.strip().splitlines()[-1])["error"]
+    assert "PRESET = 'fast': unknown preset" in json.loads(done.stdout.strip().splitlines()[-1])["error"]

@@ -25,6 +25,7 @@ import warnings
 from pathlib import Path
 
 from marlinkit import paths
+from marlinkit.errors import ParameterError
 from marlinkit.llm.backends.scripted import Script
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
@@ -85,8 +86,8 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
 
         url, _, model = arg.partition("#")
         return OpenAIBackend(url or None, model or None)
-    raise ValueError(f"unknown LLM setting {value!r}; use one of: smollm2 | scripted | transformers:/path/to/model "
-                     "| openai:http://host:port/v1#model | reference")
+    raise ParameterError("LLM", value, "unknown LLM setting; use one of: smollm2 | scripted | transformers:/path/to/model "
+                         f"| openai:http://host:port/v1#model (or set ${ENV_VAR})")
 
 
 def slug(text: str) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths, presets
+from marlinkit.errors import ParameterError
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -66,12 +67,44 @@ class Config:
 
 
 def settings(preset: str) -> Config:
-    """The ``workshop`` preset section."""
+    """The ``workshop`` section of ``preset`` (one of ``presets.WORKSHOP_PRESETS``)."""
+    if preset not in presets.WORKSHOP_PRESETS:
+        raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(presets.WORKSHOP_PRESETS)}")
     return presets.get(preset, "workshop")
 
 
 def results_root(preset: str) -> Path:
     return paths.results_dir("workshop", preset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Participants' copies
+
+
+def copy_notebooks(dest: str | Path) -> list[str]:
+    """Copy each workshop notebook that ``dest`` lacks into it (``make workshop``); return one line per notebook.
+
+    Participants run, edit and save these copies, in a folder git ignores, so the tracked notebooks never change and
+    ``git pull`` always brings the teacher's updates. A copy already there is kept (it holds the participant's work);
+    one whose cells differ from the tracked notebook's is named, with how to get the new version.
+    """
+    import nbformat
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for source in sorted((paths.NOTEBOOKS_DIR / "workshop").glob("*.ipynb")):
+        copy = dest / source.name
+        if not copy.exists():
+            copy.write_bytes(source.read_bytes())
+            lines.append(f"{copy}: copied from {source.relative_to(paths.REPO_ROOT)}")
+            continue
+        cells = [[cell.cell_type, cell.source] for cell in nbformat.read(source, as_version=4).cells]
+        mine = [[cell.cell_type, cell.source] for cell in nbformat.read(copy, as_version=4).cells]
+        lines.append(f"{copy}: your copy, kept" + ("" if cells == mine else
+                     f" (it differs from {source.relative_to(paths.REPO_ROOT)}: delete it and run `make workshop` again "
+                     "for a fresh copy)"))
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,11 +151,28 @@ def run_training(preset: str, root: Path | None = None, progress: bool = False) 
     return grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
 
 
-def chat_backend(preset: str, llm: str | None = None) -> TranscriptCache:
-    """The workshop's LLM behind its transcript cache (strict replay unless the preset or ``$MARLINKIT_RECORD`` records)."""
+def chat_backend(preset: str, llm: str | None = None) -> ChatBackend:
+    """The workshop's LLM behind its transcript cache; ``llm="scripted"``: the greedy script, uncached.
+
+    Replay is strict unless the section (or ``$MARLINKIT_RECORD``) records. A section that records by itself (the
+    session presets: talking to the model is their point) records new calls to the git-ignored
+    ``workshop_<preset>_local__*.jsonl`` and first looks each call up in the committed ``workshop_<preset>__*.jsonl``
+    (the teacher's recording, copied from a local file), so running a notebook never changes a tracked file.
+    """
     section = settings(preset).negotiation
-    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}", record=section["record"],
-                                     script=greedy_robots, model="greedy-robots")
+    local = section["record"] is True
+    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}_local" if local else f"workshop_{preset}",
+                                     record=section["record"], script=greedy_robots, model="greedy-robots",
+                                     shared=(f"workshop_{preset}",) if local else ())
+
+
+def llm_calls(backend: ChatBackend) -> str:
+    """One line on where this run's replies came from: the model, the committed transcript, or a script."""
+    if not isinstance(backend, TranscriptCache):
+        return f"{llm_config.label(backend)}: {getattr(backend, 'replies', 0)} replies computed by the script (no model, no transcript)"
+    replayed = backend.hits + backend.copied
+    return (f"{llm_config.label(backend)}: {backend.misses} calls to the model, {replayed} replies replayed "
+            f"from data/transcripts/ ({', '.join(p.name for p in [backend.path, *backend.shared] if p.exists()) or 'none yet'})")
 
 
 def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
@@ -136,16 +186,22 @@ class Comparison(NamedTuple):
     thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
 
 
-def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False) -> Comparison:
+def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False,
+                   plan_budget: int | None = None) -> Comparison:
     """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (perfect plans, not an LLM).
 
     Per source: its LLM-only trials first, whose mean is Algorithm 1's threshold (the paper's rule:
     the LLM-only performance *of the plan source in use*); then MARLIN with that threshold. Both
-    sources get the same ``plan_budget`` (new plans per training). MARL needs no plan source and
-    is trained once.
+    sources get the same ``plan_budget`` (new plans per training; None: the preset's). MARL needs no plan source
+    and is trained once. Curves: ``MARL``, ``MARLIN (<source>)`` and ``<source> alone`` (``curve_source`` reads the
+    source back).
     """
     section = settings(preset)
     base = section.grid("marlin")
+    if plan_budget is not None:
+        if isinstance(plan_budget, bool) or not isinstance(plan_budget, int) or plan_budget < 1:
+            raise ParameterError("PLAN_BUDGET", plan_budget, "new plans per training: None (the preset's) or an integer >= 1")
+        base = dataclasses.replace(base, plan_budget=plan_budget)
     root = Path(root or results_root(preset)) / "marlin"
     sources = {f"{backend.name} negotiation": ("llm", negotiator(preset, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
@@ -157,7 +213,8 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
         trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems), llm_only_performance={section.scenario: thresholds[label]}),
                                 preset, source, root / folder, progress)
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
-            out.append(table.assign(curve=np.where(table.system == "MARL", "MARL", table.system + " (" + label + ")")))
+            out.append(table.assign(curve=np.select([table.system == "MARL", table.system == "LLM-only"],
+                                                    ["MARL", f"{label} alone"], f"MARLIN ({label})")))
     return Comparison(pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), thresholds)
 
 
@@ -178,19 +235,26 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
 # Figures
 
 
+def curve_source(curve: str) -> str:
+    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> alone``), else the name itself (``MARL``)."""
+    if curve.startswith("MARLIN (") and curve.endswith(")"):
+        return curve[len("MARLIN ("):-1]
+    return curve.removesuffix(" alone")
+
+
 def learning_curve_figure(episodes: pd.DataFrame, evaluations: pd.DataFrame | None = None, by: str = "system"):
     """Median training performance per episode over copies (interquartile band) for each ``by`` group.
 
     Checkpoint evaluations (sampled policy) are drawn as dots of the same colour; LLM-only rows
     (a plan source alone, no training) as a dashed line at their mean. Groups named
-    ``"<system> (<plan source>)"`` share their plan source's colour.
+    ``"MARLIN (<plan source>)"`` and ``"<plan source> alone"`` share their plan source's colour.
     """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     palette, colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"]), {}
     for name, rows in episodes.groupby(by, sort=True):
-        color = colors.setdefault(name.partition(" (")[2] or name, next(palette))
+        color = colors.setdefault(curve_source(name), next(palette))
         if (rows.system == "LLM-only").all():
             ax.axhline(rows.performance.mean(), color=color, ls="--", lw=1.2, label=name)
             continue

@@ -99,7 +99,7 @@ def test_ascii_map_reads_top_row_as_north_and_keeps_explicit_goals():
     assert not layout.valid[0, 3] and layout.valid[0, 2]
     assert layout_from_ascii(to_ascii(layout)).goals == layout.goals
     # Robots drawn at their current cells, as the LLM prompt shows them.
-    assert to_ascii(get_layout("single_slot"), [(1, 3), (0, 3)]).splitlines()[4] == "21#"
+    assert to_ascii(get_layout("single_slot"), [(1, 3), (0, 3)]).splitlines()[4] == "10#"
 
 
 @pytest.mark.parametrize(
@@ -294,7 +294,7 @@ def test_renders_show_the_robots_where_they_are():
     env = CorridorParallelEnv("single_slot", render_mode="ansi")
     env.reset()
     env.step({"robot_0": FORWARD, "robot_1": BACKWARD})
-    assert env.render() == "#a#\n#2#\n#.#\n#.#\n..#\n#.#\n#1#\n#b#"  # goals stay marked
+    assert env.render() == "#a#\n#1#\n#.#\n#.#\n..#\n#.#\n#0#\n#b#"  # goals stay marked
     image_env = CorridorParallelEnv("single_slot", render_mode="rgb_array")
     image_env.reset()
     start = image_env.render()

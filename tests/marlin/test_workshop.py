@@ -54,11 +54,13 @@ def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
     comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     llm_label = "scripted negotiation"
     assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
-    alone = comparison.episodes[comparison.episodes.curve == f"LLM-only ({llm_label})"]
+    alone = comparison.episodes[comparison.episodes.curve == f"{llm_label} alone"]
     assert comparison.thresholds[llm_label] == pytest.approx(alone.performance.mean())
     sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
     assert sorted(s["config"]["llm_only_performance"] for s in sidecars) == sorted(comparison.thresholds.values())
-    assert set(comparison.episodes.curve) == {"MARL", *(f"{s} ({label})" for s in ("MARLIN", "LLM-only") for label in comparison.thresholds)}
+    assert set(comparison.episodes.curve) == {"MARL", *(f"MARLIN ({label})" for label in comparison.thresholds),
+                                              *(f"{label} alone" for label in comparison.thresholds)}
+    assert {workshop.curve_source(curve) for curve in comparison.episodes.curve} == {"MARL", *comparison.thresholds}
     # The forced plan episodes (6-10) with the exact planner follow its perfect plan from the start.
     exact = comparison.episodes[comparison.episodes.curve == f"MARLIN ({workshop.EXACT_LABEL})"]
     forced = exact[exact.episode.between(6, 10) & (exact.generator == "plan") & ~exact.toggled]
@@ -86,3 +88,43 @@ def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
     dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
     assert sorted(round(line.get_ydata()[0], 6) for line in dashed) == sorted(round(v, 6) for v in comparison.thresholds.values())
+
+
+def test_the_scripted_llm_runs_every_cell_that_reports_llm_calls(tmp_path):
+    backend = workshop.chat_backend("workshop", "scripted")  # the exercise's LLM = "scripted": a script, uncached
+    comparison = workshop.run_comparison("smoke", backend, root=tmp_path, plan_budget=2)
+    assert backend.replies > 0 and f"{backend.replies} replies computed by the script" in workshop.llm_calls(backend)
+    assert comparison.thresholds["scripted negotiation"] > 0
+    sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
+    assert sidecars and {s["config"]["plan_budget"] for s in sidecars} == {2}
+
+
+def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_to_an_ignored_file():
+    import subprocess
+
+    from marlinkit import paths
+
+    backend = workshop.chat_backend("workshop")
+    assert backend.path.name.startswith("workshop_workshop_local__") and not backend.replay_only
+    committed = backend.shared[0]
+    assert committed.name.startswith("workshop_workshop__") and committed.is_file(), "the teacher's recording is committed"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(backend.path)], cwd=paths.REPO_ROOT).returncode
+    assert ignored == 0, f"{backend.path} (live calls) must be git-ignored"
+    assert workshop.chat_backend("smoke").path.name.startswith("workshop_smoke__")  # nbval: strict replay, committed
+
+
+@pytest.mark.parametrize("bad, parameter", [({"preset": "quik"}, "PRESET"), ({"plan_budget": 0}, "PLAN_BUDGET"),
+                                            ({"llm": "llama"}, "LLM")])
+def test_a_bad_notebook_parameter_is_a_parameter_error_naming_it_and_the_allowed_values(bad, parameter, tmp_path):
+    from marlinkit.errors import ParameterError
+
+    with pytest.raises(ParameterError) as error:
+        if "preset" in bad:
+            workshop.settings(bad["preset"])
+        elif "llm" in bad:
+            workshop.chat_backend("smoke", bad["llm"])
+        else:
+            workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path, **bad)
+    assert error.value.parameter == parameter and str(error.value).startswith(f"{parameter} = ")
+    (line,) = error.value._render_traceback_()  # what IPython shows instead of the traceback: one line
+    assert "parameters cell" in line and parameter in line

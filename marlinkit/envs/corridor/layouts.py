@@ -176,14 +176,14 @@ def layout_from_ascii(text: str, name: str = "custom", title: str = "") -> Layou
 def to_ascii(layout: Layout, positions=None) -> str:
     """Render a layout (and optionally robot positions) in the format ``layout_from_ascii`` reads.
 
-    Robots at ``positions`` are drawn as ``1``/``2``; this is the grid shown to LLMs.
+    Robots at ``positions`` are drawn as ``0``/``1``, the numbers of ``robot_0``/``robot_1`` (the env's ``ansi`` render).
     """
     grid = [[ASCII_FREE if layout.valid[x, y] else ASCII_WALL for x in range(layout.width)] for y in range(layout.height)]
     for agent in range(2):
         gx, gy = layout.goals[agent]
         grid[gy][gx] = ASCII_GOALS[agent]
     points = layout.starts if positions is None else positions
-    symbols = ASCII_STARTS if positions is None else ("1", "2")
+    symbols = ASCII_STARTS if positions is None else ("0", "1")
     for agent in range(2):
         x, y = (int(v) for v in points[agent])
         grid[y][x] = symbols[agent]

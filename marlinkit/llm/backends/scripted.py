@@ -28,6 +28,7 @@ class ScriptedBackend:
         self.script = script
         self.model = model or "script"
         self._next = 0
+        self.replies = 0  # replies given so far (a script is run, never replayed)
 
     def chat(self, messages: list[dict[str, str]], settings: GenerationSettings) -> Reply:
         start = time.perf_counter()
@@ -39,6 +40,7 @@ class ScriptedBackend:
                 raise LLMError(f"the script has only {len(self.script)} replies; call {self._next + 1} has none")
             text = self.script[self._next]
             self._next += 1
+        self.replies += 1
         text, _ = cut_at_stop(text, settings.stop)
         prompt = sum(len(m["content"].split()) for m in messages)  # words stand in for tokens
         return Reply(text, prompt, len(text.split()), time.perf_counter() - start)
