@@ -339,12 +339,14 @@ class RewardSynthesizer:
 
         From the validation measurement (:func:`marlinkit.maestro.sandbox.episode_ticks`); a source not
         validated by this synthesizer (a run resumed from a checkpoint) is validated again, which
-        gives the same measurement: validation is deterministic.
+        gives the same measurement: validation is deterministic. A source the sandbox rejects now (a
+        checkpoint written under an older checker) gets 0 ticks: its first call fails closed, and
+        training falls back to the environment reward and logs the retirement, as for any runtime failure.
         """
         if source not in self.costs:
             verdict = sandbox.validate(source, self.samples, self.limits)
             if not verdict.accepted:
-                raise sandbox.SandboxError(verdict.stage or "execution", verdict.reason)
+                return 0
             self.costs[source] = verdict.cost
         return sandbox.episode_ticks(self.costs[source], rows, self.limits)
 

@@ -1,12 +1,16 @@
 """Our attack corpus (tests/maestro/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
 
 Every file starts with ``# expect: <stage> | <reason fragment>``. Validation runs as the training
-path runs it: the default rows (two recorded episodes in order, then synthetic edge cases) and
-the default limits, so a verdict here is the verdict the architect would log.
+path runs it: the default rows (two recorded episodes in order, then synthetic edge cases, then
+the probes beyond them) and the default limits, so a verdict here is the verdict the architect
+would log. Files are named by class: ``parent_`` (work in the checker itself), ``slow_``,
+``memory_`` and ``bignum_`` (cost), ``escape_``, ``state_``, ``value_`` and ``game_`` (reward hacking).
 """
 
 from __future__ import annotations
 
+import resource
+import time
 from pathlib import Path
 
 import pytest
@@ -29,13 +33,28 @@ def test_the_corpus_is_larger_than_the_issues_and_covers_every_stage():
     assert {_expectation(p)[0] for p in CORPUS} == set(sandbox.STAGES)
 
 
+#: Verdicts that come from a clock: none of the corpus may end in one (the meter must stop it first).
+TIME_BACKSTOPS = ("CPU time limit", "wall-clock timeout", "deadline", "killed")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are waited for when they close
+    return usage.ru_utime + usage.ru_stime
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
 def test_attack_is_stopped_at_its_stage(path):
     stage, fragment = _expectation(path)
+    cpu, wall = _children_cpu(), time.monotonic()
     verdict = sandbox.validate(path.read_text())
+    cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
     assert (verdict.accepted, verdict.stage) == (False, stage), verdict.reason
     assert fragment in verdict.reason
     assert len(verdict.reason) < 800
+    # the expensive programs are stopped by ticks (or the integer cap), never by the CPU limit (30 s) or a clock
+    assert not any(backstop in verdict.reason for backstop in TIME_BACKSTOPS)
+    assert cpu < 3.0, f"the worker spent {cpu:.1f} CPU-s"
+    assert wall < 10.0, f"the verdict took {wall:.1f} s"
 
 
 def test_validation_runs_a_real_episode_in_order_then_synthetic_rows():

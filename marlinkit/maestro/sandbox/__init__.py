@@ -475,7 +475,8 @@ def validate(
             probed = np.concatenate(probe_values) if probe_values else np.zeros(0)
             check_outputs(probed, limits.bound)
             check_queue_alignment(values[:n_real], metrics["queue_length"][:n_real], limits)
-            check_behaviour(values[:n_real], {name: metrics[name][:n_real] for name in FIELD_NAMES}, probes, probed, limits)
+            check_behaviour(values[:n_real], {name: metrics[name][:n_real] for name in FIELD_NAMES}, difficulty[:n_real],
+                            probes, probed, limits)
     except SandboxError as error:
         return Verdict(False, "safety", error.reason, values.tolist(), {**timings, "safety": time.perf_counter() - start},
                        cost, isolation)
@@ -525,7 +526,7 @@ def probe_rows(metrics: Mapping[str, np.ndarray], difficulty: np.ndarray, n_real
     :data:`QUEUE_CAPACITY` and a sweep of the departures from 0 to 12, every other input as in
     the base row; then gridlocked intersections (queue at capacity, nobody leaving, everyone
     waiting 300 s, the phase held 60, 120 or 360 s) in every phase and at the lowest, middle and
-    highest difficulty. Deterministic: derived from the rows alone.
+    highest difficulty of the real rows. Deterministic: derived from the rows alone.
     """
     from marlinkit.maestro.sandbox.reward_rows import SECONDS
 
@@ -550,10 +551,11 @@ def probe_rows(metrics: Mapping[str, np.ndarray], difficulty: np.ndarray, n_real
         start += len(rows)
     jam = {"queue_length": float(QUEUE_CAPACITY), "waiting_time": 300.0, "pressure": float(QUEUE_CAPACITY),
            "throughput": 0.0, "delay": 1.0, "occupancy": 1.0}
+    known = np.unique(np.asarray(difficulty[:n_real], dtype=float))
     gridlock = []
     for held_s in (60.0, 120.0, float(SECONDS)):
         for phase in range(4):
-            for level in (0.3, 0.65, 1.0):
+            for level in (known[0], known[len(known) // 2], known[-1]):  # difficulties the real rows have
                 gridlock.append([jam.get(name, 0.0) for name in FIELD_NAMES])
                 gridlock[-1][FIELD_NAMES.index("phase")] = float(phase)
                 gridlock[-1][FIELD_NAMES.index("phase_duration")] = held_s
@@ -573,8 +575,8 @@ def env_reward(metrics: Mapping[str, np.ndarray]) -> np.ndarray:
             - w.pressure * np.abs(np.asarray(metrics["pressure"])))
 
 
-def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarray], probes: Probes,
-                    probe_values: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> None:
+def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarray], real_difficulty: np.ndarray,
+                    probes: Probes, probe_values: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> None:
     """Safety rules beyond the recorded range (README, threat model); ``SandboxError("safety")`` on a breach.
 
     1. *spread*: 170 x the reward's range on the real rows is at least ``min_spread_fraction`` of
@@ -582,7 +584,7 @@ def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarr
     2. *queue*: on neighbouring rows of the queue sweeps (one more halted vehicle, nothing else
        changed) the reward rises on at most ``max_rising_pairs`` of the pairs;
     3. *throughput*: on neighbouring rows of the departure sweeps it falls on at most that share;
-    4. *gridlock*: on no gridlock row is it above its lower quartile on the real rows.
+    4. *gridlock*: on no gridlock row is it above its lower quartile on the real rows of the same difficulty.
     """
     from marlinkit.maestro.curriculum import CurriculumConfig
 
@@ -600,11 +602,14 @@ def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarr
         if share > limits.max_rising_pairs:
             raise SandboxError("safety", f"the reward {verb} the {name} on {share:.0%} of neighbouring probe rows "
                                          f"(at most {limits.max_rising_pairs:.0%} allowed)")
-    quartile = float(np.percentile(real_values, 25))
-    worst = float(probe_values[probes.gridlock].max())
-    if worst > quartile + tolerance:
-        raise SandboxError("safety", f"the reward pays for gridlock: {worst:.3g} on a gridlocked intersection, above "
-                                     f"its lower quartile on real traffic ({quartile:.3g})")
+    real_difficulty = np.asarray(real_difficulty, dtype=float)
+    for level in np.unique(probes.difficulty[probes.gridlock]):
+        quartile = float(np.percentile(real_values[real_difficulty == level], 25))
+        jammed = probes.gridlock[probes.difficulty[probes.gridlock] == level]
+        worst = float(probe_values[jammed].max())
+        if worst > quartile + tolerance:
+            raise SandboxError("safety", f"the reward pays for gridlock: {worst:.3g} on a gridlocked intersection at "
+                                         f"difficulty {level:g}, above its lower quartile on real traffic there ({quartile:.3g})")
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ Beyond the node/name/attribute allow-lists it checks the *module*, not only the 
 * no default argument on any ``def`` or ``lambda`` (a default is evaluated once: mutable state);
 * no module-level mutable state: a module-level value is a constant expression (numbers, strings,
   tuples, arithmetic on them, earlier constants), never a list, dict, call or lambda;
+* :data:`FUNCTION_NAME` never refers to itself (it runs once per row, which its cost relies on);
 * nothing runs at import: an annotation (which Python evaluates when the module or the ``def``
   runs) may only be a plain name or a string;
 * no attribute is ever assigned (``math.pi = ...`` would be state), no slice is assigned, no
@@ -23,9 +24,10 @@ Together these make every accepted function pure: its value and its cost depend 
 inputs, never on how many calls came before. That is what lets validation speak for training.
 
 :func:`instrument` rewrites accepted code so the worker can meter it deterministically, in
-*ticks* rather than seconds (what a reward may spend does not depend on machine load). A function
-call and a loop or comprehension iteration cost one tick per started :data:`NODES_PER_TICK` nodes
-of the code they run (so a long straight-line body cannot hide work behind one tick); the
+*ticks* rather than seconds (what a reward may spend does not depend on machine load). A loop or
+comprehension iteration and a call of a helper or lambda cost one tick per started
+:data:`NODES_PER_TICK` nodes of the code they run, the reward's own call one per
+:data:`REWARD_NODES_PER_TICK` (so a long body cannot hide work behind one tick); the
 helpers the rewrite calls (worker side) charge what the Python operation costs:
 
 * ``range(n)`` its length; the builtins that walk a sequence (``sum``, ``sorted``, ``max``, ...)
@@ -71,8 +73,11 @@ MAX_AST_NODES = 2_000
 #: Far below the interpreter's recursion limit: the recursive steps after it (the rewrite,
 #: ``ast.unparse``) need about 3.5 frames per level, so the verdict never depends on the caller's stack.
 MAX_AST_DEPTH = 100
-#: A call or loop iteration costs one tick per started ``NODES_PER_TICK`` nodes of the code it runs.
-NODES_PER_TICK = 128
+#: A loop or comprehension iteration, or a call of a helper function or lambda, costs one tick per
+#: started ``NODES_PER_TICK`` syntax-tree nodes of the code it runs (test and body).
+NODES_PER_TICK = 16
+#: The same for a call of the reward function itself, which runs once per row (it may not call itself).
+REWARD_NODES_PER_TICK = 128
 _ALLOWED_NODES = (
     ast.Module, ast.FunctionDef, ast.Lambda, ast.arguments, ast.arg, ast.Return, ast.Assign,
     ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Break, ast.Continue, ast.Pass,
@@ -163,6 +168,8 @@ def _node_problem(node: ast.AST, bound: set[str]) -> str | None:
             return f"assigning to {node.id!r} is not allowed"
         if isinstance(node.ctx, ast.Store) and node.id == FUNCTION_NAME:
             return f"rebinding {FUNCTION_NAME!r} is not allowed"
+        if isinstance(node.ctx, ast.Load) and node.id == FUNCTION_NAME:
+            return f"{FUNCTION_NAME!r} may not call or refer to itself"
         if isinstance(node.ctx, ast.Load) and node.id not in bound:
             return f"name {node.id!r} is not defined or not allowed"
     elif isinstance(node, ast.arg):
@@ -254,10 +261,10 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
 
 
-def _weight(*parts) -> int:
-    """Ticks for one run of ``parts`` (nodes or lists of nodes): one per started NODES_PER_TICK nodes."""
+def _weight(*parts, per_tick: int = NODES_PER_TICK) -> int:
+    """Ticks for one run of ``parts`` (nodes or lists of nodes): one per started ``per_tick`` nodes."""
     nodes = sum(1 for part in parts for root in (part if isinstance(part, list) else [part]) for _ in ast.walk(root))
-    return 1 + nodes // NODES_PER_TICK
+    return 1 + nodes // per_tick
 
 
 def _tick(weight: int) -> ast.Expr:
@@ -279,7 +286,7 @@ class _Meter(ast.NodeTransformer):
     """
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        weight = _weight(node.body)
+        weight = _weight(node.body, per_tick=REWARD_NODES_PER_TICK if node.name == FUNCTION_NAME else NODES_PER_TICK)
         self.generic_visit(node)
         node.body.insert(0, _tick(weight))
         return node
@@ -291,7 +298,7 @@ class _Meter(ast.NodeTransformer):
         return node
 
     def _loop(self, node):
-        weight = _weight(node.body)
+        weight = _weight(node.test if isinstance(node, ast.While) else node.target, node.body)
         self.generic_visit(node)
         node.body.insert(0, _tick(weight))
         return node
