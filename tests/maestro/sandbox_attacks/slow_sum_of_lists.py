@@ -1,6 +1,8 @@
 # expect: execution | sum() start must be a number
-# sum(rows, []) concatenates: quadratic work charged as one walk over its input.
+# sum(rows, ()) concatenates: 60 x 60 items copied ~30 times each, charged as one walk over 60 rows.
+ROWS = ((0.0,) * 60,) * 60
+
+
 def compute_reward(metrics, difficulty):
-    rows = [[0.0] * 40 for i in range(40)]
-    flat = sum(rows, [])
+    flat = sum(ROWS, ())
     return -metrics["queue_length"] / 200.0 + 0.0 * len(flat)
