@@ -139,6 +139,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 1,
             **_SMOKE_NEGOTIATION,
         },
+        "marlin_authors": {  # seconds: the authors' switch and copies on two corridors, a few episodes
+            "scenarios": ["single_slot", "two_path"], "marlin_seeds": [0, 1], "marl_seeds": [0], "episodes": 12,
+            "checkpoints": [6, 12], "eval_runs": 5, "llm_only_trials": 5, "mappo": {"update_epochs": 2, "steps_per_iteration": 100},
+        },
         "marlin_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
@@ -229,6 +233,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 1,
             **_QUICK_NEGOTIATION,
         },
+        "marlin_authors": {  # minutes: the authors' switch and copies, 120 episodes (no policy-only tail)
+            "scenarios": _SCENARIOS, "marlin_seeds": [0, 1, 2], "marl_seeds": [0], "episodes": 120,
+            "checkpoints": [20, 60, 120], "eval_runs": 50, "llm_only_trials": 20,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2],
@@ -308,6 +316,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 0,
             **_PAPER_NEGOTIATION,
         },
+        "marlin_authors": {  # the authors' switch and copies (MARLIN 1, MARL 6) to 1700 episodes, enough seeds to pool rows as they did
+            "scenarios": _SCENARIOS, "marlin_seeds": list(range(10)), "marl_seeds": [0, 1, 2], "episodes": 1700,
+            "checkpoints": [100, 850, 1600, 1700], "eval_runs": 50, "llm_only_trials": 50,
+        },
         "marlin_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2, 3, 4],
@@ -360,13 +372,13 @@ def config_class(section: str) -> type:
     """The frozen ``Config`` dataclass of one experiment section (its fields and their docstrings are the reference)."""
     from marlinkit import paper_audit
     from marlinkit.maestro import ablation, traffic_baselines
-    from marlinkit.marlin import (dynamic_env, fidelity, fig1_scenarios, fig3_training, fig5_hardware, fig6_scalability, llm_only,
-                                  workshop)
+    from marlinkit.marlin import (authors_protocol, dynamic_env, fidelity, fig1_scenarios, fig3_training, fig5_hardware,
+                                  fig6_scalability, llm_only, workshop)
 
     classes = {"marlin_training": fig3_training.Config, "fig5_hardware": fig5_hardware.Config, "dynamic_env": dynamic_env.Config,
                "llm_only": llm_only.Config, "fig6_scalability": fig6_scalability.Config, "fig1_scenarios": fig1_scenarios.Config,
                "workshop": workshop.Config, "paper_audit": paper_audit.Config, "traffic_baselines": traffic_baselines.Config,
-               "maestro": ablation.Config, "fidelity": fidelity.Config}
+               "maestro": ablation.Config, "fidelity": fidelity.Config, "marlin_authors": authors_protocol.Config}
     if section not in classes:
         raise ValueError(f"no section {section!r}; known: {sorted(classes)}")
     return classes[section]

@@ -82,8 +82,6 @@ class GridConfig(TrainingConfig):
             raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}")
         if self.plan_source not in PLAN_SOURCES:
             raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {self.plan_source!r}")
-        if self.trainer == "batched" and self.protocol == "authors":
-            raise ValueError("the authors' protocol trains MARL and MARLIN on different copy counts: use trainer 'one-at-a-time'")
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
         if self.negotiation is not None:
@@ -158,6 +156,7 @@ def _run_batch(batch: list[tuple[str, dict[str, Any]]], config: GridConfig,
     torch.set_num_threads(1)
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
+        config = config.for_system(batch[0][1]["system"])  # the authors' protocol batches one system at a time
         results = marlin_batched.train_systems([(c["scenario"], c["system"], c["seed"]) for _, c in batch], config, source)
         share = len(batch)  # each run's share of the batch's time
         provenance = {"wall_time_s": (time.perf_counter() - started) / share, "cpu_time_s": (time.process_time() - cpu_started) / share,
@@ -265,7 +264,10 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
                            config.ray_address, progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
         if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin.batched)
             trained = [(name, job) for name, job in todo if job["system"] != "LLM-only"]
-            batches = training_batches(trained, workers, config.batch_runs or len(trained))
+            groups = [[t for t in trained if t[1]["system"] == system] for system in ("MARL", "MARLIN")]
+            if config.protocol == "paper":  # the same copy count: MARL and MARLIN may share a batch
+                groups = [trained]
+            batches = [batch for group in groups for batch in training_batches(group, workers, config.batch_runs or len(group))]
             executors.run_jobs(_run_batch, [(batch, config, source) for batch in batches], executor, workers,
                                config.ray_address, progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)

@@ -221,8 +221,9 @@ def test_authors_protocol_gives_marlin_one_copy_and_marl_six_under_names_and_key
     assert copies == {"MARL": 6, "MARLIN": 1}
     marlin_rows = results.episodes[results.episodes.system == "MARLIN"]
     assert marlin_rows.generator.tolist() == [SAMPLING] * 4 + [PLAN] * 2 and (marlin_rows.plan_steps[4:] > 0).all()
-    with pytest.raises(ValueError, match="one-at-a-time"):
-        dataclasses.replace(config, trainer="batched")
+    stacked = grid.run_grid(dataclasses.replace(config, trainer="batched", batch_runs=4), "quick", root=tmp_path / "b", progress=False)
+    assert stacked.episodes.groupby("system").env_copy.nunique().to_dict() == {"MARL": 6, "MARLIN": 1}
+    assert stacked.episodes[stacked.episodes.system == "MARLIN"].generator.tolist() == marlin_rows.generator.tolist()
     with pytest.raises(ValueError, match="protocol"):
         systems.TrainingConfig(protocol="rllib")
 
