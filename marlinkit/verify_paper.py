@@ -16,9 +16,9 @@ configuration) must equal the committed table's first rows, byte for byte.
   sidecar (its configuration hash must come out equal, else the run is reported as not rebuildable), first
   ``--episodes`` episodes (default 30: five MAPPO updates, Algorithm 1's forced plan episodes 6-10 and its first
   switches); the plan source alone plays all its trials (milliseconds). MAESTRO: the ablation's calibration is
-  recomputed and compared whole, then ``ablation.dual_loop`` plays the first ``--maestro-episodes`` (default 12:
-  the first MADDPG updates from episode 3, the first difficulty events, A8's first context regenerations at 5
-  and 10, A7's initial reward event) and the sweep's ``sweep_run`` the same. Every LLM call replays strictly
+  recomputed and compared whole, then ``ablation.dual_loop`` plays the first ``--maestro-episodes`` (default 8:
+  the first MADDPG updates from episode 3, the first difficulty events from episode 4, A8's first context
+  regeneration at 5, A7's initial reward event, four evaluations) and the sweep's ``sweep_run`` the same. Every LLM call replays strictly
   from the transcripts: a missing record fails that run, by name.
 * **Compared.** The recomputed table's CSV text against the committed table's first rows: the header and every
   row line byte for byte, except the measured wall-time columns (:data:`TIMING_COLUMNS`), where both cells need
@@ -55,7 +55,7 @@ from marlinkit import paths, provenance
 
 PRESET = "paper"
 MARLIN_EPISODES = 30
-MAESTRO_EPISODES = 12
+MAESTRO_EPISODES = 8
 #: Measured wall-time columns per kind of run: both cells must be numbers (or both empty), of any value.
 TIMING_COLUMNS = {
     "marlin-training": ("wall_time_s",),
