@@ -328,3 +328,13 @@ def test_every_random_program_gets_a_verdict_within_the_deadline(source):
     assert isinstance(verdict, sandbox.Verdict) and verdict.reason
     assert time.monotonic() - start < limits.deadline_seconds + 2
     assert not any(clock in verdict.reason for clock in ("CPU time limit", "wall-clock timeout", "deadline"))
+
+
+def test_a_reward_the_checker_now_refuses_gets_no_ticks_on_resume_instead_of_a_crash():
+    from marlinkit.llm.backends.scripted import ScriptedBackend
+    from marlinkit.maestro import architect
+
+    synth = architect.RewardSynthesizer(ScriptedBackend(architect.scripted_architect_replies()))
+    refused = (Path(__file__).parent / "sandbox_attacks" / "game_pays_for_gridlock.py").read_text()
+    assert synth.episode_ticks(refused, 5760) == 0 and refused not in synth.costs
+    assert synth.episode_ticks(EXAMPLE, 5760) == 28 * 5760  # 4 x the example's 7 ticks per call

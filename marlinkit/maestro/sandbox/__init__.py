@@ -4,25 +4,33 @@ The paper names the stages and nothing more: "Syntax Check: abstract syntax tree
 Sandboxed Execution: sample rollouts to confirm runtime behavior; Safety Check: range bounding and
 finite-value verification". This module makes each one concrete:
 
-1. ``syntax``: the source parses and uses only an allow-list of Python, checked on the whole
+1. ``syntax``: at most ``max_source_chars`` characters, then at most ``MAX_AST_NODES`` nodes and
+   ``MAX_AST_DEPTH`` levels of nesting (counted without recursion, before any other step); the
+   source parses and uses only an allow-list of Python, checked on the whole
    module (:mod:`marlinkit.maestro.sandbox.static_check`): no import, class, try, with, global, raise, yield,
    f-string or decorator; no name or attribute starting with ``_``; names bound in the file or
    one of :data:`ALLOWED_BUILTINS` / ``math``; attributes only ``math.<allowed>`` and the
    dict/list methods in :data:`ALLOWED_METHODS`; only defs and constants at module level, each
-   name bound once, :data:`FUNCTION_NAME` never rebound, no default arguments, no attribute
-   assignment. Accepted code is therefore pure. It must define :data:`FUNCTION_NAME` with exactly
-   two positional parameters ``(metrics, difficulty)``.
+   name bound once, :data:`FUNCTION_NAME` never rebound nor called by itself, no default
+   arguments, no attribute assignment, annotations only plain names or strings (nothing runs at
+   import). Accepted code is therefore pure. It must define :data:`FUNCTION_NAME` with exactly
+   two positional parameters ``(metrics, difficulty)``. The stage runs in a thread of its own, so
+   its verdict does not depend on the caller's stack depth.
 2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
    whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
    Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.maestro.sandbox.reward_rows`) followed
-   by synthetic edge cases, in a separate process (``sandbox_worker``) locked in by rlimits
+   by synthetic edge cases and the probes of :func:`probe_rows`, in a separate process
+   (``sandbox_worker``) locked in by rlimits
    (hard = soft), Landlock where the kernel has it, a uid of its own when started as root, and
    ``PR_SET_PDEATHSIG``. Its cost is metered in
    deterministic ticks: no call may exceed ``call_ticks`` and the whole validation may average
-   at most ``mean_ticks`` per call. Every call must return a number.
-3. ``safety``: every value is finite and within ``[-bound, bound]``, and on the real rows the
-   reward is not constant and does not rise with the queue length (Spearman correlation below
-   ``max_queue_correlation``): a reward that pays for queues on real traffic is refused.
+   at most ``mean_ticks`` per call. Every call must return a number. One wall-clock deadline
+   (``deadline_seconds``) covers the whole validation, a backstop the ticks keep far away.
+3. ``safety``: every value is finite and within ``[-bound, bound]``; on the real rows the reward
+   is not constant, does not rise with the queue length (Spearman correlation below
+   ``max_queue_correlation``) and varies enough to matter next to the environment reward; on the
+   probes beyond the recorded range it does not rise with the queue, fall with the departures or
+   pay for gridlock (:func:`check_behaviour`).
 
 The paper gives no signature for r_LLM; ours is ``compute_reward(metrics, difficulty) -> float``,
 called once per intersection per 1-s step with the floats of :data:`REWARD_FIELDS` and the current
