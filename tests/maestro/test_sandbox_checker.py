@@ -319,7 +319,7 @@ def _programs(draw):
     return source[:draw(st.integers(200, 2_000))] if draw(st.integers(0, 9)) == 0 else source
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(_programs())
 def test_every_random_program_gets_a_verdict_within_the_deadline(source):
     limits = sandbox.SandboxLimits(cpu_seconds=5, memory_bytes=128 * 2**20, wall_seconds=30.0, deadline_seconds=20.0)
