@@ -145,7 +145,7 @@ data: $(STAMP)
 
 cityflow: $(CITYFLOW_STAMP)
 
-$(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt marlinkit/envs/traffic/cityflow_reads.cpp | $(STAMP)
+$(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt tools/cityflow_reads/cityflow_reads.cpp | $(STAMP)
 	tools/build_cityflow.sh $(PY)
 	@touch $@
 

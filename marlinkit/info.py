@@ -102,12 +102,16 @@ def traffic_engines() -> dict[str, bool]:
 
 def cityflow_reads() -> str | None:
     """How the CityFlow engine reads its lanes here: "c++" (marlinkit's compiled reads, built by
-    ``make cityflow``), "python", or None without CityFlow."""
+    ``make cityflow``), "python", "refused: ..." (compiled reads built beside another cityflow build),
+    or None without CityFlow."""
     if not _available("cityflow"):
         return None
-    from marlinkit.envs.traffic.cityflow_engine import compiled_reads
+    from marlinkit.envs.traffic.cityflow_engine import CompiledReadsMismatch, compiled_reads
 
-    return "c++" if compiled_reads() is not None else "python"
+    try:
+        return "c++" if compiled_reads() is not None else "python"
+    except CompiledReadsMismatch as error:
+        return f"refused: {error}"
 
 
 def collect() -> dict[str, Any]:

@@ -91,14 +91,16 @@ start=$(date +%s)
 echo "build_cityflow: built and installed in $(( $(date +%s) - start )) s"
 "$PY" -c "import cityflow, importlib.metadata as m; print('build_cityflow: cityflow', cityflow.__version__, '/ package', m.version('CityFlow'))"
 
-# marlinkit's own compiled reads of a CityFlow Engine (marlinkit/envs/traffic/cityflow_reads.cpp, the env's
+# marlinkit's own compiled reads of a CityFlow Engine (tools/cityflow_reads/cityflow_reads.cpp, the env's
 # per-second lane reads in C++), built against the same sources and pybind11 and installed beside `cityflow`.
-echo "build_cityflow: building marlinkit's CityFlow reads (marlinkit/envs/traffic/cityflow_reads.cpp)"
+echo "build_cityflow: building marlinkit's CityFlow reads (tools/cityflow_reads/cityflow_reads.cpp)"
 start=$(date +%s)
 here=$(cd "$(dirname "$0")" && pwd)
 cmake -S "$here/cityflow_reads" -B "$WORK/reads" -DCITYFLOW_SOURCE="$SRC" -Dpybind11_DIR="$cmakedir" \
       -DPYBIND11_FINDPYTHON=ON -DPython_EXECUTABLE="$PY" \
-      -DCITYFLOW_VERSION="$("$PY" -c 'import cityflow; print(cityflow.__version__)')" >"$WORK/reads.log" 2>&1 \
+      -DCITYFLOW_VERSION="$("$PY" -c 'import cityflow; print(cityflow.__version__)')" \
+      -DCITYFLOW_MODULE_SHA256="$("$PY" -c 'import cityflow, hashlib, pathlib; print(hashlib.sha256(pathlib.Path(cityflow.__file__).read_bytes()).hexdigest())')" \
+      >"$WORK/reads.log" 2>&1 \
     && cmake --build "$WORK/reads" -j "$(nproc 2>/dev/null || echo 2)" >>"$WORK/reads.log" 2>&1 \
     || { tail -n 30 "$WORK/reads.log" >&2; die "building marlinkit's CityFlow reads failed (log: $WORK/reads.log)"; }
 platlib=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")

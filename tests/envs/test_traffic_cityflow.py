@@ -221,11 +221,27 @@ def test_reads_are_checked_by_name(make_env):
 
 
 @needs_compiled
-def test_compiled_reads_built_for_another_cityflow_are_refused(monkeypatch):
+def test_compiled_reads_carry_the_fingerprint_of_the_installed_cityflow_build():
     module = cityflow_engine.compiled_reads()
-    monkeypatch.setattr(module, "cityflow_version", "0.1+0000000")
-    with pytest.warns(UserWarning, match="built for cityflow 0.1\\+0000000"):
-        assert cityflow_engine.compiled_reads() is None
+    installed = cityflow_engine.installed_cityflow_fingerprint()
+    for key in cityflow_engine.FINGERPRINT_CHECKED:
+        assert module.fingerprint[key] == installed[key]
+    assert len(installed["cityflow_module_sha256"]) == 64 and module.fingerprint["pybind11"].count(".") == 2
+    assert module.fingerprint["compiler"]  # recorded for the refusal message
+
+
+@needs_compiled
+@pytest.mark.parametrize("field, value", [("cityflow_version", "0.1+0000000"), ("cityflow_module_sha256", "0" * 64)])
+def test_compiled_reads_built_beside_another_cityflow_build_are_refused_by_name(monkeypatch, make_env, field, value):
+    module = cityflow_engine.compiled_reads()
+    monkeypatch.setattr(module, "fingerprint", {**module.fingerprint, field: value})
+    with pytest.raises(cityflow_engine.CompiledReadsMismatch, match=re.escape(f"refused: {field}: built beside '{value}'")):
+        cityflow_engine.compiled_reads()
+    with pytest.raises(cityflow_engine.CompiledReadsMismatch, match=field):
+        make_env(episode_seconds=10)
+    monkeypatch.delattr(module, "fingerprint")
+    with pytest.raises(cityflow_engine.CompiledReadsMismatch, match="no build fingerprint"):
+        cityflow_engine.compiled_reads()
 
 
 @needs_compiled

@@ -20,8 +20,11 @@
 //
 // Built by tools/build_cityflow.sh against the same CityFlow source tree, compile settings and
 // pybind11 as the `cityflow` module, whose `cityflow.Engine` objects it receives (pybind11 shares
-// registered types between modules built with the same pybind11 and compiler), and refused by
-// marlinkit beside any other cityflow build (`cityflow_version`). Nothing of CityFlow is copied here.
+// registered types between modules built with the same pybind11 and compiler). The module carries a
+// build fingerprint (`fingerprint`: the CityFlow version and commit, the SHA-256 of the `cityflow`
+// module file it was built beside, the compiler and the pybind11 version); marlinkit checks it at load
+// and refuses the module, naming what differs, beside any other `cityflow` build
+// (marlinkit/envs/traffic/cityflow_engine.py). Nothing of CityFlow is copied here.
 
 #include <algorithm>
 #include <cstdlib>
@@ -171,8 +174,15 @@ private:
 }  // namespace
 
 PYBIND11_MODULE(marlinkit_cityflow_reads, m) {
-    m.doc() = "marlinkit's per-second reads of a CityFlow Engine (see marlinkit/envs/traffic/cityflow_reads.cpp)";
-    // The `cityflow` module version this was built beside: the Engine layout it assumes is that build's.
+    m.doc() = "marlinkit's per-second reads of a CityFlow Engine (see tools/cityflow_reads/cityflow_reads.cpp)";
+    // The `cityflow` build this was made beside (the Engine layout it assumes is that build's), and how.
+    py::dict fingerprint;
+    fingerprint["cityflow_version"] = CITYFLOW_VERSION;
+    fingerprint["cityflow_module_sha256"] = CITYFLOW_MODULE_SHA256;
+    fingerprint["compiler"] = __VERSION__;
+    fingerprint["pybind11"] = std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR) + "."
+                              + std::to_string(PYBIND11_VERSION_PATCH);
+    m.attr("fingerprint") = fingerprint;
     m.attr("cityflow_version") = CITYFLOW_VERSION;
     py::class_<LaneReads>(m, "LaneReads")
         .def(py::init<const std::vector<std::string> &>(), py::arg("lane_ids"),

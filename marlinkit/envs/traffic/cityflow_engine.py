@@ -6,12 +6,13 @@ See :mod:`.engines` for the interface it implements and the signal codes.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
-import warnings
 from itertools import repeat
 from operator import itemgetter
+from pathlib import Path
 
 import numpy as np
 
@@ -26,28 +27,55 @@ _CITYFLOW_IDLE: dict[tuple[str, str], list[object]] = {}
 #: How each Engine in ``_CITYFLOW_ALIVE`` steps (:class:`OneCoreSteps`), by ``id`` (Engines live to the end).
 _CITYFLOW_STEPS: dict[int, "OneCoreSteps"] = {}
 #: How a CityFlowEngine reads its Engine each second (same bytes, tested): "c++" through marlinkit's own
-#: module ``marlinkit_cityflow_reads`` (cityflow_reads.cpp, which ``make cityflow`` builds beside CityFlow),
-#: "python" through CityFlow's Python API (the reference).
+#: module ``marlinkit_cityflow_reads`` (tools/cityflow_reads/cityflow_reads.cpp, which ``make cityflow`` builds
+#: beside CityFlow), "python" through CityFlow's Python API (the reference).
 READS = ("c++", "python")
+#: The fields of the compiled reads' build fingerprint that must equal the installed ``cityflow`` build's.
+FINGERPRINT_CHECKED = ("cityflow_version", "cityflow_module_sha256")
+
+
+class CompiledReadsMismatch(ImportError):
+    """marlinkit's compiled CityFlow reads were built beside another ``cityflow`` build than the installed one."""
+
+
+@functools.lru_cache(maxsize=None)
+def _file_sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def installed_cityflow_fingerprint() -> dict[str, str]:
+    """The installed ``cityflow`` build as the compiled reads' fingerprint names it: version and module file hash."""
+    import cityflow
+
+    return {"cityflow_version": getattr(cityflow, "__version__", "?"),
+            "cityflow_module_sha256": _file_sha256(cityflow.__file__)}
 
 
 def compiled_reads():
     """marlinkit's compiled CityFlow reads (``make cityflow`` builds them), or None where not built.
 
-    The module reads the C++ Engine of the ``cityflow`` build it was made beside; beside another build
-    (CityFlow reinstalled by other means) it would misread it, so it is refused with a warning.
+    The module reads private members of the C++ Engine of the ``cityflow`` build it was made beside, so it
+    carries that build's fingerprint (CityFlow version and commit, the SHA-256 of the ``cityflow`` module file,
+    and for the record the compiler and pybind11 it was built with). Beside any other build (CityFlow rebuilt
+    or reinstalled by other means) it would misread the Engine: it is refused with :class:`CompiledReadsMismatch`,
+    naming what differs. ``make cityflow`` rebuilds both; ``CityFlowEngine(reads="python")`` never loads it.
     """
     try:
         import marlinkit_cityflow_reads
     except ImportError:
         return None
-    import cityflow
-
-    if marlinkit_cityflow_reads.cityflow_version != getattr(cityflow, "__version__", None):
-        warnings.warn(f"marlinkit's compiled CityFlow reads were built for cityflow "
-                      f"{marlinkit_cityflow_reads.cityflow_version}, but cityflow {getattr(cityflow, '__version__', '?')} "
-                      "is installed: using the Python reads (`make cityflow` rebuilds both)", stacklevel=2)
-        return None
+    built = getattr(marlinkit_cityflow_reads, "fingerprint", None)
+    if not isinstance(built, dict):
+        raise CompiledReadsMismatch("marlinkit's compiled CityFlow reads carry no build fingerprint (an older build): "
+                                    "refused. Run `make cityflow` to rebuild CityFlow and them together.")
+    installed = installed_cityflow_fingerprint()
+    differ = [f"{key}: built beside {built.get(key)!r}, installed {installed[key]!r}" for key in FINGERPRINT_CHECKED
+              if built.get(key) != installed[key]]
+    if differ:
+        raise CompiledReadsMismatch(
+            f"marlinkit's compiled CityFlow reads (built with compiler {built.get('compiler')}, pybind11 "
+            f"{built.get('pybind11')}) were made beside another cityflow build, and are refused: {'; '.join(differ)}. "
+            "Run `make cityflow` to rebuild both, or use CityFlowEngine(reads='python').")
     return marlinkit_cityflow_reads
 
 
@@ -157,7 +185,7 @@ class CityFlowEngine(Engine):
         super().__init__(network)
         import cityflow
 
-        self._compiled = compiled_reads()
+        self._compiled = compiled_reads() if reads != "python" else None  # a refused build raises here
         self._cityflow = cityflow
         self.version = cityflow_version(cityflow)
         self.threads = threads
