@@ -247,13 +247,18 @@ def format_p(p: float | None) -> str:
 
 
 def readme_table(table: pd.DataFrame) -> str:
-    """The README's claims table: one line per claim, verdict first, the evidence linked."""
-    lines = ["| Paper | Claim | Verdict | Paper | Ours | p | Evidence |", "|---|---|---|---|---|---|---|"]
-    for r in table.itertuples(index=False):
-        cells = [str(v).replace("|", "\\|") for v in (r.paper, r.claim, r.verdict, r.paper_value, r.ours)]
-        lines.append(f"| {cells[0]} | {cells[1]} | **{cells[2]}** | {cells[3]} | {cells[4]} | "
-                     f"{format_p(None if pd.isna(r.p) else float(r.p))} | [{Path(r.evidence).name}]({r.evidence}) |")
-    return "\n".join(lines)
+    """The README's claims tables, one per paper: each claim, its verdict, the paper's number and ours, the
+    evidence linked."""
+    out = []
+    for paper in dict.fromkeys(table.paper):
+        out += [f"**{paper}**", "", "| Claim | Verdict | Paper | Ours | p | Evidence |", "|---|---|---|---|---|---|"]
+        for r in table[table.paper == paper].itertuples(index=False):
+            cells = [str(v).replace("|", "\\|") for v in (r.claim, r.verdict, r.paper_value, r.ours)]
+            p = format_p(None if pd.isna(r.p) else float(r.p))
+            out.append(f"| {cells[0]} | **{cells[1]}** | {cells[2]} | {cells[3]} | {p} | "
+                       f"[{Path(r.evidence).name}]({r.evidence}) |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
 def render_into(text: str, table: pd.DataFrame) -> str:
