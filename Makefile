@@ -55,7 +55,7 @@ BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
 EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
-# MAESTRO's ablation under the sweep's chosen MADDPG cadence (issue 18): outputs with the suffix __ue25_openblas_maddpg,
+# MAESTRO's ablation under the sweep's chosen MADDPG cadence: outputs with the suffix __ue25_openblas_maddpg,
 # once all 36 of its runs (A2/A7/A8 x the preset's 12 seeds) are committed, or with RECORD=1; otherwise these rows
 # would train the missing runs (hours) and stop at their first smollm2 call not recorded, so make leaves them out and
 # says so.
@@ -185,7 +185,7 @@ endef
 $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
-# The paper preset's other rows of Fig. 3 and Table I (issue 14): MARLIN under the authors' code variant of
+# The paper preset's other rows of Fig. 3 and Table I: MARLIN under the authors' code variant of
 # Algorithm 1's switch, with the exact planner, with its plan steps kept out of MAPPO's updates, and with smollm2's
 # plans; their outputs carry the suffixes __code_switch, __exact_planner, __separate_plan_steps and __llm__quick_negotiation.
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: NOTEBOOK_ARGS := -p SWITCH_RULE code

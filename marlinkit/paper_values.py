@@ -98,7 +98,7 @@ MARLIN_TABLE1: dict[str, dict[int, tuple[str, str]]] = {
 }
 #: Table I caption: runs behind each average.
 MARLIN_TABLE1_RUNS = 50
-#: LLM-only performance of Llama 3.1 8B Instruct measured in the authors' code (FACTS §4): Algorithm 1's
+#: LLM-only performance of Llama 3.1 8B Instruct hard-coded in the authors' public code: Algorithm 1's
 #: threshold when no measured value is given, the reference marks of the LLM-only boxes, and the
 #: calibration target of the surrogate planner (``marlinkit.marlin.surrogate_planner``).
 AUTHORS_LLM_ONLY: dict[str, float] = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,

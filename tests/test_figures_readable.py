@@ -1,4 +1,4 @@
-"""The figures issue 15 looked at, drawn from small hand-made results: each defect found there stays fixed."""
+"""The figures a figure review looked at, drawn from small hand-made results: each defect found there stays fixed."""
 
 from __future__ import annotations
 

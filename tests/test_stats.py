@@ -98,7 +98,7 @@ def test_risk_metrics_hand_values():
         stats.value_at_risk([1.0, float("nan")])
 
 
-# ----- edges (issue 16) ------------------------------------------------------------------------
+# ----- edges ---------------------------------------------------------------------------------
 
 def test_paired_ttest_treats_differences_a_float_step_apart_as_equal():
     """Scores in steps of 1/14 (MARLIN performance): equal shifts must never read as significant."""

@@ -44,7 +44,7 @@ class Config:
     difficulty_seconds: int = 360
     """Seconds per difficulty-sweep episode."""
     max_pressure_min_green_s: int = 10
-    """Max-pressure's minimum green (FACTS §3)."""
+    """Max-pressure's minimum green."""
     workers: int = 2
     """Episodes at once (local processes)."""
 
@@ -73,7 +73,7 @@ def episode(job: dict) -> dict:
 
 
 def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
-    """Both controllers x engines x episode lengths on the real flow (FACTS §3 signal settings)."""
+    """Both controllers x engines x episode lengths on the real flow (fixed-time 30 s cycling of the 4 phases, no yellow)."""
     return [dict(controller=controller, seconds=seconds, engine=engine,
                  min_green_s=config.max_pressure_min_green_s if controller == "max-pressure" else 0)
             for engine in engines for seconds in config.episode_lengths

@@ -5,7 +5,7 @@ policy and plans) and ``LLM-only`` (the plan source alone). The plan source is a
 ``PlanSource``; the default is the exact joint planner (perfect plans, not an LLM), the LLM
 negotiation plugs in at the same place.
 
-Protocol as we read it (FACTS §4): one training = ``n_envs`` (15) corridor copies in lock step
+Protocol as we read it (the authors' public code): one training = ``n_envs`` (15) corridor copies in lock step
 feeding one shared policy; "episode" counts per copy (the x-axis of Fig. 3); each copy runs
 Algorithm 1 on its own performance history and all copies share the plan cache. Policy
 checkpoints at given episodes are evaluated over ``eval_runs`` runs with actions *sampled* from

@@ -3,7 +3,7 @@
 The paper's x-axis is episodes per environment copy, but how much a policy has learned depends on
 how many episodes fed its one update stream: ours runs ``n_envs`` (15) copies into one policy, so at
 episode ``e`` it has seen ``15 e`` episodes. The paper does not print its copies per training
-(issue 14 reports 6 and 9 in the authors' raw results), so ``paper_copies`` is a parameter: the
+(the authors' raw results show 6 and 9), so ``paper_copies`` is a parameter: the
 paper's episode ``E`` is set beside our episode ``E * paper_copies / n_envs``.
 """
 

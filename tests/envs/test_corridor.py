@@ -13,7 +13,7 @@ from marlinkit.envs.corridor.render import draw_all_layouts, rgb_array
 
 WAIT, FORWARD, BACKWARD, LEFT, RIGHT = range(5)
 
-# FACTS §4, written out independently of layouts.py.
+# The authors' rules, written out independently of layouts.py.
 _CENTRE = {(1, y) for y in range(8)}
 EXPECTED_CELLS = {
     "single_slot": _CENTRE | {(0, 3)},
@@ -43,7 +43,7 @@ def _step(layout, cells, actions):
 
 
 def _reference_step(layout: Layout, pos, actions):
-    """The rules of FACTS §4 written as plain Python, one robot after the other."""
+    """The authors' rules written as plain Python, one robot after the other."""
     deltas = {WAIT: (0, 0), FORWARD: (0, 1), BACKWARD: (0, -1), LEFT: (-1, 0), RIGHT: (1, 0)}
     pos = [tuple(p) for p in pos]
     blocked = [False, False]

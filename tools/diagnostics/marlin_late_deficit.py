@@ -1,4 +1,4 @@
-"""Issue 14, MARLIN's late deficit: one paper-protocol MARLIN training with one part of Algorithm 1 changed.
+"""MARLIN's late deficit: one paper-protocol MARLIN training with one part of Algorithm 1 changed.
 
     python tools/diagnostics/marlin_late_deficit.py no-toggle      # Algorithm 1's mid-episode toggle off
     python tools/diagnostics/marlin_late_deficit.py mask-actor     # the actor learns nothing from plan-driven steps

@@ -1,7 +1,7 @@
 """The corridor dynamics as pure, batched NumPy functions over an explicit state.
 
 Everything steps ``B`` environments at once; the PettingZoo env and the MAPPO trainer are
-thin users of these functions. Rules (FACTS §4, the authors' code):
+thin users of these functions. Rules (the authors' public code):
 
 * Actions: 0 WAIT, 1 FORWARD (y+1), 2 BACKWARD (y-1), 3 LEFT (x-1), 4 RIGHT (x+1).
 * Robots move in order, robot 0 first. A move into a wall, off the grid or into the other

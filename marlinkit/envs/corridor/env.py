@@ -25,7 +25,7 @@ the grid or into the other robot's cell is blocked (the robot stays, pays 0.5); 
 penalised. So robot 1 may step into the cell robot 0 just left, but robot 0 cannot step into
 robot 1's cell even if robot 1 leaves it in the same step. Robots do not stop at their goal.
 
-Deviations from the paper's text (we follow the authors' public code, FACTS §4):
+Deviations from the paper's text (we follow the authors' public code):
 
 * The paper's performance formula prints ``d/D``; ``p = 1 - d/D`` (clipped at 0) is what its
   text and the code mean, so a robot on its goal scores 1.

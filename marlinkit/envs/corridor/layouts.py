@@ -2,7 +2,7 @@
 
 Coordinates are ``(x, y)`` with ``y`` growing north (FORWARD = y+1). The paper's grids are
 3 wide (x 0-2) and 8 tall (y 0-7); the valid cells below are read from the authors' public
-code (FACTS §4). Both robots start at the corridor ends and swap places.
+code (see the documentation's "Sources and measured facts"). Both robots start at the corridor ends and swap places.
 """
 
 from __future__ import annotations

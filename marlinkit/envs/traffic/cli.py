@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-#: FACTS §3: real flow, 3600 s, fixed-time 30 s cycling of the 4 phases, no yellow.
+#: The measured reference (documentation, "Sources and measured facts", traffic engines): real flow, 3600 s, fixed-time 30 s cycling of the 4 phases, no yellow.
 REFERENCE = {
     "sumo": {"avg_travel_time_s": 471.0, "throughput": 2621, "avg_queue": 116.0},
     "cityflow": {"avg_travel_time_s": 506.0, "throughput": 2530, "avg_queue": 162.0},
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def reference_check(result: dict) -> dict:
-    """Compare with FACTS §3 when the run is the reference configuration; else empty."""
+    """Compare with the measured reference when the run is the reference configuration; else empty."""
     ref = REFERENCE.get(result["engine"])
     is_reference = (result["controller"] == "fixed-time" and result["flow"] == "real" and result["seconds"] == 3600
                     and result["yellow_s"] == 0 and result["green_s"] == 30)

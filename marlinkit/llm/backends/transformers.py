@@ -21,7 +21,7 @@ from marlinkit.llm.base import GenerationSettings, LLMError, Reply, check_messag
 THREADS_ENV = "MARLINKIT_LLM_THREADS"
 #: Torch intra-op threads while a local model generates (smollm2 included). One, deliberately: on a machine
 #: whose cores are busy (training workers, other users), more threads than free cores make generation an order
-#: of magnitude slower (issue 15: smollm2, 60 tokens on 2 busy cores: 84-86 s with 2 threads, 7.5 s with 1),
+#: of magnitude slower (measured: smollm2, 60 tokens on 2 busy cores: 84-86 s with 2 threads, 7.5 s with 1),
 #: while on an idle machine a 135M model gains little from more; and one fixed count gives the same reduction
 #: order, so the same recorded replies, on every machine. ``python -m marlinkit info`` reports it.
 GENERATION_THREADS = 1
