@@ -18,6 +18,7 @@ Verdicts (one vocabulary for both papers):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -32,6 +33,8 @@ LEDGER_PATH = paths.FIGURES_DIR / "claims.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
 ALPHA = 0.05
+#: How marlinkit.maestro.claims appends smollm2's own verdict to its cell.
+_SMOLLM2_VERDICT = re.compile(r" \((holds, not significant|holds|contradicted)\)$")
 CORRIDORS = ("single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like")
 
 
@@ -181,14 +184,19 @@ def maestro_claims(root: Path = PAPER_FIGURES) -> list[Claim]:
     """MAESTRO's claims: the rows of ``maestro/claims.csv`` when it is committed, else from the ablation tables."""
     root = Path(root)
     own = root / "maestro" / "claims.csv"
-    if own.exists():
-        table = pd.read_csv(own)
+    if own.exists():  # written by marlinkit.maestro.claims: the reference architect's verdict, smollm2's beside it
+        table = pd.read_csv(own, keep_default_na=False)
         out = []
         for r in table.itertuples(index=False):
-            p = None if pd.isna(r.p) else float(r.p)
-            out.append(Claim("MAESTRO", r.claim, str(r.paper),
-                             f"reference architect (a surrogate, not an LLM): {r.reference_architect}; smollm2: {r.smollm2}",
-                             str(r.verdict), _rel(own), str(r.test), p))
+            small = _SMOLLM2_VERDICT.search(str(r.smollm2))
+            if not str(r.verdict).startswith("not testable") or small is None:
+                verdict, p = str(r.verdict), (None if r.p in ("", "—") else float(r.p))
+                ours = f"reference architect (a surrogate, not an LLM): {r.reference_architect}; smollm2: {r.smollm2}"
+            else:  # the reference architect's runs are not committed yet: smollm2's runs decide
+                verdict, p = small.group(1), None
+                ours = (f"smollm2: {_SMOLLM2_VERDICT.sub('', str(r.smollm2))}; reference architect (a surrogate, "
+                        f"not an LLM): {r.reference_architect}")
+            out.append(Claim("MAESTRO", str(r.claim), str(r.paper), ours, verdict, _rel(own), str(r.test), p))
         return out
     suffix = "__ue25_openblas_maddpg"
     table2 = root / "maestro" / f"table2_ablation_summary{suffix}.csv"
