@@ -26,8 +26,8 @@ inputs, never on how many calls came before. That is what lets validation speak 
 :func:`instrument` rewrites accepted code so the worker can meter it deterministically, in
 *ticks* rather than seconds (what a reward may spend does not depend on machine load). A loop or
 comprehension iteration and a call of a helper or lambda cost one tick per started
-:data:`NODES_PER_TICK` nodes of the code they run, the reward's own call one per
-:data:`REWARD_NODES_PER_TICK` (so a long body cannot hide work behind one tick); the
+:data:`NODES_PER_TICK` nodes of the code they run (so a long body cannot hide work behind one
+tick); the reward's own call, once per row, costs one tick as before; the
 helpers the rewrite calls (worker side) charge what the Python operation costs:
 
 * ``range(n)`` its length; the builtins that walk a sequence (``sum``, ``sorted``, ``max``, ...)
@@ -74,10 +74,10 @@ MAX_AST_NODES = 2_000
 #: ``ast.unparse``) need about 3.5 frames per level, so the verdict never depends on the caller's stack.
 MAX_AST_DEPTH = 100
 #: A loop or comprehension iteration, or a call of a helper function or lambda, costs one tick per
-#: started ``NODES_PER_TICK`` syntax-tree nodes of the code it runs (test and body).
+#: started ``NODES_PER_TICK`` syntax-tree nodes of the code it runs (test and body). The reward's
+#: own call costs one tick: it runs once per row (it may not call itself), so its straight-line
+#: work per row is bounded by :data:`MAX_AST_NODES`.
 NODES_PER_TICK = 16
-#: The same for a call of the reward function itself, which runs once per row (it may not call itself).
-REWARD_NODES_PER_TICK = 128
 _ALLOWED_NODES = (
     ast.Module, ast.FunctionDef, ast.Lambda, ast.arguments, ast.arg, ast.Return, ast.Assign,
     ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Break, ast.Continue, ast.Pass,
@@ -261,10 +261,10 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
 
 
-def _weight(*parts, per_tick: int = NODES_PER_TICK) -> int:
-    """Ticks for one run of ``parts`` (nodes or lists of nodes): one per started ``per_tick`` nodes."""
+def _weight(*parts) -> int:
+    """Ticks for one run of ``parts`` (nodes or lists of nodes): one per started NODES_PER_TICK nodes."""
     nodes = sum(1 for part in parts for root in (part if isinstance(part, list) else [part]) for _ in ast.walk(root))
-    return 1 + nodes // per_tick
+    return 1 + nodes // NODES_PER_TICK
 
 
 def _tick(weight: int) -> ast.Expr:
@@ -286,7 +286,7 @@ class _Meter(ast.NodeTransformer):
     """
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        weight = _weight(node.body, per_tick=REWARD_NODES_PER_TICK if node.name == FUNCTION_NAME else NODES_PER_TICK)
+        weight = 1 if node.name == FUNCTION_NAME else _weight(node.body)
         self.generic_visit(node)
         node.body.insert(0, _tick(weight))
         return node
