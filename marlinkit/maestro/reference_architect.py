@@ -183,3 +183,37 @@ class ReferenceArchitect:
         text, _ = cut_at_stop(text, settings.stop)
         prompt = sum(len(m["content"].split()) for m in messages)  # words stand in for tokens
         return Reply(text, prompt, len(text.split()), time.perf_counter() - start)
+
+
+def pass_share(prompts: int = 200, seed: int = 0, target: float = 67.46) -> dict[str, float]:
+    """The share of its reward programs that pass :func:`marlinkit.maestro.sandbox.validate`, over ``prompts`` reward
+    prompts of the dual loop's form: difficulty drawn from the rule's levels, statistics from the ranges training
+    shows (window mean score -60..130 against ``target``, delay 20-80 s, queue 2-40, throughput 50-200), sampling
+    seeds as a run's. ``python -m marlinkit.maestro.reference_architect --prompts 200`` prints it."""
+    from marlinkit.maestro.architect import ArchitectConfig, GenerationLog, RewardSynthesizer
+    from marlinkit.maestro.curriculum import difficulty_levels
+
+    rng = np.random.default_rng(seed)
+    levels = difficulty_levels()
+    log = GenerationLog()
+    synth = RewardSynthesizer(ReferenceArchitect(), ArchitectConfig(), log)
+    for i in range(prompts):
+        window = float(rng.uniform(-60.0, 130.0))
+        stats = {"episode": int(rng.integers(0, 200)), f"window mean score (target {target:g})": window,
+                 "last score": window + float(rng.normal(0.0, 20.0)), "throughput": float(rng.uniform(50.0, 200.0)),
+                 "avg delay s": float(rng.uniform(20.0, 80.0)), "avg queue": float(rng.uniform(2.0, 40.0))}
+        synth.attempt(float(levels[rng.integers(len(levels))]), stats, stats["episode"], seed * 100_000 + i, 0)
+    calls, accepted = log.counts("reward")
+    reasons = sorted({r["reason"] for r in log.records if not r["accepted"]})
+    return {"prompts": calls, "accepted": accepted, "share": accepted / calls, "rejections": reasons}
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m marlinkit.maestro.reference_architect",
+                                     description="share of the reference architect's reward programs the sandbox accepts")
+    parser.add_argument("--prompts", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(json.dumps(pass_share(args.prompts, args.seed)))

@@ -23,6 +23,8 @@ import tempfile
 import time
 from typing import Any
 
+import pandas as pd
+
 from marlinkit.maestro import ablation
 
 PRESET = "paper"
@@ -59,6 +61,25 @@ def finished(cfg: ablation.Config | None = None) -> list[str]:
     calibration, _ = calibrate(cfg, store)
     return [run_name(a, f"seed{s}") for a, s in queue(cfg.seeds)
             if store.is_complete(run_name(a, f"seed{s}"), ablation.run_config(cfg, a, s, calibration))]
+
+
+def in_progress(cfg: ablation.Config | None = None) -> dict[str, dict[str, Any]]:
+    """What the checkpoints of unfinished runs hold (read-only): episodes done, mean difficulty so far and over
+    episodes 100-199 (NaN before them), the last window's mean score, and d's changes by rule."""
+    import torch
+
+    cfg = cfg or config()
+    out = {}
+    for path in sorted(ablation.results_root(PRESET, cfg).glob("A*__seed*.checkpoint.pt")):
+        rows = torch.load(path, weights_only=False, mmap=True)["loop"].rows
+        table = pd.DataFrame(rows)
+        late = table.loc[table["episode"].between(100, 199), "difficulty"]
+        out[path.name.removesuffix(".checkpoint.pt")] = {
+            "episodes": len(table), "mean_d": round(float(table["difficulty"].mean()), 3),
+            "mean_d_100_199": round(float(late.mean()), 3) if len(late) else float("nan"),
+            "max_d": float(table["difficulty"].max()), "last_5_mean_score": round(float(table["score"].tail(5).mean()), 2),
+            "events": table["difficulty_event"].value_counts().to_dict() if "difficulty_event" in table else {}}
+    return out
 
 
 def run(seeds: tuple[int, ...] | None = None, **overrides: Any) -> None:
@@ -106,6 +127,8 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "status":
         done = finished()
         print(f"{len(done)} of {len(queue())} runs finished: {', '.join(done) or 'none'}")
+        for name, state in in_progress().items():
+            print(f"in progress {name}: {json.dumps(state)}")
     else:
         print(json.dumps(timing(args.episodes), indent=1))
 

@@ -55,6 +55,8 @@ def test_reward_programs_pass_the_three_stage_sandbox_and_shape_honestly():
                 with_terms += bool(np.any(np.diff(values) != 0))
     assert with_terms >= 2 * len(sources)  # throughput and queue at least, in every program
     assert all(r["mode"] == "llm_reward" and r["verdict"]["accepted"] for r in log.records)
+    measured = ref.pass_share(prompts=6, seed=3)  # the measurement's own function (200 prompts: 200 accepted)
+    assert measured["prompts"] == 6 and measured["share"] >= 0.9
 
 
 def test_contexts_pass_the_llm_checks_and_the_less_constrained_mode_spreads_wider(network):
