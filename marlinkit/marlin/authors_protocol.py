@@ -87,14 +87,15 @@ class Config:
 def job_order(config: Config) -> list[tuple[str, str, int]]:
     """(plan source, system, seed) units (each: every corridor, one batch) in training order. Per plan source: the
     source alone (seconds), then MARLIN seed by seed; MARL's seeds (shared by the plan sources) with the first
-    source, the k-th after MARLIN's 2k-th, so that a queue cut short holds both systems in every corridor."""
+    source, the k-th after MARLIN's (2k+1)-th (a MARL unit costs about five MARLIN ones), so that a queue cut short
+    holds both systems in every corridor."""
     order = []
     for i, source in enumerate(config.plan_sources):
         order += [(source, "LLM-only", seed) for seed in config.marl_seeds]
         marl = list(config.marl_seeds) if i == 0 else []
         for k, seed in enumerate(config.marlin_seeds):
             order.append((source, "MARLIN", seed))
-            if marl and k % 2 == 0:
+            if marl and k % 2 == 1:
                 order.append((source, "MARL", marl.pop(0)))
         order += [(source, "MARL", seed) for seed in marl]
     return order
@@ -164,11 +165,267 @@ def load(preset: str, config: Config | None = None) -> Pooled:
                 episodes.append(store.load(name).assign(plan_source=shown))
                 if system != "LLM-only":
                     evaluations.append(store.load(name + "__eval").assign(plan_source=shown))
+    marl_paper, marl_paper_evaluations = paper_protocol_marl(preset, config)
+    if not marl_paper.empty:
+        episodes.append(marl_paper)
+        evaluations.append(marl_paper_evaluations)
     counts = pd.DataFrame(counts)
     table = counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"]).reset_index()
     table = table.rename(columns={"sum": "finished", "count": "planned"})
     return Pooled(pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame(),
                   pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(), table)
+
+
+# The two metrics
+
+
+def system_label(system: str, plan_source: str) -> str:
+    """A system's name in the tables: MARL, or MARLIN with its plan source."""
+    return system if system != "MARLIN" else f"MARLIN {plan_source}"
+
+
+def per_run_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per run and episode: the median performance over the run's copies, and the shares of its rows that started
+    on a plan and of its steps that came from plans."""
+    data = episodes[episodes.system != "LLM-only"].copy()
+    data["plan_start"] = data.generator == PLAN
+    data["plan_step_share"] = data.get("plan_steps", pd.Series(0, index=data.index)).fillna(0) / 50
+    keys = ["plan_source", "scenario", "system", "seed", "episode"]
+    return data.groupby(keys, sort=False).agg(performance=("performance", "median"), plan_start=("plan_start", "mean"),
+                                              plan_step_share=("plan_step_share", "mean")).reset_index()
+
+
+def executed_curve(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Fig. 3 curve: per plan source, corridor, system and episode, the median performance over the pooled
+    rows of every run and copy (``rows``), with the shares of those rows that started on a plan and of their steps
+    that came from plans."""
+    data = episodes[episodes.system != "LLM-only"].copy()
+    data["plan_start"] = data.generator == PLAN
+    data["plan_step_share"] = data.get("plan_steps", pd.Series(0, index=data.index)).fillna(0) / 50
+    return data.groupby(["plan_source", "scenario", "system", "episode"], sort=False).agg(
+        performance=("performance", "median"), rows=("performance", "size"), plan_start=("plan_start", "mean"),
+        plan_step_share=("plan_step_share", "mean")).reset_index()
+
+
+def window_mean(series: pd.Series, episode: int) -> float:
+    """Mean of a per-episode series (indexed by episode) over ``episode - 24 .. episode + 25``."""
+    return float(series.loc[episode - WINDOW_BEFORE:episode + WINDOW_AFTER].mean())
+
+
+def executed_vs_policy(pooled: Pooled, config: Config) -> pd.DataFrame:
+    """The table ``scenario, episode, system, metric, mean, sd, runs`` at the paper's checkpoints (100, 850, 1600 when
+    trained that far, else the section's first three):
+
+    * ``executed``: the mean over episodes e-24..e+25 of the per-episode median over pooled rows (the paper's Fig. 3
+      curve); ``sd`` over runs of each run's own window mean (its median over copies per episode);
+    * ``policy``: the checkpoint evaluation of the policy alone, mean over runs of each run's mean, ``sd`` over runs;
+    * ``policy_alone_after_1625`` (runs trained past the authors' last switching episode): the executed metric over
+      episodes 1626..end, where the authors' switch lets MARLIN's policy act alone (MARL's beside it).
+    """
+    if pooled.episodes.empty:
+        return pd.DataFrame(columns=["scenario", "episode", "system", "metric", "mean", "sd", "runs"])
+    curve = executed_curve(pooled.episodes).set_index(["plan_source", "scenario", "system", "episode"]).performance
+    runs_ = per_run_episodes(pooled.episodes)
+    evaluations = pooled.evaluations.groupby(["plan_source", "scenario", "system", "seed", "checkpoint"]).performance.mean()
+    last_switch = AuthorsSwitchConfig().last_switch_episode
+    checkpoints = [c for c in config.checkpoints if c < config.episodes][:3] if config.episodes > 1600 else list(config.checkpoints)[:3]
+    rows = []
+    for (source, scenario, system), series in curve.groupby(level=[0, 1, 2], sort=False):
+        if system != "MARLIN" and source != config.plan_sources[0]:
+            continue  # one MARL set, shown once
+        series = series.droplevel([0, 1, 2])
+        own = runs_[(runs_.plan_source == source) & (runs_.scenario == scenario) & (runs_.system == system)]
+        per_run = own.pivot(index="episode", columns="seed", values="performance")
+        label = system_label(system, source)
+        for e in checkpoints:
+            run_means = per_run.loc[e - WINDOW_BEFORE:e + WINDOW_AFTER].mean()
+            rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "executed", "mean": window_mean(series, e),
+                         "sd": float(run_means.std(ddof=1)) if len(run_means) > 1 else np.nan, "runs": int(per_run.shape[1])})
+            at = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel([3, 4]) else None
+            at = at.xs(e, level="checkpoint") if at is not None and e in at.index.get_level_values("checkpoint") else None
+            if at is not None:
+                rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "policy", "mean": float(at.mean()),
+                             "sd": float(at.std(ddof=1)) if len(at) > 1 else np.nan, "runs": int(len(at))})
+        if series.index.max() > last_switch:
+            tail = per_run.loc[last_switch + 1:].mean()
+            rows.append({"scenario": scenario, "episode": config.episodes, "system": label, "metric": "policy_alone_after_1625",
+                         "mean": float(series.loc[last_switch + 1:].mean()), "sd": float(tail.std(ddof=1)) if len(tail) > 1 else np.nan,
+                         "runs": int(per_run.shape[1])})
+    order = {s: i for i, s in enumerate(config.scenarios)}
+    table = pd.DataFrame(rows)
+    return table.sort_values(["scenario", "episode", "metric", "system"], key=lambda c: c.map(order) if c.name == "scenario" else c,
+                             kind="stable").reset_index(drop=True)
+
+
+def episodes_to_level(pooled: Pooled, config: Config, level: float = LEVEL) -> pd.DataFrame:
+    """Per corridor and system, the first episode at which each metric reaches ``level``: ``executed``, the first
+    episode e whose window mean (e-24..e+25) of the pooled median reaches it; ``policy``, the first checkpoint whose
+    evaluation mean reaches it. NaN: not reached in the episodes trained (or not evaluated)."""
+    if pooled.episodes.empty:
+        return pd.DataFrame(columns=["scenario", "system", "runs", "executed", "policy"])
+    curve = executed_curve(pooled.episodes)
+    evaluations = pooled.evaluations.groupby(["plan_source", "scenario", "system", "checkpoint"]).performance.mean()
+    rows = []
+    for (source, scenario, system), group in curve.groupby(["plan_source", "scenario", "system"], sort=False):
+        if system != "MARLIN" and source != config.plan_sources[0]:
+            continue
+        series = group.set_index("episode").performance
+        smooth = series.rolling(WINDOW_BEFORE + WINDOW_AFTER + 1, min_periods=WINDOW_BEFORE + WINDOW_AFTER + 1).mean()
+        smooth.index = smooth.index - WINDOW_AFTER  # the window's mean belongs to e, WINDOW_AFTER episodes before its end
+        reached = smooth[smooth >= level]
+        points = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel(3) else pd.Series(dtype=float)
+        policy = points[points >= level]
+        n_runs = pooled.episodes[(pooled.episodes.plan_source == source) & (pooled.episodes.scenario == scenario)
+                                 & (pooled.episodes.system == system)].seed.nunique()
+        rows.append({"scenario": scenario, "system": system_label(system, source), "runs": n_runs,
+                     "executed": float(reached.index[0]) if len(reached) else np.nan,
+                     "policy": float(policy.index[0]) if len(policy) else np.nan})
+    order = {s: i for i, s in enumerate(config.scenarios)}
+    return pd.DataFrame(rows).sort_values("scenario", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+
+
+def claims(table: pd.DataFrame, config: Config) -> pd.DataFrame:
+    """Per corridor and plan source, the paper's two MARLIN claims on each metric, with the numbers (MARLIN vs MARL):
+    "learns faster" (MARLIN above MARL at the first checkpoint) and "ends at or above MARL" (at the last of the three).
+    MARL is the authors' protocol's (6 copies) where its runs are finished, else ``PAPER_MARL`` (named in the row)."""
+    rows = []
+    episodes = sorted(table.episode[table.metric == "executed"].unique())
+    if not episodes:
+        return pd.DataFrame(columns=["scenario", "plan_source", "claim", "MARL", "executed", "policy"])
+    for scenario in config.scenarios:
+        here = table[table.scenario == scenario]
+        reference = "MARL" if "MARL" in set(here.system) else PAPER_MARL
+        for source in config.plan_sources:
+            marlin = system_label("MARLIN", source)
+            for claim, episode, holds in (("learns faster", episodes[0], lambda a, b: a > b),
+                                          ("ends at or above MARL", episodes[-1], lambda a, b: a >= b)):
+                row = {"scenario": scenario, "plan_source": source, "claim": f"{claim} (episode {episode})", "MARL": reference}
+                for metric in ("executed", "policy"):
+                    at = here[(here.episode == episode) & (here.metric == metric)].set_index("system")["mean"]
+                    if marlin in at and reference in at:
+                        row[metric] = f"{'holds' if holds(at[marlin], at[reference]) else 'does not hold'} ({at[marlin]:.3f} vs {at[reference]:.3f})"
+                    else:
+                        row[metric] = "no finished runs"
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
+    """Fig. 3 under the authors' protocol for one plan source: per corridor, the executed curve (the paper's view: the
+    pooled median per episode, thin, and its 50-episode mean, thick) with the policy's own checkpoint evaluations (mean
+    and SD over runs), on a log episode axis so the first hundred episodes are readable; underneath, the share of
+    MARLIN's episodes that started on a plan and of its steps that came from plans."""
+    import matplotlib.pyplot as plt
+
+    from marlinkit.envs.corridor.layouts import get_layout
+    from marlinkit.plots import PAPER_COLORS
+
+    scenarios = list(config.scenarios)
+    fig, axes = plt.subplots(2, len(scenarios), figsize=(1.55 * len(scenarios) + 0.6, 4.2), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [2.2, 1]})
+    curve = executed_curve(pooled.episodes) if not pooled.episodes.empty else pd.DataFrame(columns=["plan_source"])
+    evaluations = pooled.evaluations
+    last_switch = AuthorsSwitchConfig().last_switch_episode
+    handles = {}
+    for column, scenario in enumerate(scenarios):
+        top, bottom = axes[0][column], axes[1][column]
+        for system in (PAPER_MARL, "MARL", "MARLIN"):
+            source = plan_source if system == "MARLIN" else config.plan_sources[0]
+            data = curve[(curve.plan_source == source) & (curve.scenario == scenario) & (curve.system == system)]
+            if data.empty:
+                continue
+            color, style = PAPER_COLORS["MARL" if system == PAPER_MARL else system], "--" if system == PAPER_MARL else "-"
+            x = data.episode.to_numpy()
+            if system != PAPER_MARL:
+                top.plot(x, data.performance, color=color, lw=0.4, alpha=0.35)
+            smooth = data.performance.rolling(WINDOW_BEFORE + WINDOW_AFTER + 1, center=True, min_periods=1).mean()
+            n_runs = pooled.episodes[(pooled.episodes.plan_source == source) & (pooled.episodes.scenario == scenario)
+                                     & (pooled.episodes.system == system)].seed.nunique()
+            what = ("executed training episodes (plans included), median over pooled rows, 50-episode mean" if system != PAPER_MARL
+                    else "15 copies per training (Fig. 3's grid), executed, 50-episode mean")
+            handles[f"{system} executed"], = top.plot(x, smooth, color=color, lw=1.3 if system != PAPER_MARL else 0.9, ls=style,
+                                                      label=f"{system}: {what}")
+            if not evaluations.empty:
+                ev = evaluations[(evaluations.plan_source == source) & (evaluations.scenario == scenario) & (evaluations.system == system)]
+                per_run = ev.groupby(["checkpoint", "seed"]).performance.mean().groupby("checkpoint")
+                mean, sd = per_run.mean(), per_run.std(ddof=1).fillna(0)
+                handles[f"{system} policy"] = top.errorbar(mean.index, mean, yerr=sd, fmt={"MARLIN": "s", "MARL": "o"}.get(system, "^"),
+                                                           ms=4, color=color, mec="black", mew=0.5, capsize=2, lw=0.8, zorder=5,
+                                                           label=f"{system}: policy alone, checkpoint evaluation (mean ± SD over runs)")
+            if system == "MARLIN":
+                bottom.plot(x, data.plan_start.rolling(25, center=True, min_periods=1).mean(), color=color, lw=1.0,
+                            label="MARLIN: share of episodes started on a plan (25-episode mean)")
+                bottom.plot(x, data.plan_step_share.rolling(25, center=True, min_periods=1).mean(), color=color, lw=0.8, ls="--",
+                            label="MARLIN: share of steps from plans (25-episode mean)")
+            row = {PAPER_MARL: 0, "MARL": 1, "MARLIN": 2}[system]
+            top.text(0.03, 0.03 + 0.08 * row, f"{system}: {n_runs} run{'s' * (n_runs != 1)}", transform=top.transAxes,
+                     fontsize=5.5, color=color)
+        for ax in (top, bottom):
+            ax.set_xscale("log")
+            ax.set_xlim(1, config.episodes)
+            ax.grid(alpha=0.3, which="both", lw=0.4)
+            ax.tick_params(labelsize=7)
+            if config.episodes > last_switch:
+                handles["tail"] = ax.axvline(last_switch, color="black", lw=0.7, ls=":",
+                                             label=f"after episode {last_switch}: the policy alone acts (the authors' switch)")
+        top.set_ylim(-0.02, 1.05)
+        bottom.set_ylim(-0.02, 1.02)
+        top.set_title(get_layout(scenario).title, fontsize=8)
+        bottom.set_xlabel("episode (log scale)", fontsize=7)
+        if column == 0:
+            top.set_ylabel("performance", fontsize=8)
+            bottom.set_ylabel("MARLIN plan share", fontsize=8)
+        else:
+            top.tick_params(labelleft=False)
+            bottom.tick_params(labelleft=False)
+    lines = list(handles.values()) + [l for l in axes[1][0].get_lines()[:2]]
+    fig.suptitle(f"MARLIN under the authors' switch and copies (MARLIN 1 copy, MARL 6); plan source: {source_label}", fontsize=8)
+    fig.legend(handles=lines, loc="lower center", ncol=2, fontsize=6, frameon=False, bbox_to_anchor=(0.5, 0.07))
+    fig.tight_layout(rect=(0, 0.22, 1, 1))
+    return fig
+
+
+def footer(config: Config, pooled: Pooled, preset: str) -> str:
+    """The provenance line of the figures and tables: preset, engine, plan sources, protocol and finished runs."""
+    from marlinkit import plots
+
+    summary = ", ".join(f"{system_label(r.system, r.plan_source)} {r.finished}/{r.planned}" for r in finished_runs(pooled, config).itertuples())
+    paper_marl = pooled.episodes[pooled.episodes.system == PAPER_MARL] if not pooled.episodes.empty else pd.DataFrame()
+    if len(paper_marl):
+        summary += f"; beside them {PAPER_MARL}: {len(paper_marl.groupby(['scenario', 'seed']))} runs of Fig. 3's grid"
+    return plots.provenance_text(preset, engine="corridor core (numpy)",
+                                 llm="plan sources " + ", ".join(config.plan_sources) + " (a surrogate and the exact planner; no LLM)",
+                                 note=f"authors' switch and copies, {config.episodes} episodes; runs finished: {summary}")
+
+
+def finished_runs(pooled: Pooled, config: Config) -> pd.DataFrame:
+    """Finished and planned runs per system (MARLIN per plan source, MARL once), over all corridors."""
+    runs_ = pooled.runs[(pooled.runs.system == "MARLIN") | ((pooled.runs.system == "MARL") & (pooled.runs.plan_source == config.plan_sources[0]))]
+    return runs_.groupby(["system", "plan_source"], sort=False)[["finished", "planned"]].sum().reset_index()
+
+
+#: MARL of the paper-protocol grid (15 copies per training, ``marlin_training``), shown beside the authors' protocol.
+PAPER_MARL = "MARL (15 copies)"
+
+
+def paper_protocol_marl(preset: str, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The preset's finished MARL runs of Fig. 3's grid (15 copies per training, the paper's protocol as we read it),
+    as system ``PAPER_MARL`` (nothing is trained; empty where none is finished)."""
+    from marlinkit import paths, presets
+
+    grid_config = presets.get(preset, "marlin_training")
+    store = runs.ResultStore(paths.results_dir("marlin", preset))
+    episodes, evaluations = [], []
+    for scenario in config.scenarios:
+        for seed in grid_config.seeds:
+            name = runs.run_name(scenario, grid.system_tag("MARL", grid.ExactJointPlanner.name), f"seed{seed}")
+            job = grid.job_config(scenario, "MARL", seed, grid_config, grid.ExactJointPlanner.name)
+            if store.is_complete(name, job) and store.is_complete(name + "__eval", job):
+                episodes.append(store.load(name).assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
+                evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
+    if not episodes:
+        return pd.DataFrame(), pd.DataFrame()
+    return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -241,14 +241,16 @@ def plan_episodes(results: Results, config: Config) -> pd.DataFrame:
 
 
 def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None,
-            plan_share: pd.Series | None = None):
+            plan_share: pd.Series | None = None, policy: bool = False):
     """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
     at the right of each panel. Panels in rows of three, sized for a two-column paper figure.
 
     The line is the mean over seeds of each seed's median over copies; the band spans the seeds' medians
     (min to max) when there are several seeds. ``plan_share`` (per scenario, e.g. ``plan_episodes``'
     ``plan_share_after_10``): a panel where it is at least ``MOSTLY_PLANS`` says that MARLIN's curve there is
-    mostly its plans, not its policy.
+    mostly its plans, not its policy. ``policy``: also draw each system's policy alone, its checkpoint evaluations
+    (``results.evaluations``: mean over seeds of each seed's mean, bars from the lowest to the highest seed), so that
+    a curve of plan replays is not read as the policy's.
     """
     import matplotlib.pyplot as plt
 
@@ -272,13 +274,24 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
                 handles[system + " band"] = ax.fill_between(
                     curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0,
                     label=f"{system}: range over {n_seeds} seeds")
+        if policy and not results.evaluations.empty:
+            evaluated = results.evaluations[results.evaluations.scenario == scenario]
+            for system, marker in (("MARL", "o"), ("MARLIN", "s")):
+                per_seed = evaluated[evaluated.system == system].groupby(["checkpoint", "seed"]).performance.mean().groupby("checkpoint")
+                if not len(per_seed):
+                    continue
+                mean, low, high = per_seed.mean(), per_seed.min(), per_seed.max()
+                handles[system + " policy"] = ax.errorbar(
+                    mean.index, mean, yerr=[mean - low, high - mean], fmt=marker, ms=4, color=PAPER_COLORS[system], mec="black",
+                    mew=0.5, capsize=2, lw=0.8, zorder=5, label=f"{system}: policy alone, checkpoint evaluation\n(mean, range over seeds)")
         alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08, source_label)
         if alone is not None:
             handles["alone"] = alone
         ax.set_xlim(0, last * 1.18)
         share = None if plan_share is None else plan_share.get(scenario)
         if share is not None and share >= MOSTLY_PLANS:
-            ax.text(0.43, 0.04, f"MARLIN: {share:.0%} plan\nepisodes, its curve shows\nthe plans, not its policy",
+            note = "\nmarkers: its policy alone" if policy else ""
+            ax.text(0.43, 0.04, f"MARLIN: {share:.0%} plan\nepisodes, its curve shows\nthe plans, not its policy{note}",
                     transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color=PAPER_COLORS["MARLIN"],
                     bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1.5})
         ax.set_title(get_layout(scenario).title, fontsize=9)
@@ -287,7 +300,8 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
     for ax in axes.flat[len(scenarios):]:
         ax.axis("off")
     for ax in axes[:, 0]:
-        ax.set_ylabel(f"median performance\n(mean of {n_seeds} seed{'s' * (n_seeds > 1)})", fontsize=8)
+        executed = "executed episodes (plans incl.):\n" if policy else ""
+        ax.set_ylabel(f"{executed}median performance\n(mean of {n_seeds} seed{'s' * (n_seeds > 1)})", fontsize=8)
     for ax in axes.flat[max(0, len(scenarios) - columns):len(scenarios)]:
         ax.set_xlabel("episode (per environment copy)", fontsize=8)
     axes[0][0].set_ylim(-0.02, 1.05)

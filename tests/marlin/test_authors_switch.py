@@ -240,3 +240,32 @@ def test_surrogate_llama_is_perfect_as_often_as_llama_was_and_matches_its_llm_on
         assert abs(alone.mean() - AUTHORS_LLM_ONLY[scenario]) < 0.08, scenario
     again = systems.plan_source_alone("two_path", 7, 20, LlamaSurrogatePlanner()).performance
     assert again.tolist() == systems.plan_source_alone("two_path", 7, 20, planner).performance.tolist()
+
+
+def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path, monkeypatch):
+    from marlinkit import paths, presets
+    from marlinkit.marlin import authors_protocol
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    config = presets.get("smoke", "marlin_authors", scenarios=["two_path"], plan_sources=["exact"], marlin_seeds=[0, 1])
+    order = authors_protocol.job_order(presets.get("paper", "marlin_authors"))
+    assert order[3:6] == [("surrogate_llama", "MARLIN", 0), ("surrogate_llama", "MARLIN", 1), ("surrogate_llama", "MARL", 0)]
+    assert len(order) == 3 + 10 + 3 + 3 + 10
+    overrides = {"scenarios": ["two_path"], "plan_sources": ["exact"], "marlin_seeds": [0, 1]}
+    assert authors_protocol.queue("smoke", log=lambda line: None, **overrides) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
+    assert authors_protocol.queue("smoke", log=lambda line: None, **overrides) == 0, "finished runs are not trained again"
+    pooled = authors_protocol.load("smoke", config)
+    assert pooled.runs.finished.all() and (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").is_dir()
+    table = authors_protocol.executed_vs_policy(pooled, config)
+    assert list(table.columns) == ["scenario", "episode", "system", "metric", "mean", "sd", "runs"]
+    marlin = table[table.system == "MARLIN exact"].set_index(["episode", "metric"])
+    curve = authors_protocol.executed_curve(pooled.episodes)
+    medians = curve[(curve.system == "MARLIN")].set_index("episode").performance
+    assert marlin.loc[(6, "executed"), "mean"] == pytest.approx(medians.loc[1:12].mean())  # window 6-24..6+25, cut to the run
+    evaluated = pooled.evaluations[(pooled.evaluations.system == "MARLIN") & (pooled.evaluations.checkpoint == 12)]
+    assert marlin.loc[(12, "policy"), "mean"] == pytest.approx(evaluated.performance.mean()) and marlin.loc[(12, "policy"), "runs"] == 2
+    # from episode 5 the exact planner's perfect plans drive the executed metric; the policy alone stays far below
+    assert (medians.loc[5:9] == 1.0).all() and medians.loc[1:4].max() < 0.9 and marlin.loc[(12, "policy"), "mean"] < 0.5
+    claims = authors_protocol.claims(table, config)
+    assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
+    assert "runs finished: MARLIN exact 2/2, MARL 1/1" in authors_protocol.footer(config, pooled, "smoke")
