@@ -122,7 +122,7 @@ def run(preset: str, llm: str | None = None, progress: bool = True, **overrides:
                 transcripts[f"{scenario}/{trial}"] = plan.transcript
                 if progress:
                     print(f"{scenario} trial {trial}: performance {plan.performance:.3f}, {stats['llm_calls']} calls, "
-                          f"{stats['llm_seconds']:.0f} s of LLM time", flush=True)
+                          f"{stats['llm_seconds']:.0f} s of model time as recorded (a replay takes none)", flush=True)
         table = pd.DataFrame(rows)
         atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
         return table

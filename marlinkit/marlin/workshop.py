@@ -1,10 +1,11 @@
 """The workshop track (``notebooks/workshop/``): the few runners and figures its notebooks need.
 
-Sizes come from the ``workshop`` preset section. ``smoke`` is what nbval runs (seconds; the LLM's
-replies replay from the committed ``data/transcripts/workshop_smoke__*.jsonl``, no model load);
-``quick`` is the teaching session (minutes; smollm2 is called live and recorded to
-``workshop_quick__*.jsonl``). Training goes through ``grid.run_grid``, so runs are cached by
-configuration and written atomically with it under ``data/results/workshop/<preset>/``.
+Sizes come from the ``workshop`` preset section. The notebooks default to the ``workshop`` preset (the class's sizes;
+smollm2's replies replay from the committed ``data/transcripts/workshop_workshop__*.jsonl``, new calls go to the
+model and a git-ignored local transcript); ``smoke`` is what the tests run (seconds, strict replay of
+``workshop_smoke__*.jsonl``, no model load); ``quick`` is a longer session with every call live. Training goes through
+``grid.run_grid``, so runs are cached by configuration and written atomically with it under
+``data/results/workshop/<preset>/``. Participants work in copies (``copy_notebooks``, ``make workshop``).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
 
 
 class Comparison(NamedTuple):
-    episodes: pd.DataFrame  # grid.run_grid rows plus "curve" (MARL, MARLIN (<source>), LLM-only (<source>))
+    episodes: pd.DataFrame  # grid.run_grid rows plus "curve" (MARL, MARLIN (<source>), <source> (alone))
     evaluations: pd.DataFrame  # checkpoint evaluations plus "curve"
     thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
 
@@ -193,7 +194,7 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
     Per source: its LLM-only trials first, whose mean is Algorithm 1's threshold (the paper's rule:
     the LLM-only performance *of the plan source in use*); then MARLIN with that threshold. Both
     sources get the same ``plan_budget`` (new plans per training; None: the preset's). MARL needs no plan source
-    and is trained once. Curves: ``MARL``, ``MARLIN (<source>)`` and ``<source> alone`` (``curve_source`` reads the
+    and is trained once. Curves: ``MARL``, ``MARLIN (<source>)`` and ``<source> (alone)`` (``curve_source`` reads the
     source back).
     """
     section = settings(preset)
@@ -214,7 +215,7 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
                                 preset, source, root / folder, progress)
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
             out.append(table.assign(curve=np.select([table.system == "MARL", table.system == "LLM-only"],
-                                                    ["MARL", f"{label} alone"], f"MARLIN ({label})")))
+                                                    ["MARL", f"{label} (alone)"], f"MARLIN ({label})")))
     return Comparison(pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), thresholds)
 
 
@@ -236,10 +237,10 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
 
 
 def curve_source(curve: str) -> str:
-    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> alone``), else the name itself (``MARL``)."""
+    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> (alone)``), else the name itself (``MARL``)."""
     if curve.startswith("MARLIN (") and curve.endswith(")"):
         return curve[len("MARLIN ("):-1]
-    return curve.removesuffix(" alone")
+    return curve.removesuffix(" (alone)")
 
 
 def learning_curve_figure(episodes: pd.DataFrame, evaluations: pd.DataFrame | None = None, by: str = "system"):
@@ -247,7 +248,7 @@ def learning_curve_figure(episodes: pd.DataFrame, evaluations: pd.DataFrame | No
 
     Checkpoint evaluations (sampled policy) are drawn as dots of the same colour; LLM-only rows
     (a plan source alone, no training) as a dashed line at their mean. Groups named
-    ``"MARLIN (<plan source>)"`` and ``"<plan source> alone"`` share their plan source's colour.
+    ``"MARLIN (<plan source>)"`` and ``"<plan source> (alone)"`` share their plan source's colour.
     """
     import matplotlib.pyplot as plt
 

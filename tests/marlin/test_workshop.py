@@ -54,12 +54,12 @@ def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
     comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     llm_label = "scripted negotiation"
     assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
-    alone = comparison.episodes[comparison.episodes.curve == f"{llm_label} alone"]
+    alone = comparison.episodes[comparison.episodes.curve == f"{llm_label} (alone)"]
     assert comparison.thresholds[llm_label] == pytest.approx(alone.performance.mean())
     sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
     assert sorted(s["config"]["llm_only_performance"] for s in sidecars) == sorted(comparison.thresholds.values())
     assert set(comparison.episodes.curve) == {"MARL", *(f"MARLIN ({label})" for label in comparison.thresholds),
-                                              *(f"{label} alone" for label in comparison.thresholds)}
+                                              *(f"{label} (alone)" for label in comparison.thresholds)}
     assert {workshop.curve_source(curve) for curve in comparison.episodes.curve} == {"MARL", *comparison.thresholds}
     # The forced plan episodes (6-10) with the exact planner follow its perfect plan from the start.
     exact = comparison.episodes[comparison.episodes.curve == f"MARLIN ({workshop.EXACT_LABEL})"]
