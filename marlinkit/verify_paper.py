@@ -237,12 +237,14 @@ def _marlin_source(plan_source: str | None, record: bool = False):
     from marlinkit import presets
     from marlinkit.algos.joint_planner import ExactJointPlanner
     from marlinkit.marlin import llm_only
-    from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
+    from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner, LlamaSurrogatePlanner
 
     if plan_source in (None, ExactJointPlanner.name):
         return ExactJointPlanner()
     if plan_source == CalibratedSurrogatePlanner().name:
         return CalibratedSurrogatePlanner()
+    if plan_source == LlamaSurrogatePlanner().name:
+        return LlamaSurrogatePlanner()
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:
