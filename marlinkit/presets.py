@@ -166,7 +166,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_pressure_min_green_s": 10,
             "workers": 1,
         },
-        "maestro": {  # seconds: scripted architect, tiny episodes
+        "maestro": {  # ~2-3 minutes, not seconds (SUMO starts once per run): scripted architect, tiny episodes
             "seeds": [200, 300],
             "ablations": ["A2", "A7", "A8"],
             "episodes": 4,
