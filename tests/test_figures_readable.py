@@ -28,6 +28,7 @@ def _ablation_results(difficulty: dict[tuple[str, int], list[float]], scores: di
             event = "down" if d_next < d or (ablation == "A2" and episode == 1) else None  # a "down" at the floor too
             rows.append({"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d, "difficulty_next": d_next,
                          "difficulty_event": event, "score": scores[(ablation, seed)], "env_return": 0.0,
+                         "fixed_time_return": -50.0, "max_pressure_return": 0.0,
                          "train_return": 0.0, **{f"eval_{k}_{policy}": 0.0 for k in (*report.TRAFFIC, *report.SECONDARY, "score", "return", "vehicles")
                                                  for policy in ("stochastic", "greedy")}})
     return SimpleNamespace(episodes=pd.DataFrame(rows), config=SimpleNamespace(final_window=2, eval_policy="stochastic"))
@@ -50,6 +51,26 @@ def test_fig4_draws_each_seed_once_and_labels_apart():
         labels = [t for t in ax.texts if t.get_color() == figures.COLORS[ablation]]
         heights = sorted(t.get_position()[1] for t in labels)
         assert len(labels) == len(SEEDS) and np.min(np.diff(heights)) > 1.0, "seed labels overlap"
+
+
+def test_fig4_flags_a_seed_whose_final_window_holds_an_ill_conditioned_score():
+    scores = {("A2", s): 50.0 + s / 100 for s in SEEDS}
+    results = _ablation_results({key: [0.3, 0.3, 0.3] for key in scores}, scores)
+    late = (results.episodes["seed"] == 500) & (results.episodes["episode"] == 2)  # in the final window (last 2)
+    results.episodes.loc[late, "max_pressure_return"] = -49.9  # a near-empty context: the two baselines nearly tie
+    fig, ax = plt.subplots()
+    figures.final_boxplot(ax, results)
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["200", "300", "400", "500 *"] and "ill-conditioned" in ax.get_xlabel()
+
+
+def test_fig7_draws_the_configurations_with_a_curriculum_only():
+    difficulty = {("A0", s): [float("nan")] * 3 for s in SEEDS}  # no curriculum: no difficulty
+    difficulty.update({("A2", s): [0.3, 0.35, 0.4] for s in SEEDS})
+    results = _ablation_results(difficulty, {key: 1.0 for key in difficulty})
+    fig, axes = plt.subplots(1, 1, squeeze=False)
+    figures.difficulty_trajectories(axes[0], results, seed=200)
+    assert "A2" in axes[0][0].get_title() and len(axes[0][0].lines) == len(SEEDS)
 
 
 def test_fig7_shades_only_real_reductions_inside_the_run():

@@ -73,8 +73,13 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
         ax.set_ylim(low - pad, high + pad)
         runs = "; ".join(f"{a} seed {s}, episodes {_ranges(g['episode'])} ({_score_range(g['score'])})"
                          for (a, s), g in bad.groupby(["ablation", "seed"]))
+        outside = "; ".join(f"{a} mean leaves the axis at episodes {_ranges(mean.index[(mean < low - pad) | (mean > high + pad)])} "
+                            f"({mean[(mean < low - pad) | (mean > high + pad)].min():.0f} to "
+                            f"{mean[(mean < low - pad) | (mean > high + pad)].max():.0f})"
+                            for a, mean in drawn.items() if ((mean < low - pad) | (mean > high + pad)).any())
         note = (f"y-axis clipped to the curves outside {len(bad)} ill-conditioned episode scores (near-empty contexts: "
-                f"max-pressure and fixed-time within {ILL_CONDITIONED_FRACTION:.0%} of the median gap): {runs}")
+                f"max-pressure and fixed-time within {ILL_CONDITIONED_FRACTION:.0%} of the median gap): {runs}"
+                + (f". {outside}" if outside else ""))
         ax.text(0.01, 0.02, "\n".join(textwrap.wrap(note, 85)), transform=ax.transAxes, fontsize=5.5, va="bottom")
         # The legend's "best" place inside the axes can sit on the note (curves filling the other corners):
         # beside the axes, both stay readable.
@@ -140,36 +145,53 @@ def final_boxplot(ax, results: AblationResults) -> None:
     ax.boxplot([final.loc[final["ablation"] == a, "score"].to_numpy() for a in names], tick_labels=names, widths=0.4,
                showfliers=False)
     span = float(np.ptp(final["score"])) if len(final) > 1 else 1.0
+    bad = ill_conditioned(results)
+    flagged = set(map(tuple, bad.loc[bad["in final window"], ["ablation", "seed"]].to_numpy().tolist()))
     for k, a in enumerate(names, 1):
         rows = final[final["ablation"] == a].sort_values("seed")
         xs = k + np.linspace(-0.1, 0.1, len(rows)) if len(rows) > 1 else np.array([k])
         ys = rows["score"].to_numpy()
         ax.scatter(xs, ys, color=COLORS[a], zorder=3, s=25)
         for seed, x, y, label_y in zip(rows["seed"], xs, ys, _spread(ys, 0.06 * span)):
-            ax.annotate(str(seed), (x, y), xytext=(k + 0.3, label_y), textcoords="data", fontsize=7, va="center",
-                        color=COLORS[a], arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.5})
+            flag = (a, seed) in flagged
+            ax.annotate(f"{seed}{' *' if flag else ''}", (x, y), xytext=(k + 0.3, label_y), textcoords="data", fontsize=7,
+                        va="center", color=COLORS[a], fontweight="bold" if flag else "normal",
+                        arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.5})
     ax.set_xlim(0.5, len(names) + 0.6)
     ax.set_ylabel(f"score, last {results.config.final_window} episodes")
-    ax.set_xlabel("configuration (box: quartiles over seeds; markers: the seeds, labelled)", fontsize=8)
+    ax.set_xlabel("configuration (box: quartiles over seeds; markers: the seeds, labelled)"
+                  + ("\n* final window holds ill-conditioned scores (Table 2's note)"
+                     if flagged else ""), fontsize=8)
 
 
-def means_and_sds(ax, results: AblationResults) -> None:
-    """Figure 5: mean +- SD per config, ours and the paper's side by side."""
+def _paper_panel(ax, names: list[str], key: str, error: str | None, ylabel: str) -> None:
+    """The paper's Table 2 values in a panel of their own (its episode return is not our score)."""
+    shown = [a for a in names if a in pv.MAESTRO_TABLE2]  # A0 is not in the paper's ablation
+    x = np.arange(len(shown))
+    ax.bar(x, [pv.MAESTRO_TABLE2[a][key] for a in shown], 0.5, color="#bbbbbb", capsize=4,
+           yerr=[pv.MAESTRO_TABLE2[a][error] for a in shown] if error else None)
+    ax.set_xticks(x, shown)
+    ax.set_ylabel(ylabel)
+    ax.set_title("paper (Table 2, 4 seeds)", fontsize=9)
+
+
+def means_and_sds(axes, results: AblationResults) -> None:
+    """Figure 5: mean +- SD over seeds per configuration: ours (final score) left, the paper's (its episode return,
+    Table 2) right, each on its own axis: two different quantities."""
     groups = seed_groups(final_by_seed(results))
     names = list(groups)
     x = np.arange(len(names))
-    ours = [groups[a].mean() for a in names]
     ours_sd = [groups[a].std(ddof=1) if len(groups[a]) > 1 else 0 for a in names]
-    paper = [pv.MAESTRO_TABLE2[a]["mean"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names]  # A0: not in the paper
-    paper_sd = [pv.MAESTRO_TABLE2[a]["sd"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names]
-    ax.bar(x - 0.2, ours, 0.4, yerr=ours_sd, color=[COLORS[a] for a in names], capsize=4, label="ours (score)")
-    ax.bar(x + 0.2, paper, 0.4, yerr=paper_sd, color="#bbbbbb", capsize=4, label="paper (Table 2)")
-    ax.set_xticks(x, names)
-    ax.legend(fontsize=7)
+    axes[0].bar(x, [groups[a].mean() for a in names], 0.5, yerr=ours_sd, color=[COLORS[a] for a in names], capsize=4)
+    axes[0].set_xticks(x, names)
+    axes[0].set_ylabel(f"final score, last {results.config.final_window} episodes\n(0 fixed-time, 165 max-pressure)")
+    axes[0].set_title(f"ours ({len(results.config.seeds)} seeds)", fontsize=9)
+    _paper_panel(axes[1], names, "mean", "sd", "paper's episode return, episodes 180-199")
 
 
-def cv_comparison(ax, results: AblationResults) -> None:
-    """Figure 6: coefficient of variation per config (lower is better), ours and the paper's.
+def cv_comparison(axes, results: AblationResults) -> None:
+    """Figure 6: coefficient of variation over seeds per configuration (lower is better): ours (of the final score)
+    left, the paper's (of its episode return, Table 2) right, each on its own axis.
 
     A CV that is undefined (mean score <= 0, or a single seed) gets no bar but the words "CV undefined".
     """
@@ -177,21 +199,22 @@ def cv_comparison(ax, results: AblationResults) -> None:
     names = list(groups)
     x = np.arange(len(names))
     ours = [100 * nan_if_undefined(stats.coefficient_of_variation, groups[a]) for a in names]
-    ax.bar(x - 0.2, ours, 0.4, color=[COLORS[a] for a in names], label="ours (score)")
+    axes[0].bar(x, ours, 0.5, color=[COLORS[a] for a in names])
     for position, value in zip(x, ours):
         if not np.isfinite(value):
-            ax.text(position - 0.2, 0, "CV undefined", ha="center", va="bottom", fontsize=6, rotation=90)
-    ax.bar(x + 0.2, [pv.MAESTRO_TABLE2[a]["cv_pct"] if a in pv.MAESTRO_TABLE2 else np.nan for a in names], 0.4, color="#bbbbbb", label="paper (Table 2)")
-    ax.set_xticks(x, names)
-    ax.set_ylabel("CV (%)")
-    ax.legend(fontsize=7)
+            axes[0].text(position, 0, "CV undefined", ha="center", va="bottom", fontsize=6, rotation=90)
+    axes[0].set_xticks(x, names)
+    axes[0].set_ylabel("CV (%) of the final score")
+    axes[0].set_title(f"ours ({len(results.config.seeds)} seeds)", fontsize=9)
+    _paper_panel(axes[1], names, "cv_pct", None, "CV (%) of the paper's episode return")
 
 
 def difficulty_trajectories(axes, results: AblationResults, seed: int = 200) -> None:
     """Figure 7: difficulty per episode for one seed (bold) and the others (thin, dashed, drawn on top, so
     that seeds with the same trajectory stay visible); orange marks where the bold seed's d actually fell."""
     styles = ["--", ":", "-.", (0, (5, 1, 1, 1))]
-    for ax, (a, frame) in zip(axes, results.episodes.groupby("ablation")):
+    with_curriculum = [(a, f) for a, f in results.episodes.groupby("ablation") if f["difficulty"].notna().any()]
+    for ax, (a, frame) in zip(axes, with_curriculum):  # A0 (no curriculum) has no difficulty
         others = 0
         for s, run in frame.groupby("seed"):
             bold = s == seed

@@ -47,10 +47,25 @@ def test_table2_cv_of_a_negative_mean_is_undefined_and_the_caption_says_so():
     assert "score = 165 x" in caption and "undefined" in caption and "Sharpe" in caption
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots()
-    figures.cv_comparison(ax, results)
-    assert any("undefined" in t.get_text() for t in ax.texts)  # Fig. 6 says so too, not a negative bar
-    assert all(bar.get_height() >= 0 or not np.isfinite(bar.get_height()) for bar in ax.patches)
+    fig, axes = plt.subplots(1, 2)
+    figures.cv_comparison(axes, results)
+    assert any("undefined" in t.get_text() for t in axes[0].texts)  # Fig. 6 says so too, not a negative bar
+    assert all(bar.get_height() >= 0 or not np.isfinite(bar.get_height()) for bar in axes[0].patches)
+    assert "paper" in axes[1].get_ylabel() and "paper" not in axes[0].get_ylabel()  # two quantities, two axes
+    plt.close(fig)
+
+
+def test_fig5_draws_ours_and_the_papers_in_separate_labelled_panels():
+    import matplotlib.pyplot as plt
+
+    results = _results({"A0": [30.0, 40.0], "A2": [50.0, 60.0], "A7": [55.0, 65.0]})
+    fig, axes = plt.subplots(1, 2)
+    figures.means_and_sds(axes, results)
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["A0", "A2", "A7"]
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == ["A2", "A7"]  # A0 is not in the paper's ablation
+    assert [round(b.get_height(), 2) for b in axes[0].patches] == [35.0, 55.0, 60.0]
+    assert [b.get_height() for b in axes[1].patches] == [157.04, 158.87]  # the paper's Table 2, on its own axis
+    assert "final score" in axes[0].get_ylabel() and "paper's episode return" in axes[1].get_ylabel()
     plt.close(fig)
 
 
