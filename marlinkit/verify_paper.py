@@ -113,11 +113,25 @@ def _family(folder: str, name: str, scenario: str | None) -> str:
     return f"{folder}: {'__'.join(parts)}"
 
 
+def _untracked(roots: list[Path]) -> set[Path]:
+    """Files under ``roots`` that git does not track (runs still being made, not committed); empty without git."""
+    inside = [root for root in roots if root.is_dir() and root.resolve().is_relative_to(paths.REPO_ROOT)]
+    listed = provenance.git("ls-files", "--others", "--", *(str(root.resolve()) for root in inside)) if inside else None
+    return {(paths.REPO_ROOT / line).resolve() for line in (listed or "").splitlines() if line}
+
+
 def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) -> tuple[list[CommittedRun], list[tuple[str, str]]]:
     """Every committed run of ``preset`` under ``results_root`` (``<paper>/<preset>/...``) and the sweep's runs in
-    ``sweep_root``; and the result files not recomputed, each with why (an unknown kind fails the check)."""
+    ``sweep_root``; and the result files not recomputed, each with why (an unknown kind fails the check). Sidecars
+    git does not track are runs not committed yet: left out, and counted."""
     found, other = [], []
+    untracked = _untracked([Path(results_root)] + ([Path(sweep_root)] if sweep_root else []))
+    if untracked:
+        other.append((f"{len([p for p in untracked if p.suffix == '.json'])} sidecar(s) not committed",
+                      "left out (runs not committed yet)"))
     for sidecar_path in sorted(Path(results_root).glob(f"*/{preset}/**/*.json")):
+        if sidecar_path.resolve() in untracked:
+            continue
         try:
             sidecar = json.loads(sidecar_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
@@ -138,6 +152,8 @@ def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) 
                                   folder, sidecar))
     if sweep_root is not None and Path(sweep_root).is_dir():
         for sidecar_path in sorted(Path(sweep_root).glob("*__seed*.json")):
+            if sidecar_path.resolve() in untracked:
+                continue
             sidecar = json.loads(sidecar_path.read_text(encoding="utf-8"))
             if "setting" in sidecar and sidecar_path.with_suffix(".csv").exists():
                 found.append(CommittedRun("maestro-sweep", _family(Path(sweep_root).name, sidecar_path.stem, None),
@@ -187,8 +203,9 @@ def compare_prefix(committed: str, recomputed: str, timing: tuple[str, ...] = ()
         if a == b:
             continue
         x, y = next(csv.reader([a])), next(csv.reader([b]))
-        cells = [(header[i] if i < len(header) else f"#{i}", x[i] if i < len(x) else "<absent>",
-                  y[i] if i < len(y) else "<absent>") for i in range(max(len(x), len(y))) if (x + [None] * len(y))[i] != (y + [None] * len(x))[i]]
+        width = max(len(x), len(y))
+        x, y = x + ["<absent>"] * (width - len(x)), y + ["<absent>"] * (width - len(y))
+        cells = [(header[i] if i < len(header) else f"#{i}", x[i], y[i]) for i in range(width) if x[i] != y[i]]
         real = [(c, u, v) for c, u, v in cells
                 if not (c in timing and ((_is_number(u) and _is_number(v)) or (u == v == "")))]
         tolerated += len(cells) - len(real)
@@ -202,7 +219,7 @@ def compare_prefix(committed: str, recomputed: str, timing: tuple[str, ...] = ()
     if differing:
         details.append(f"{differing} of {len(new) - 1} prefix rows differ")
         return "differs", details
-    note = f"{len(new) - 1} rows byte for byte" + (f", but {tolerated} wall-time cell(s) ({', '.join(timing)})" if tolerated else "")
+    note = f"{len(new) - 1} rows equal byte for byte" + (f" but for {tolerated} wall-time cells ({', '.join(timing)})" if tolerated else "")
     return "same", [note, *details]
 
 
@@ -299,10 +316,11 @@ def maestro_config(run: CommittedRun, preset: str = PRESET):
     and MADDPG setting whose folder (``ablation.results_root``) is the run's; None when no setting names it."""
     from marlinkit.maestro import ablation, curriculum, sweep
 
+    named = {k: run.sidecar["config"][k] for k in ("llm", "engine") if k in run.sidecar["config"]}  # they name folders too
     for rule in curriculum.SETTINGS:
         for setting in (None, *sweep.SETTINGS):
             try:
-                cfg = ablation.load_config(preset, record=False, curriculum=rule, maddpg_setting=setting)
+                cfg = ablation.load_config(preset, record=False, curriculum=rule, maddpg_setting=setting, **named)
             except ValueError:
                 continue
             if ablation.setting_suffix(cfg) == _suffix(run, preset):
