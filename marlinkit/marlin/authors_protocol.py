@@ -310,9 +310,25 @@ def claims(table: pd.DataFrame, config: Config) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: The figure's smoothing: each episode's value is the mean over episodes within this fraction of it (a window that
+#: widens along the log episode axis: none for the first ten episodes, +-10 at episode 100, +-160 at 1600).
+SMOOTHING = 0.1
+
+
+def log_smooth(series: pd.Series, fraction: float = SMOOTHING) -> pd.Series:
+    """``series`` (indexed by episode 1..n, every episode present) with each value replaced by its mean over the
+    episodes within ``fraction`` of its own episode number, ``e - round(fraction e) .. e + round(fraction e)``."""
+    values = series.to_numpy(float)
+    sums = np.concatenate([[0.0], np.cumsum(values)])
+    index = np.arange(len(values))
+    half = np.rint(fraction * series.index.to_numpy(float)).astype(int)
+    low, high = np.maximum(index - half, 0), np.minimum(index + half, len(values) - 1)
+    return pd.Series((sums[high + 1] - sums[low]) / (high - low + 1), index=series.index)
+
+
 def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
     """Fig. 3 under the authors' protocol for one plan source: per corridor, the executed curve (the paper's view: the
-    pooled median per episode, thin, and its 50-episode mean, thick) with the policy's own checkpoint evaluations (mean
+    pooled median per episode, thin, and smoothed by ``log_smooth``, thick) with the policy's own checkpoint evaluations (mean
     and SD over runs), on a log episode axis so the first hundred episodes are readable; underneath, the share of
     MARLIN's episodes that started on a plan and of its steps that came from plans."""
     import matplotlib.pyplot as plt
@@ -338,11 +354,11 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
             x = data.episode.to_numpy()
             if system != PAPER_MARL:
                 top.plot(x, data.performance, color=color, lw=0.4, alpha=0.35)
-            smooth = data.performance.rolling(WINDOW_BEFORE + WINDOW_AFTER + 1, center=True, min_periods=1).mean()
+            smooth = log_smooth(data.set_index("episode").performance)
             n_runs = pooled.episodes[(pooled.episodes.plan_source == source) & (pooled.episodes.scenario == scenario)
                                      & (pooled.episodes.system == system)].seed.nunique()
-            what = ("executed training episodes (plans included), median over pooled rows, 50-episode mean" if system != PAPER_MARL
-                    else "15 copies per training (Fig. 3's grid), executed, 50-episode mean")
+            what = ("executed training episodes (plans included), median over pooled rows, mean within ±10 % of the episode"
+                    if system != PAPER_MARL else "15 copies per training (Fig. 3's grid), executed, smoothed alike")
             handles[f"{system} executed"], = top.plot(x, smooth, color=color, lw=1.3 if system != PAPER_MARL else 0.9, ls=style,
                                                       label=f"{system}: {what}")
             if not evaluations.empty:
@@ -353,10 +369,10 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
                                                            ms=4, color=color, mec="black", mew=0.5, capsize=2, lw=0.8, zorder=5,
                                                            label=f"{system}: policy alone, checkpoint evaluation (mean ± SD over runs)")
             if system == "MARLIN":
-                bottom.plot(x, data.plan_start.rolling(25, center=True, min_periods=1).mean(), color=color, lw=1.0,
-                            label="MARLIN: share of episodes started on a plan (25-episode mean)")
-                bottom.plot(x, data.plan_step_share.rolling(25, center=True, min_periods=1).mean(), color=color, lw=0.8, ls="--",
-                            label="MARLIN: share of steps from plans (25-episode mean)")
+                bottom.plot(x, log_smooth(data.set_index("episode").plan_start), color=color, lw=1.0,
+                            label="MARLIN: share of episodes started on a plan (smoothed alike)")
+                bottom.plot(x, log_smooth(data.set_index("episode").plan_step_share), color=color, lw=0.8, ls="--",
+                            label="MARLIN: share of steps from plans (smoothed alike)")
             row = {PAPER_MARL: 0, "MARL": 1, "MARLIN": 2}[system]
             top.text(0.03, 0.03 + 0.08 * row, f"{system}: {n_runs} run{'s' * (n_runs != 1)}", transform=top.transAxes,
                      fontsize=5.5, color=color)
@@ -370,7 +386,7 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
                                              label=f"after episode {last_switch}: the policy alone acts (the authors' switch)")
         top.set_ylim(-0.02, 1.05)
         bottom.set_ylim(-0.02, 1.02)
-        top.set_title(get_layout(scenario).title, fontsize=8)
+        top.set_title(get_layout(scenario).title.removesuffix(" Corridor"), fontsize=8)
         bottom.set_xlabel("episode (log scale)", fontsize=7)
         if column == 0:
             top.set_ylabel("performance", fontsize=8)

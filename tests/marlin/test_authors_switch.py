@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -269,3 +270,6 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     claims = authors_protocol.claims(table, config)
     assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
     assert "runs finished: MARLIN exact 2/2, MARL 1/1" in authors_protocol.footer(config, pooled, "smoke")
+    linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
+    smooth = authors_protocol.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
+    assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5
