@@ -41,3 +41,22 @@ def test_make_figures_points_progress_at_papermills_terminal():
 
     makefile = (paths.REPO_ROOT / "Makefile").read_text()
     assert f"{progress.TO_ENV}=/proc/$$$$/fd/2" in makefile and "exec $(PY) -m papermill" in makefile
+
+
+def test_a_runs_line_says_how_far_the_run_in_progress_is(monkeypatch):
+    """0/4 runs must not stand still while the first run trains: its episodes move the line of the runs."""
+    monkeypatch.delenv(progress.TO_ENV, raising=False)
+    runs = progress.Progress(4, "MARLIN runs", enabled=True, live=False)
+    progress.Progress._live.append(runs)  # as a live bar of this process (a notebook's), without a kernel
+    try:
+        episodes = progress.Progress.episodes(100, "single_slot MARL seed 0")
+        for _ in range(35):
+            episodes.update()
+        assert runs.line().startswith("MARLIN runs 0/4 runs, elapsed")
+        assert runs.line().endswith("; now single_slot MARL seed 0: 35/100 episodes")
+        episodes.close()
+        runs.update()
+        assert "now" not in runs.line() and runs.line().startswith("MARLIN runs 1/4 runs")
+    finally:
+        runs.close()
+    assert runs not in progress.Progress._live
