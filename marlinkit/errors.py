@@ -7,6 +7,9 @@ traceback: that line and the cell to edit, without the library's frames, which s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 #: Where every notebook of the collection keeps its parameters (tests/test_notebooks_clean.py checks it).
 PARAMETERS_CELL = "the parameters cell (the notebook's first code cell)"
 
@@ -24,3 +27,15 @@ class ParameterError(ValueError):
     def _render_traceback_(self) -> list[str]:
         """IPython's hook: the lines shown for this error in place of the traceback."""
         return [f"ParameterError: {self}. Edit {self.parameter} in {PARAMETERS_CELL} and run the notebook again."]
+
+
+@contextmanager
+def parameter(name: str, value: object) -> Iterator[None]:
+    """Applying notebook parameter ``name``: a ``ValueError`` raised inside becomes a :class:`ParameterError` naming it
+    (the error's own message says what is allowed)."""
+    try:
+        yield
+    except ParameterError:
+        raise
+    except ValueError as error:
+        raise ParameterError(name, value, str(error)) from None

@@ -41,3 +41,12 @@ def test_a_bad_preset_shows_one_line_that_names_the_parameter_the_allowed_values
     lines = [line for line in error.value.traceback if line.strip()]
     assert len(lines) == 1, lines  # no traceback through the library
     assert "PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0] and "parameters cell" in lines[0]
+
+
+def test_a_bad_plan_source_in_a_paper_notebook_is_one_line_too(tmp_path):
+    source = paths.NOTEBOOKS_DIR / "marlin" / "fig3_training.ipynb"
+    with pytest.raises(papermill.PapermillExecutionError) as error:
+        _run(source, tmp_path, PRESET="smoke", PLAN_SOURCE="surogate")
+    (line,) = [line for line in error.value.traceback if line.strip()]
+    assert error.value.ename == "ParameterError" and "PLAN_SOURCE = 'surogate'" in line and "'surrogate'" in line
+    assert "parameters cell" in line

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import presets
+from marlinkit.errors import parameter
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
@@ -37,11 +38,14 @@ def settings(preset: str, plan_source: str | None = None, plan_steps: str | None
     for "llm", which :func:`run` builds) and how figures name that source. A bad value fails here, by name."""
     config = presets.get(preset, "marlin_training", **overrides)
     if plan_steps is not None:
-        config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
-        config.mappo_config()  # a bad value fails here, by name
-    config, source, label = grid.with_plan_source(config, plan_source)
+        with parameter("PLAN_STEPS", plan_steps):
+            config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
+            config.mappo_config()  # a bad value fails here, by name
+    with parameter("PLAN_SOURCE", plan_source):
+        config, source, label = grid.with_plan_source(config, plan_source)
     if negotiation is not None and negotiation != preset:
-        config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
+        with parameter("NEGOTIATION", negotiation):
+            config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
     return config, source, label
 
 
