@@ -7,7 +7,6 @@ setting                                                backend
 ``transformers:/path/to/Llama-3.1-8B-Instruct``        any local chat model folder
 ``openai:http://localhost:8000/v1#meta-llama/...``     OpenAI-compatible endpoint (vLLM, Ollama)
 ``scripted``                                           protocol-following script, no model
-``reference``                                          MAESTRO's reference architect: a surrogate, not an LLM
 =====================================================  =========================================
 
 The setting comes from a parameter or the ``MARLINKIT_LLM`` environment variable.
@@ -33,7 +32,7 @@ from marlinkit.llm.cache import TranscriptCache
 ENV_VAR = "MARLINKIT_LLM"
 RECORD_VAR = "MARLINKIT_RECORD"
 DEFAULT = "smollm2"
-KINDS = ("smollm2", "transformers", "openai", "scripted", "reference")
+KINDS = ("smollm2", "transformers", "openai", "scripted")
 
 
 def setting(value: str | None = None) -> str:
@@ -73,10 +72,6 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
         from marlinkit.llm.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(script, model)
-    if kind == "reference" and not arg:
-        from marlinkit.maestro.reference_architect import ReferenceArchitect
-
-        return ReferenceArchitect()
     if kind == "transformers" and arg:
         from marlinkit.llm.backends.transformers import TransformersBackend
 
@@ -100,7 +95,8 @@ def transcript_path(purpose: str, backend: ChatBackend, root: Path | None = None
 
 
 def cached_backend(value: str | None, purpose: str, record: bool | None = None, root: Path | None = None,
-                   script: Script | None = None, model: str | None = None, shared: tuple[str, ...] = ()) -> ChatBackend:
+                   script: Script | None = None, model: str | None = None, shared: tuple[str, ...] = (),
+                   backend: ChatBackend | None = None) -> ChatBackend:
     """The configured backend behind its transcript cache: recorded calls replay; a new call is an error
     unless recording (:func:`recording`: ``record``, else ``$MARLINKIT_RECORD``), when it is recorded.
     ``shared``: purposes of other runs that make some of the same calls; a recording run copies their
@@ -108,6 +104,8 @@ def cached_backend(value: str | None, purpose: str, record: bool | None = None, 
 
     A ``scripted`` setting given its own ``script`` (see :func:`make_backend`) plays it uncached:
     the script is its own record, and its replies are computed from the prompt, never looked up.
+    ``backend``: an experiment's own backend in place of the setting's model (MAESTRO's reference architect, a
+    surrogate that is not an LLM), cached and recorded as a model's replies are.
     """
     if script is not None and setting(value) == "scripted":
         return make_backend("scripted", script, model)
@@ -115,7 +113,7 @@ def cached_backend(value: str | None, purpose: str, record: bool | None = None, 
     if not recording(record) and value and from_env and from_env != value:
         warnings.warn(f"${ENV_VAR}={from_env} is not used here: this run replays the recorded {value} replies "
                       "(this preset pins its LLM); record with RECORD=1 to run another", stacklevel=2)
-    backend = make_backend(value)
+    backend = backend if backend is not None else make_backend(value)
     return TranscriptCache(backend, transcript_path(purpose, backend, root), replay_only=not recording(record),
                            shared=[transcript_path(other, backend, root) for other in shared])
 

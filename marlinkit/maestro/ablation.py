@@ -230,6 +230,15 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
             "curriculum": asdict(rule_config(cfg))}
 
 
+def architect_backend(cfg: Config):
+    """The reference architect for ``llm="reference"`` (a surrogate, not an LLM), None for an LLM setting."""
+    if cfg.llm != REFERENCE_LLM:
+        return None
+    from marlinkit.maestro.reference_architect import ReferenceArchitect
+
+    return ReferenceArchitect()
+
+
 def _optional_asdict(value) -> dict[str, Any] | None:
     return None if value is None else asdict(value)
 
@@ -399,7 +408,7 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
     seed_everything(seed)
     backend = llm_config.cached_backend(cfg.llm, transcript_name(cfg, ablation, seed), cfg.record,
                                         script=arch.scripted_architect_replies(), model="maestro-architect",
-                                        shared=shared_transcripts(cfg, ablation, seed))
+                                        shared=shared_transcripts(cfg, ablation, seed), backend=architect_backend(cfg))
     log = arch.GenerationLog()
     acfg = _architect_config(cfg, ablation)
     base = TrafficSignalEnv(env_config(cfg))

@@ -1,7 +1,8 @@
 """The reference architect: a rule-based surrogate for MAESTRO's LLM architect. NOT an LLM.
 
 It answers the very chats the LLM gets (:meth:`marlinkit.maestro.architect.CurriculumArchitect.messages` and
-:meth:`marlinkit.maestro.architect.RewardSynthesizer.messages`) as a chat backend (LLM setting ``reference``),
+:meth:`marlinkit.maestro.architect.RewardSynthesizer.messages`) as a chat backend (the ablation's ``llm="reference"``,
+:func:`marlinkit.maestro.ablation.architect_backend`),
 so its replies go through the same reading, schema, load and three-stage sandbox checks, the same transcript
 cache, generation log and acceptance table as an LLM's, under its own name (:data:`NAME`, :data:`MODEL`). It
 reads only what the prompt holds: the difficulty, the training statistics and the worked example. Its replies

@@ -93,10 +93,12 @@ def test_replies_are_a_function_of_the_chat_and_its_seed_and_it_is_named_a_surro
     context = arch.CurriculumArchitect(backend, network)
     reply = backend.chat(context.messages(0.5, {"episode": 1}, 360), settings).text
     assert set(json.loads(reply)) == set(arch.EXAMPLE_FIELDS)
-    made = llm_config.make_backend("reference")
-    assert isinstance(made, ref.ReferenceArchitect)
+    made = ablation.architect_backend(ablation.load_config("smoke", llm="reference"))
+    assert isinstance(made, ref.ReferenceArchitect) and ablation.architect_backend(ablation.load_config("smoke")) is None
     assert llm_config.label(made) == "reference-architect (surrogate-not-an-LLM-v1)"
     assert "reference-architect__surrogate-not-an-LLM-v1" in llm_config.transcript_path("x", made).name
+    with pytest.raises(ValueError, match="unknown LLM setting"):  # an LLM setting it is not
+        llm_config.make_backend("reference")
 
 
 def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
