@@ -128,6 +128,10 @@ class LlamaSurrogatePlanner:
     not perfect. The rates (``surrogate_llama_rates.json``) are calibrated so that the imperfect plans' mean makes the
     LLM-only mean the authors' (``imperfect_target``); written by
     ``python -m marlinkit.marlin.surrogate_planner --kind llama``.
+
+    The perfect-or-not draw depends on the plan's seed alone, not on the corridor: trainings of one seed in different
+    corridors draw the same uniform for their k-th plan (common random numbers), so their first plans are perfect
+    together whenever it falls below the smaller share. Each corridor's own share and mean are as calibrated.
     """
 
     def __init__(self, rates: dict[str, float] | None = None, shares: dict[str, float] | None = None):
