@@ -48,6 +48,8 @@ ifdef RECORD
 export MARLINKIT_RECORD := $(RECORD)
 endif
 
+# The reference-architect ablation's output suffix (marlinkit.maestro.ablation.setting_suffix of its settings).
+REFERENCE_SUFFIX := reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg
 # Notebooks that `make figures` runs, and the paper folder each writes to.
 NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipynb))
 # Executed notebooks and figures go to BUILD_ROOT and FIGURES_ROOT (`make verify` points both at a scratch folder).
@@ -68,6 +70,18 @@ ifneq ($(if $(RECORD)$(MARLINKIT_RECORD),$(UE25_ALL),$(UE25_RUNS)),$(UE25_ALL))
 UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting ue25_openblas: $(UE25_RUNS) of its $(UE25_ALL) runs are committed (RECORD=1 trains the rest and records their smollm2 calls)
 else
 EXECUTED  += $(UE25_ROWS)
+endif
+# MAESTRO's ablation with the reference architect (a surrogate, not an LLM; A0/A2/A7/A8 x the preset's 12 seeds on
+# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas): once all 48 of its runs are committed
+# (`python -m marlinkit.maestro.reference_queue run` trains them, resumable); until then make skips these rows and says so.
+REFERENCE_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(REFERENCE_SUFFIX).ipynb)
+REFERENCE_ALL  := 48
+REFERENCE_RUNS_DIR ?= data/results/maestro/paper/$(REFERENCE_SUFFIX)
+REFERENCE_RUNS := $(words $(wildcard $(REFERENCE_RUNS_DIR)/A*__seed*.json))
+ifneq ($(REFERENCE_RUNS),$(REFERENCE_ALL))
+REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect until its $(REFERENCE_ALL) runs are committed: $(REFERENCE_RUNS) are (python -m marlinkit.maestro.reference_queue run trains the rest)
+else
+EXECUTED  += $(REFERENCE_ROWS)
 endif
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
 # and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: hundreds of hours, measured from one
@@ -93,6 +107,11 @@ endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
+# MAESTRO's claims table (claims.{csv,md,tex} beside the ablation's figures), from the committed runs of both rows only.
+MAESTRO_CLAIMS := $(FIGURES_ROOT)/maestro/claims.csv
+ifeq ($(PRESET),paper)
+EXECUTED  += $(MAESTRO_CLAIMS)
+endif
 
 .PHONY: help setup data cityflow test test-fast figures verify lab workshop bench docs clean distclean
 
@@ -162,6 +181,7 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(PY) -m marlinkit presets --check $(PRESET) >/dev/null
 	@$(if $(LEFT_OUT),echo "$(LEFT_OUT_NOTE)")
 	@$(if $(UE25_NOTE),echo "$(UE25_NOTE)")
+	@$(if $(REFERENCE_NOTE),echo "$(REFERENCE_NOTE)")
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
@@ -206,6 +226,14 @@ $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $
 # chosen cadence, `maddpg_setting="ue25_openblas"`): its 36 runs load from data/results/maestro/paper/ue25_openblas_maddpg/.
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: NOTEBOOK_ARGS := -p MADDPG ue25_openblas
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+	$(NOTEBOOK_RECIPE)
+$(MAESTRO_CLAIMS): marlinkit/maestro/claims.py $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
+                  $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json $(REFERENCE_RUNS_DIR)/A*__seed*.json)
+	@mkdir -p $(@D)
+	$(PY) -m marlinkit.maestro.claims --out $(@D)
+# The ablation with the reference architect (a surrogate, not an LLM), A0 and CityFlow (marlinkit.maestro.reference_queue).
+$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference
+$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
 $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py $(STAMP)

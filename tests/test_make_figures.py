@@ -105,3 +105,29 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
                                                                maddpg_setting=given["MADDPG"])) \
                 == suffix == "__ue25_openblas_maddpg", (notebook, parameters)
         assert "leaves out the MAESTRO ablation" not in out, args
+
+
+def test_the_reference_architect_rows_wait_for_their_48_runs_and_are_named_after_their_outputs(tmp_path):
+    """The reference-architect ablation (A0/A2/A7/A8 x 12 seeds, `reference_queue`) runs at PRESET=paper once all 48 of
+    its runs are committed (counted in REFERENCE_RUNS_DIR); before, make says how many are and skips it. Its rows pass
+    ARCHITECT=reference and carry the suffix its outputs get; the MAESTRO claims table is made at PRESET=paper."""
+    from marlinkit.maestro import ablation, reference_queue
+
+    config = ablation.load_config("paper", record=False, **reference_queue.overrides("reference"))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for a, s in reference_queue.queue()[:7]:
+        (runs / f"{a}__seed{s}.json").write_text("{}")
+    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
+    assert "reference architect until its 48 runs are committed: 7 are" in out
+    assert not [row for row in _maestro_rows(out) if "reference" in row[1]]
+    assert "marlinkit.maestro.claims --out" in out
+    for a, s in reference_queue.queue()[7:]:
+        (runs / f"{a}__seed{s}.json").write_text("{}")
+    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
+    rows = [row for row in _maestro_rows(out) if "reference" in row[1]]
+    assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"]
+    for notebook, suffix, parameters in rows:
+        assert dict(re.findall(r"-p (\S+) (\S+)", parameters))["ARCHITECT"] == "reference"
+        assert suffix == ablation.output_suffix(config), notebook
+    assert "skips the MAESTRO ablation with the reference architect" not in out

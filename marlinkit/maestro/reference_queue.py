@@ -37,6 +37,16 @@ ORDER = ("A2", "A0", "A8", "A7")
 PAPER_SEEDS = (200, 300, 400, 500)
 
 
+def overrides(architect: str | None = None, maddpg: str | None = None) -> dict[str, Any]:
+    """The notebooks' ablation settings: the preset's LLM under MADDPG setting ``maddpg`` (``architect`` None), or this
+    ablation's (``architect="reference"``), its configurations in the tables' order."""
+    if architect is None:
+        return {"maddpg_setting": maddpg}
+    if architect != ablation.REFERENCE_LLM:
+        raise ValueError(f"architect must be None (the preset's LLM) or {ablation.REFERENCE_LLM!r}, got {architect!r}")
+    return {**SETTINGS, "ablations": tuple(a for a in ablation.ABLATIONS if a in ORDER)}
+
+
 def config(**overrides: Any) -> ablation.Config:
     return ablation.load_config(PRESET, record=True, **{**SETTINGS, "ablations": ORDER, **overrides})
 

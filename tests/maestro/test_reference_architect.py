@@ -112,6 +112,11 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     assert ablation.results_root("paper", cfg) == paths.results_dir("maestro", "paper") / \
         "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg"
     assert ablation.shared_transcripts(cfg, "A0", 200) == ()
+    # what the notebooks run: the preset's LLM (a MADDPG setting or none), or this ablation in the tables' order
+    assert reference_queue.overrides(None, "ue25_openblas") == {"maddpg_setting": "ue25_openblas"}
+    assert reference_queue.overrides("reference")["ablations"] == ("A0", "A2", "A7", "A8")
+    with pytest.raises(ValueError, match="architect must be None"):
+        reference_queue.overrides("smollm2")
     assert ablation.run_config(cfg, "A0", 200, curriculum_env.Calibration(1.0, 0.0))["architect"] is None
 
 
