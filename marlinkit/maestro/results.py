@@ -33,8 +33,9 @@ class AblationResults:
     @property
     def scale_note(self) -> str:
         """What the scores mean and which policy is evaluated (stated on every table and figure)."""
+        seed = "SUMO seed" if self.config.engine == "sumo" else f"{self.config.engine} run (seeds change nothing on it)"
         return (f"score: 0 = fixed-time (30 s), {self.config.target_paper:g} = max-pressure, each on the traffic "
-                f"it was measured on (training: that episode's context and SUMO seed; evaluation: real flow, "
+                f"it was measured on (training: that episode's context and {seed}; evaluation: real flow, "
                 f"seed {self.config.eval_seed}); evaluated policy: {self.config.eval_policy}"
                 + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if self.config.eval_policy == "stochastic"
                    else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))

@@ -156,3 +156,4 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     assert report.table7(results)["paper success"].tolist() == ["—", "75%", "100%"]
     assert "A0" in report.table1(results, seed=200)["Condition"].iloc[-3]
     assert claims.beats_no_curriculum(results) == (claims.MISSING, claims.MISSING, None)  # one seed: no test yet
+    assert "cityflow run (seeds change nothing on it)" in results.scale_note and "SUMO" not in results.scale_note
