@@ -1,6 +1,6 @@
 """Real reward-function inputs for sandbox validation, recorded once from the SUMO Hangzhou env.
 
-Validation must not be told apart from training (issue 16: a reward that behaved on synthetic rows
+Validation must not be told apart from training (a reward that behaved on synthetic rows
 and paid for queues on real, integer-valued traffic passed). So the sandbox validates on whole
 episodes of *simulated* ``metrics`` rows, in time order, as training would send them (360 s x 16
 intersections = 5,760 calls per episode), followed by the synthetic edge cases of
