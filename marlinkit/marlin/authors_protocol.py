@@ -407,7 +407,10 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
         else:
             top.tick_params(labelleft=False)
             bottom.tick_params(labelleft=False)
-    lines = list(handles.values()) + [l for l in axes[1][0].get_lines()[:2]]
+    lines = list(handles.values()) + [line for line in axes[1][0].get_lines() if line.get_label().startswith("MARLIN:")]
+    if not any(label.startswith("MARLIN") for label in handles):
+        fig.text(0.5, 0.36, f"no MARLIN run with plan source {plan_source} finished yet", ha="center", fontsize=9, color=PAPER_COLORS["MARLIN"],
+                 bbox={"facecolor": "white", "lw": 0})
     fig.suptitle(f"MARLIN under the authors' switch and copies (MARLIN 1 copy, MARL 6); plan source: {source_label}", fontsize=8)
     fig.legend(handles=lines, loc="lower center", ncol=2, fontsize=6, frameon=False, bbox_to_anchor=(0.5, 0.07))
     fig.tight_layout(rect=(0, 0.22, 1, 1))
