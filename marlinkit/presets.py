@@ -235,7 +235,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_authors": {  # minutes: the authors' switch and copies, 120 episodes (no policy-only tail)
             "scenarios": _SCENARIOS, "marlin_seeds": [0, 1, 2], "marl_seeds": [0], "episodes": 120,
-            "checkpoints": [20, 60, 120], "eval_runs": 50, "llm_only_trials": 20,
+            "checkpoints": [20, 60, 120], "eval_runs": 50, "llm_only_trials": 20, "mappo": {},
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
@@ -318,7 +318,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "marlin_authors": {  # the authors' switch and copies (MARLIN 1, MARL 6) to 1700 episodes, enough seeds to pool rows as they did
             "scenarios": _SCENARIOS, "marlin_seeds": list(range(10)), "marl_seeds": [0, 1, 2], "episodes": 1700,
-            "checkpoints": [100, 850, 1600, 1700], "eval_runs": 50, "llm_only_trials": 50,
+            "checkpoints": [100, 850, 1600, 1700], "eval_runs": 50, "llm_only_trials": 50, "mappo": {},
         },
         "marlin_training": {
             "scenarios": _SCENARIOS,
