@@ -15,7 +15,7 @@ from marlinkit import catalog, claims, paths
 README = paths.REPO_ROOT / "README.md"
 MAX_LINES = 150
 #: Working-notes language that must not reach the product (README, docs, package, tests, notebooks).
-WORKING_NOTES = re.compile(r"this stop|[Ii]ssue #?[0-9]+|FACTS §")
+WORKING_NOTES = re.compile("this" + " stop|[Ii]ssue #?[0-9]+|FACTS" + " §")  # written in parts: not a match itself
 PRODUCT = ("README.md", "docs", "marlinkit", "tests", "notebooks", "tools", "Makefile", ".ci")
 
 
@@ -86,8 +86,6 @@ def test_no_working_notes_in_the_product():
         for path in files:
             if path.suffix not in {".py", ".md", ".ipynb", ".toml", ".txt", ""} or "__pycache__" in path.parts:
                 continue
-            if path == paths.REPO_ROOT / "tests" / "test_readme.py":
-                continue  # the pattern itself
             for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 if WORKING_NOTES.search(line):
                     found.append(f"{path.relative_to(paths.REPO_ROOT)}:{number}: {line.strip()[:100]}")
