@@ -32,7 +32,6 @@ PAPER_FIGURES = paths.FIGURES_DIR / "paper"
 LEDGER_PATH = paths.FIGURES_DIR / "claims.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
-ALPHA = 0.05
 #: How marlinkit.maestro.claims appends smollm2's own verdict to its cell.
 _SMOLLM2_VERDICT = re.compile(r" \((holds, not significant|holds|contradicted)\)$")
 CORRIDORS = ("single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like")
@@ -191,7 +190,8 @@ def _executed_claim(table: pd.DataFrame, episode: int, claim: str, path: Path, m
 # ----- MAESTRO --------------------------------------------------------------------------------------------
 
 def maestro_claims(root: Path = PAPER_FIGURES) -> list[Claim]:
-    """MAESTRO's claims: the rows of ``maestro/claims.csv`` when it is committed, else from the ablation tables."""
+    """MAESTRO's claims: the rows of ``maestro/claims.csv`` (:mod:`marlinkit.maestro.claims` computes them from the
+    committed runs); one pending row while that table is not committed."""
     root = Path(root)
     own = root / "maestro" / "claims.csv"
     if own.exists():  # written by marlinkit.maestro.claims: the reference architect's verdict, smollm2's beside it
@@ -208,46 +208,8 @@ def maestro_claims(root: Path = PAPER_FIGURES) -> list[Claim]:
                         f"not an LLM): {r.reference_architect}")
             out.append(Claim("MAESTRO", str(r.claim), str(r.paper), ours, verdict, _rel(own), str(r.test), p))
         return out
-    suffix = "__ue25_openblas_maddpg"
-    table2 = root / "maestro" / f"table2_ablation_summary{suffix}.csv"
-    table4 = root / "maestro" / f"table4_statistics{suffix}.csv"
-    movement = root / "maestro" / f"curriculum_movement{suffix}.csv"
-    acceptance = root / "maestro" / f"architect_acceptance{suffix}.csv"
-    if not (table2.exists() and table4.exists()):
-        return []
-    t2 = pd.read_csv(table2).set_index("Condition")
-    t4 = pd.read_csv(table4).set_index("Comparison")
-    a2, a7, a8 = (next(i for i in t2.index if i.startswith(k)) for k in ("A2", "A7", "A8"))
-    mean = {k: float(str(t2.loc[k, "Mean ± SD"]).split("±")[0]) for k in (a2, a7, a8)}
-    accepted = ""
-    if acceptance.exists():
-        acc = pd.read_csv(acceptance)
-        reward = acc[acc.kind == "reward"]
-        accepted = f"{int(reward.accepted.sum())} of {int(reward.calls.sum())} smollm2 reward programs passed the sandbox"
-    same = mean[a2] == mean[a7] and str(t2.loc[a2, "CV (%)"]) == str(t2.loc[a7, "CV (%)"])
-    out = [Claim("MAESTRO", "LLM reward shaping makes training more stable: A7's CV below A2's",
-                 f"CV {t2.loc[a7, 'paper CV (%)']} % (A7) vs {t2.loc[a2, 'paper CV (%)']} % (A2)",
-                 f"CV {t2.loc[a7, 'CV (%)']} % vs {t2.loc[a2, 'CV (%)']} %" + (f": A7 = A2, {accepted}" if same else ""),
-                 "not testable" if same else ("holds, not significant" if float(t2.loc[a7, "CV (%)"]) < float(t2.loc[a2, "CV (%)"]) else "contradicted"),
-                 _rel(table2), "CV over 12 seeds (no test)")]
-    a8_row = next(i for i in t4.index if "A8" in i)
-    p8 = float(t4.loc[a8_row, "p (Bonferroni)"])
-    highest = mean[a8] >= max(mean[a2], mean[a7])
-    out.append(Claim("MAESTRO", "The less constrained curriculum (A8) reaches the highest mean return",
-                     f"A8 {t2.loc[a8, 'paper Mean ± SD']} vs A2 {t2.loc[a2, 'paper Mean ± SD']}",
-                     f"A8 {t2.loc[a8, 'Mean ± SD']} vs A2 {t2.loc[a2, 'Mean ± SD']} (our calibrated score)",
-                     ("holds" if p8 < ALPHA else "holds, not significant") if highest else
-                     ("contradicted" if p8 < ALPHA else "contradicted (not significant)"),
-                     _rel(table4), f"Mann-Whitney U, {a8_row}, Bonferroni", p8))
-    if movement.exists():
-        mv = pd.read_csv(movement)
-        share = float(mv.share_at_d_min.mean())
-        out.append(Claim("MAESTRO", "The adaptive curriculum raises the difficulty as the learner improves",
-                         "difficulty rises during training (Fig. 7)",
-                         f"{100 * share:.0f} % of episodes at the floor d = {mv.d_mean.min():.1f} over {len(mv)} runs; "
-                         f"highest d reached {mv.d_max.max():.2f} (target 165 in the paper's return units)",
-                         "contradicted" if share > 0.5 else "holds", _rel(movement), "share of episodes at the floor"))
-    return out
+    return [_pending("MAESTRO", "MAESTRO's claims", "the paper's Tables 1-7 and Appendix A", own,
+                     "marlinkit.maestro.claims", "the claims table (python -m marlinkit.maestro.claims)")]
 
 
 # ----- the ledger ------------------------------------------------------------------------------------------
@@ -256,6 +218,11 @@ def ledger(root: Path = PAPER_FIGURES) -> pd.DataFrame:
     """Every claim of both papers as a table with :data:`COLUMNS`."""
     rows = [asdict(c) for c in marlin_claims(root) + maestro_claims(root)]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def markdown_cell(text: object) -> str:
+    """``text`` as one cell of a Markdown pipe table: on one line, its pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def format_p(p: float | None) -> str:
@@ -271,7 +238,7 @@ def readme_table(table: pd.DataFrame) -> str:
     for paper in dict.fromkeys(table.paper):
         out += [f"**{paper}**", "", "| Claim | Verdict | Paper | Ours | p | Evidence |", "|---|---|---|---|---|---|"]
         for r in table[table.paper == paper].itertuples(index=False):
-            cells = [str(v).replace("|", "\\|") for v in (r.claim, r.verdict, r.paper_value, r.ours)]
+            cells = [markdown_cell(v) for v in (r.claim, r.verdict, r.paper_value, r.ours)]
             p = format_p(None if pd.isna(r.p) else float(r.p))
             out.append(f"| {cells[0]} | **{cells[1]}** | {cells[2]} | {cells[3]} | {p} | "
                        f"[{Path(r.evidence).name}]({r.evidence}) |")

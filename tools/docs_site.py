@@ -73,10 +73,6 @@ def config_classes() -> list[type]:
     return found
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def _default(f: dataclasses.Field) -> str:
     if f.default is not dataclasses.MISSING:
         return f"`{f.default!r}`"
@@ -104,7 +100,7 @@ def configuration_page() -> str:
         lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-            lines.append(f"| `{f.name}` | `{_cell(kind)}` | {_cell(_default(f))} | {_cell(docs.get(f.name, ''))} |")
+            lines.append(f"| `{f.name}` | `{claims.markdown_cell(kind)}` | {claims.markdown_cell(_default(f))} | {claims.markdown_cell(docs.get(f.name, ''))} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -122,8 +118,8 @@ def _claims_table(ledger: pd.DataFrame) -> str:
     lines = ["| Claim | Verdict | Paper | Ours | Test | p |", "|---|---|---|---|---|---|"]
     for r in ledger.itertuples(index=False):
         p = claims.format_p(None if pd.isna(r.p) else float(r.p))
-        lines.append(f"| {_cell(r.claim)} | **{_cell(r.verdict)}** | {_cell(r.paper_value)} | {_cell(r.ours)} | "
-                     f"{_cell(r.test)} | {p} |")
+        lines.append(f"| {claims.markdown_cell(r.claim)} | **{claims.markdown_cell(r.verdict)}** | {claims.markdown_cell(r.paper_value)} | {claims.markdown_cell(r.ours)} | "
+                     f"{claims.markdown_cell(r.test)} | {p} |")
     return "\n".join(lines)
 
 
