@@ -26,6 +26,7 @@ import dataclasses
 import os
 from typing import Any
 
+from marlinkit.algos.maddpg_overrides import PAPER_MADDPG  # the MAESTRO paper preset's MADDPG
 from marlinkit.errors import ParameterError
 
 PRESET_NAMES = ("smoke", "quick", "paper")
@@ -33,10 +34,6 @@ PRESET_NAMES = ("smoke", "quick", "paper")
 #: (results are identical on either executor, so they stay out of the run configurations).
 EXECUTOR_VARIABLES = {"executor": "MARLINKIT_EXECUTOR", "ray_address": "MARLINKIT_RAY_ADDRESS"}
 DEFAULT_PRESET = "quick"
-#: MADDPG as Lowe et al. (2017) ran it, where :class:`marlinkit.algos.maddpg.MADDPGConfig`'s default departs from
-#: them (chosen by the sweep at the paper's length, ``data/maestro_sweep/``): the MAESTRO ``paper`` preset and the
-#: sweep's ``paper`` setting run these, so the paper's protocol stays the paper's.
-PAPER_MADDPG: dict[str, Any] = {"update_every": 100}
 
 _SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
 

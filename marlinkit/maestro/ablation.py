@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import executors, paths, presets
+from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.envs.traffic.context import TrafficContext
 from marlinkit.maestro import checkpoint, curriculum
 from marlinkit.maestro.curriculum_env import (
@@ -157,8 +158,8 @@ class Config:
     """Context replies tried before the deterministic fallback context."""
     checkpoint_every: int = 0
     """Save a resumable checkpoint every this many episodes (0: resume per run only)."""
-    maddpg: dict = field(default_factory=dict)
-    """MADDPGConfig overrides (batch size, update cadence, ...)."""
+    maddpg: MADDPGOverrides = MADDPGOverrides()
+    """MADDPGConfig overrides (batch size, update cadence, ...; a preset writes them as a mapping of its fields)."""
     maddpg_setting: str | None = None
     """A named MADDPG setting of the measured sweep (:data:`marlinkit.maestro.sweep.SETTINGS`, e.g. "ue25",
     MADDPGConfig's default) in place of ``maddpg``; its runs, transcripts and outputs are named apart
@@ -185,15 +186,16 @@ class Config:
             raise ValueError(f"eval_policy must be one of {EVAL_POLICIES}, got {self.eval_policy!r}")
         executors.check_executor(self.executor, self.workers)
         curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
+        object.__setattr__(self, "maddpg", MADDPGOverrides.of(self.maddpg))
         if self.maddpg_setting is not None:
             from marlinkit.maestro.sweep import SETTINGS
 
-            overrides = SETTINGS.get(self.maddpg_setting)
-            if overrides is None or "train_difficulty" in overrides:
-                known = [name for name, o in SETTINGS.items() if "train_difficulty" not in o]
+            setting = SETTINGS.get(self.maddpg_setting)
+            if setting is None or setting.train_difficulty is not None:
+                known = [name for name, s in SETTINGS.items() if s.train_difficulty is None]
                 raise ValueError(f"unknown MADDPG setting {self.maddpg_setting!r}; known: {', '.join(known)} "
                                  "(marlinkit.maestro.sweep.SETTINGS; those that train on a fixed context are the sweep's own)")
-            object.__setattr__(self, "maddpg", dict(overrides))
+            object.__setattr__(self, "maddpg", setting.maddpg)
 
 
 MaestroConfig = Config  # the name before each experiment's settings were its module's ``Config``
@@ -206,7 +208,7 @@ def _maddpg_config(cfg: Config, seed: int):
 
     total = cfg.episodes * cfg.episode_seconds
     defaults = MADDPGConfig()
-    overrides = {"buffer_size": min(defaults.buffer_size, total), **cfg.maddpg}
+    overrides = {"buffer_size": min(defaults.buffer_size, total), **cfg.maddpg.given()}
     return MADDPGConfig(seed=seed, eval_every=cfg.eval_every, **overrides)
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from marlinkit.algos.maddpg_overrides import PAPER_MADDPG
 from marlinkit.maestro.curriculum_env import Calibration
-from marlinkit.presets import PAPER_MADDPG
 
 if TYPE_CHECKING:
     from marlinkit.maestro.ablation import Config
@@ -66,11 +66,11 @@ class AblationResults:
         """Which seeds, curriculum rule and MADDPG settings the rows come from."""
         rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
         if self.config.maddpg_setting is not None:
-            maddpg = f"; MADDPG: the sweep's {self.config.maddpg_setting!r} setting {self.config.maddpg}"
+            maddpg = f"; MADDPG: the sweep's {self.config.maddpg_setting!r} setting {self.config.maddpg.given()}"
         elif self.config.maddpg == PAPER_MADDPG:
             maddpg = "; MADDPG: the paper's defaults"
-        elif self.config.maddpg:
-            maddpg = f"; MADDPG overrides {self.config.maddpg}"
+        elif self.config.maddpg.given():
+            maddpg = f"; MADDPG overrides {self.config.maddpg.given()}"
         else:
             maddpg = "; MADDPG: marlinkit's defaults"
         return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"

@@ -11,9 +11,10 @@ evaluation row carries its calibrated score (0 = fixed-time, 165 = max-pressure 
 and its delay change against fixed-time.
 
 Settings are named (:data:`SETTINGS`): ``paper`` is Lowe et al.'s defaults as MAESTRO runs them
-(lr 0.01, an update every 100 steps: :data:`marlinkit.presets.PAPER_MADDPG`); the others change one or
-two fields of it. ``ue25`` (an update every 25 steps) is :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s
-default, chosen by this sweep at the paper's length (``data/maestro_sweep/README.md``). Each
+(lr 0.01, an update every 100 steps: :data:`marlinkit.algos.maddpg_overrides.PAPER_MADDPG`); the others change
+one or two fields of it, each described by its :class:`Setting`. ``ue25`` (an update every 25 steps) is
+:class:`~marlinkit.algos.maddpg.MADDPGConfig`'s default, chosen by this sweep at the paper's length
+(``data/maestro_sweep/README.md``). Each
 (setting, seed) runs in a fresh process (libsumo: one simulation per process) and rewrites its tidy
 CSV ``<out>/<setting>__seed<seed>.csv`` atomically after every episode, and every
 ``--checkpoint-every`` episodes a resumable checkpoint beside it (:mod:`marlinkit.maestro.checkpoint`,
@@ -26,35 +27,61 @@ one from its last checkpoint, with the numbers an uninterrupted run gives (a 200
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
+from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro import checkpoint
 from marlinkit.maestro.curriculum import CurriculumConfig
 from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
-from marlinkit.presets import PAPER_MADDPG
 
-#: Named MADDPG settings (overrides of :class:`marlinkit.algos.maddpg.MADDPGConfig`; ``train_difficulty`` d
-#: instead trains on the curriculum's deterministic context for d, one sample per run (context seed = the run's
-#: seed), evaluations still on the real flow: does training on synthetic traffic transfer?).
-SETTINGS: dict[str, dict[str, Any]] = {
-    "paper": PAPER_MADDPG,  # Lowe et al. (2017) as MAESTRO runs them: lr 0.01, update every 100 steps, batch 1024
-    "ue25": {"update_every": 25},  # 4x the updates (MADDPGConfig's default since this sweep)
-    "lr1e-3": {**PAPER_MADDPG, "actor_lr": 1e-3, "critic_lr": 1e-3},  # a step size not tuned for particle worlds
-    "ue25_lr1e-3": {"update_every": 25, "actor_lr": 1e-3, "critic_lr": 1e-3},
-    "ue25_tau0.05": {"update_every": 25, "tau": 0.05},  # faster-moving targets
-    "ue25_t0.5": {"update_every": 25, "gumbel_temperature": 0.5},  # sharper Gumbel-softmax samples
-    "paper_context0.3": {**PAPER_MADDPG, "train_difficulty": 0.3},  # the curriculum's easiest traffic (169 vehicles in 360 s)
-    "paper_context0.4": {**PAPER_MADDPG, "train_difficulty": 0.4},  # synthetic traffic at the real flow's load (306 vs 299)
-    "ue25_context0.3": {"update_every": 25, "train_difficulty": 0.3},  # does 4x the updates help on the curriculum's floor?
-    # the chosen default with NumPy's pinned OpenBLAS products: the same arithmetic to float precision, ~2x faster
-    # updates, other bits (MADDPGConfig.products); the setting the ablation at the paper's length runs it by
-    "ue25_openblas": {"update_every": 25, "products": "openblas"},
+@dataclass(frozen=True)
+class Setting:
+    """One named setting of the sweep: what it changes of MADDPG's defaults, and the traffic it trains on."""
+
+    description: str
+    """What the setting is, in words (its name is a short code, e.g. "ue25": an update every 25 steps)."""
+    maddpg: MADDPGOverrides = MADDPGOverrides()
+    """The MADDPGConfig fields it changes (none: MADDPGConfig's defaults)."""
+    train_difficulty: float | None = None
+    """None: train on the real flow. A difficulty d: train on the curriculum's deterministic context for d, one
+    sample per run (context seed = the run's seed), evaluations still on the real flow (does training on synthetic
+    traffic transfer?)."""
+
+
+_UE25 = dict(update_every=25)
+#: The named settings, by name (the name is in every run's file name and sidecar).
+SETTINGS: dict[str, Setting] = {
+    "paper": Setting("Lowe et al. (2017) as MAESTRO runs them: lr 0.01, an update every 100 steps, batch 1024",
+                     PAPER_MADDPG),
+    "ue25": Setting("an update every 25 steps: 4x the updates (MADDPGConfig's default since this sweep)",
+                    MADDPGOverrides(**_UE25)),
+    "lr1e-3": Setting("the paper's, at learning rate 1e-3: a step size not tuned for particle worlds",
+                      dataclasses.replace(PAPER_MADDPG, actor_lr=1e-3, critic_lr=1e-3)),
+    "ue25_lr1e-3": Setting("an update every 25 steps at learning rate 1e-3",
+                           MADDPGOverrides(**_UE25, actor_lr=1e-3, critic_lr=1e-3)),
+    "ue25_tau0.05": Setting("an update every 25 steps, Polyak rate 0.05: faster-moving targets",
+                            MADDPGOverrides(**_UE25, tau=0.05)),
+    "ue25_t0.5": Setting("an update every 25 steps, Gumbel-softmax temperature 0.5: sharper samples",
+                         MADDPGOverrides(**_UE25, gumbel_temperature=0.5)),
+    "paper_context0.3": Setting("the paper's, trained on the curriculum's easiest traffic (d = 0.3: 169 vehicles in "
+                                "360 s)", PAPER_MADDPG, train_difficulty=0.3),
+    "paper_context0.4": Setting("the paper's, trained on synthetic traffic at the real flow's load (d = 0.4: 306 "
+                                "vehicles against 299)", PAPER_MADDPG, train_difficulty=0.4),
+    "ue25_context0.3": Setting("an update every 25 steps, trained on the curriculum's easiest traffic (d = 0.3): "
+                               "does 4x the updates help on the curriculum's floor?", MADDPGOverrides(**_UE25),
+                               train_difficulty=0.3),
+    "ue25_openblas": Setting("an update every 25 steps, OpenBLAS matmuls: the chosen default with NumPy's pinned "
+                             "OpenBLAS products (the same arithmetic to float precision, ~2x faster updates, other "
+                             "bits; MADDPGConfig.products); the setting the ablation at the paper's length runs by",
+                             MADDPGOverrides(**_UE25, products="openblas")),
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
@@ -96,7 +123,7 @@ def maddpg_config(setting: str, seed: int, episodes: int, episode_seconds: int, 
     of the defaults, the buffer cut to the run's steps (never below one batch)."""
     from marlinkit.algos.maddpg import MADDPGConfig
 
-    settings = {k: v for k, v in {**MADDPGConfig().__dict__, **SETTINGS[setting]}.items() if k != "train_difficulty"}
+    settings = {**MADDPGConfig().__dict__, **SETTINGS[setting].maddpg.given()}
     buffer_size = max(min(settings["buffer_size"], episodes * episode_seconds), settings["batch_size"])
     return MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
 
@@ -120,7 +147,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
 
     torch.set_num_threads(1)
     config = maddpg_config(setting, seed, episodes, episode_seconds, eval_every)
-    train_difficulty = SETTINGS[setting].get("train_difficulty")
+    train_difficulty = SETTINGS[setting].train_difficulty
     base_env = TrafficSignalEnv(TrafficEnvConfig(engine="sumo", episode_seconds=episode_seconds))
     env = CurriculumEnv(base_env, CurriculumConfig())  # resets onto env.context (None: the real flow), env reward
     training = None if train_difficulty is None else context_for_difficulty(train_difficulty, seed, episode_seconds)

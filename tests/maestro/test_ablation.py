@@ -369,7 +369,7 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     paper = maestro.load_config("paper")
     ue25 = maestro.load_config("paper", maddpg_setting="ue25")
     assert maestro._maddpg_config(ue25, 200).update_every == 25 and maestro._maddpg_config(paper, 200).update_every == 100
-    assert ue25.maddpg == SETTINGS["ue25"]
+    assert ue25.maddpg == SETTINGS["ue25"].maddpg
     calibration = curriculum_env.Calibration(1.0, 0.0)
     assert maestro.run_config(ue25, "A2", 200, calibration)["maddpg"] != maestro.run_config(paper, "A2", 200, calibration)["maddpg"]
     assert maestro.transcript_name(ue25, "A2", 200) == "maestro_A2_200_ue25_maddpg"
@@ -377,7 +377,7 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     assert maestro.output_suffix(ue25) == "__ue25_maddpg" and maestro.output_suffix(paper) == ""
     both = dataclasses.replace(ue25, curriculum="measured")
     assert maestro.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
-    assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"]  # replace keeps the setting's overrides
+    assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"].maddpg  # replace keeps the setting's overrides
     as_preset = maestro.load_config("paper", maddpg_setting="paper")
     assert as_preset == paper and maestro.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
     for bad in ("fast", "paper_context0.3"):

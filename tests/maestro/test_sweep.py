@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
 from marlinkit.maestro import sweep as maestro_sweep
 
 
@@ -49,7 +50,8 @@ def test_an_interrupted_sweep_run_resumes_from_its_checkpoint(tmp_path, monkeypa
         raise Stopped
 
     # small enough that MADDPG updates before and after the checkpoint (3 episodes x 100 steps)
-    monkeypatch.setitem(maestro_sweep.SETTINGS, "tiny", {"batch_size": 64, "learning_starts": 64, "update_every": 50, "hidden": 16})
+    tiny = MADDPGOverrides(batch_size=64, learning_starts=64, update_every=50, hidden=16)
+    monkeypatch.setitem(maestro_sweep.SETTINGS, "tiny", maestro_sweep.Setting("a tiny MADDPG", tiny))
     job = ("tiny", 200, 3, 100, 1, 1_000_000)
     killed, reference = tmp_path / "killed", tmp_path / "reference"
     killed.mkdir(), reference.mkdir()
@@ -126,7 +128,7 @@ def test_every_committed_sweep_run_keeps_the_configuration_its_setting_names():
     MADDPGConfig's default moves), and ``ue25`` is the default."""
     from marlinkit.algos.maddpg import MADDPGConfig
 
-    assert MADDPGConfig().update_every == maestro_sweep.SETTINGS["ue25"]["update_every"] == 25
+    assert MADDPGConfig().update_every == maestro_sweep.SETTINGS["ue25"].maddpg.update_every == 25
     runs = sorted(maestro_sweep.DEFAULT_OUT.glob("*__seed*.json"))
     assert {p.stem.split("__")[0] for p in runs} >= {"paper", "ue25", "paper_context0.3"}
     for path in runs:
@@ -136,12 +138,32 @@ def test_every_committed_sweep_run_keeps_the_configuration_its_setting_names():
         assert config.key() == sidecar["maddpg"], path.name
 
 
+def test_the_settings_are_typed_overrides_of_maddpgs_fields_each_described():
+    """A setting changes only MADDPGConfig's fields (less the run's own seed and evaluation cadence), says in words
+    what it is, and a mapping with a field MADDPGConfig lacks is refused by name."""
+    import dataclasses
+
+    from marlinkit.algos.maddpg import MADDPGConfig
+
+    fields = {f.name for f in dataclasses.fields(MADDPGConfig)} - {"seed", "eval_every"}
+    assert {f.name for f in dataclasses.fields(MADDPGOverrides)} == fields
+    for name, setting in maestro_sweep.SETTINGS.items():
+        assert isinstance(setting.maddpg, MADDPGOverrides) and len(setting.description) > 20, name
+    assert maestro_sweep.SETTINGS["paper"].maddpg == PAPER_MADDPG == MADDPGOverrides(update_every=100)
+    assert "OpenBLAS" in maestro_sweep.SETTINGS["ue25_openblas"].description
+    assert maestro_sweep.maddpg_config("ue25_openblas", 200, 200, 360, 2).products == "openblas"
+    assert MADDPGOverrides.of({"update_every": 25, "products": "openblas"}).given() == {"update_every": 25,
+                                                                                       "products": "openblas"}
+    with pytest.raises(ValueError, match="unknown MADDPG setting.*'upate_every'"):
+        MADDPGOverrides.of({"upate_every": 25})
+
+
 def test_the_rule_that_chose_the_default_picks_it_from_the_committed_runs():
     from marlinkit.algos.maddpg import MADDPGConfig
 
     table = maestro_sweep.over_seeds(maestro_sweep.load(), last=20)
     chosen = maestro_sweep.chosen_default(table)
-    assert chosen == "ue25" and MADDPGConfig().update_every == maestro_sweep.SETTINGS[chosen]["update_every"]
+    assert chosen == "ue25" and MADDPGConfig().update_every == maestro_sweep.SETTINGS[chosen].maddpg.update_every
     assert maestro_sweep.chosen_default(table, goal_pct=-60.0) is None  # a bar no setting clears
     paper_only = table[table["setting"] == "paper"]
     assert maestro_sweep.chosen_default(paper_only) is None  # the paper's defaults miss 25 % on one seed (-23.7 %)
