@@ -56,7 +56,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
-EXECUTED  += $(foreach nb,fig3_training table1_ttests,$(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/$(nb)__$(variant).ipynb))
+EXECUTED  += $(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/fig3_training__$(variant).ipynb)
 # MAESTRO's ablation under the sweep's chosen MADDPG cadence: outputs with the suffix __ue25_openblas_maddpg,
 # once all 36 of its runs (A2/A7/A8 x the preset's 12 seeds) are committed, or with RECORD=1; otherwise these rows
 # would train the missing runs (hours) and stop at their first smollm2 call not recorded, so make leaves them out and

@@ -34,7 +34,7 @@ def _dry_run(build_root, *args: str, **env: str) -> tuple[set[str], str]:
 def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so(tmp_path):
     executed, out = _dry_run(tmp_path, "PRESET=paper")
     assert executed and not executed & NEGOTIATION_NOTEBOOKS
-    assert {"marlin/fig3_training", "marlin/table1_ttests", "marlin/fig5_hardware", "maestro/ablation_results"} <= executed
+    assert {"marlin/fig3_training", "marlin/fig5_hardware", "maestro/ablation_results"} <= executed
     said = [line for line in out.splitlines() if "leaves out" in line]
     assert said and all(name in said[0] for name in NEGOTIATION_NOTEBOOKS) and "RECORD=1" in said[0]
 
@@ -58,7 +58,7 @@ def test_each_paper_row_is_named_after_the_outputs_its_parameters_write(tmp_path
     from marlinkit.marlin import fig3_training, grid
 
     _, out = _dry_run(tmp_path, "PRESET=paper")
-    rows = re.findall(r"notebooks/marlin/(fig3_training|table1_ttests)\.ipynb \S+/\1(__\w+)\.partial\.ipynb ((?:-p \S+ \S+ ?)*)", out)
+    rows = re.findall(r"notebooks/marlin/(fig3_training)\.ipynb \S+/\1(__\w+)\.partial\.ipynb ((?:-p \S+ \S+ ?)*)", out)
     assert {suffix for _, suffix, _ in rows} == {"__code_switch", "__exact_planner", "__separate_plan_steps",
                                                   "__llm__quick_negotiation"}
     for notebook, suffix, parameters in rows:
