@@ -19,11 +19,12 @@ SCORES = pd.DataFrame({"scenario": ["single_slot", "maze_like"], "MARL": [0.436,
 
 def write_outputs(root: Path, cost: pd.DataFrame = COST, scores: pd.DataFrame = SCORES) -> Path:
     """A reference-like folder written by the project's own writers (CSV + Markdown + LaTeX, PNG + PDF)."""
-    plots.save_table(cost, root / "maestro", "table5_cost", "Table 5. preset: quick")
-    plots.save_table(scores, root / "marlin", "table1_ttests", "Table I. preset: quick")
+    provenance = plots.Provenance("quick", engine="corridor core (numpy)", seeds=(0, 1))
+    plots.save_table(cost, root / "maestro", "table5_cost", "Table 5.", provenance)
+    plots.save_table(scores, root / "marlin", "table1_ttests", "Table I.", provenance)
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot(scores["MARL"])
-    plots.save_figure(fig, root / "marlin", "fig3_training", "preset: quick")
+    plots.save_figure(fig, root / "marlin", "fig3_training", provenance)
     plt.close(fig)
     return root
 
@@ -44,9 +45,9 @@ def test_identical_reruns_are_the_same_file_by_file(folders):
     reference, scratch = folders
     write_outputs(scratch)
     checks = verify.compare_trees(reference, scratch)
-    assert len(checks) == 8 and all(c.status == "same" for c in checks)
+    assert len(checks) == 11 and all(c.status == "same" for c in checks)
     text, ok = verify.summary(checks, 0, images_informational=False)
-    assert ok and "tables and data files: 6 same" in text and "images: 2 same" in text and "live LLM calls: 0" in text
+    assert ok and "tables and data files: 9 same" in text and "images: 2 same" in text and "live LLM calls: 0" in text
 
 
 def test_a_changed_cell_is_reported_with_row_column_and_values(folders):
@@ -145,7 +146,8 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     from marlinkit.maestro import ablation
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    ablation.run_ablation("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False)  # the "committed" run
+    ablation.run(ablation.load_config("smoke", seeds=[200], ablations=["A2"], workers=1), "smoke",
+                 progress=False)  # the "committed" run
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
     checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch))

@@ -236,22 +236,28 @@ def claims_table(reference: AblationResults | None, smollm2: AblationResults | N
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-CAPTION = ("MAESTRO's claims over the committed runs. reference_architect: A0/A2/A7/A8 with the reference architect "
-           "(a rule-based surrogate, not an LLM), CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; "
-           "smollm2: A2/A7/A8 with SmolLM2-135M, SUMO, the paper's target 165, MADDPG ue25_openblas. Each seed's value "
-           "is the mean of its last 20 training episodes (score: 0 = fixed-time, 165 = max-pressure on the same "
-           "traffic); the verdict is the reference architect's; 'not testable (runs missing)' until its runs are "
-           "committed.")
+CAPTION = "MAESTRO's claims over the committed runs: the paper's value, both rows of ours, and the verdict, test and p."
+#: What the caption's rows are (the table's provenance).
+DETAILS = {"reference_architect": ("A0/A2/A7/A8 with the reference architect (a rule-based surrogate, not an LLM), "
+                                   "CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas"),
+           "smollm2": "A2/A7/A8 with SmolLM2-135M, SUMO, the paper's target 165, MADDPG ue25_openblas",
+           "values": ("each seed's value is the mean of its last 20 training episodes (score: 0 = fixed-time, 165 = "
+                      "max-pressure on the same traffic)"),
+           "verdict": "the reference architect's; 'not testable (runs missing)' until its runs are committed"}
 
 
 def write(out_dir: Path | None = None, preset: str = "paper") -> list[Path]:
     """``claims.{csv,md,tex}`` in ``out_dir`` (default ``figures/<preset>/maestro``) from the committed runs."""
-    from marlinkit.plots import save_table
+    from marlinkit.plots import Provenance, save_table
 
     out = Path(out_dir) if out_dir else paths.FIGURES_DIR / preset / "maestro"
     out.mkdir(parents=True, exist_ok=True)
-    table = claims_table(committed(preset, **ROWS["reference_architect"]), committed(preset, **ROWS["smollm2"]))
-    return save_table(table, out, "claims", CAPTION)
+    reference, smollm2 = committed(preset, **ROWS["reference_architect"]), committed(preset, **ROWS["smollm2"])
+    table = claims_table(reference, smollm2)
+    seeds = sorted({seed for results in (reference, smollm2) if results is not None for seed in results.config.seeds})
+    provenance = Provenance(preset, engine="CityFlow and SUMO", seeds=seeds, details=DETAILS,
+                            source="reference architect (a surrogate, not an LLM); LLM smollm2")
+    return save_table(table, out, "claims", CAPTION, provenance)
 
 
 if __name__ == "__main__":

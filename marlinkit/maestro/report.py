@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,9 @@ import pandas as pd
 from marlinkit import paper_values as pv
 from marlinkit import stats
 from marlinkit.maestro.ablation import ABLATIONS, EVAL_POLICIES, AblationResults, rule_config
+
+if TYPE_CHECKING:
+    from marlinkit.plots import Provenance
 
 #: Primary traffic metrics (the paper's mean delay, queue length and throughput).
 TRAFFIC = {"avg_delay_s": "Avg delay (s)", "avg_queue": "Avg queue (veh)", "throughput": "Throughput (veh/ep)"}
@@ -142,6 +146,11 @@ def _paper_traffic(a: str, key: str) -> str:
     return f"{pv.MAESTRO_TRAFFIC[a][_PAPER_TABLE1[key]]}" + (f" ({change[_PAPER_TABLE1[key]]})" if change else "")
 
 
+#: Tables 1 and 6: the column between our traffic levels and the paper's, which says they are not comparable (the
+#: paper's episodes are its own CityFlow runs of another length and flow: vehicles and seconds differ in scale).
+VS_PAPER, NOT_COMPARABLE = "vs paper", "not comparable"
+
+
 def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
     """Table 1: traffic metrics of the evaluated policy late in training, one seed, % change vs A2, with
     fixed-time and max-pressure on the same evaluation episode; primary metrics first."""
@@ -150,7 +159,7 @@ def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
     rows = []
     for name, base in results.baselines.set_index("controller").iterrows():
         rows.append({"Condition": f"{name} (same evaluation episode)",
-                     **{label: f"{base[key]:.1f}" for key, label in _METRICS.items()},
+                     **{label: f"{base[key]:.1f}" for key, label in _METRICS.items()}, VS_PAPER: "—",
                      **{f"paper {label}": "—" for label in _METRICS.values()}})
     for a in final.index:
         row = {"Condition": f"{ABLATIONS[a].label}, {results.config.eval_policy} policy"}
@@ -158,7 +167,8 @@ def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
             ours, base = final.loc[a, f"eval_{key}"], final.loc["A2", f"eval_{key}"] if "A2" in final.index else np.nan
             change = f" ({100 * (ours - base) / base:+.1f}%)" if a != "A2" and base else ""
             row[label] = f"{ours:.1f}{change}"
-            row[f"paper {label}"] = _paper_traffic(a, key)
+        row[VS_PAPER] = NOT_COMPARABLE
+        row.update({f"paper {label}": _paper_traffic(a, key) for key, label in _METRICS.items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -231,39 +241,61 @@ def table4(results: AblationResults) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Captions of the saved tables: every quantity a reader needs is defined here, next to the code.
+#: The saved tables: a one-sentence caption each, and the definitions a reader needs (the tables' provenance),
+#: next to the code.
 CAPTIONS = {
-    "table1": ("Table 1: traffic metrics (primary: delay, queue, throughput), evaluation episodes on the real flow in "
-               "the final window, seed {seed}; % vs A2; fixed-time and max-pressure on the same evaluation episode. "
-               "Paper columns: its Table 1 (CityFlow; it gives no queue), percentages as the paper prints them."),
-    "table2": ("Table 2: final score per condition. score = 165 x (R - R_fixed) / (R_maxpressure - R_fixed), an affine "
-               "map of our training-episode return R (165 = max-pressure, 0 = fixed-time 30 s, both run on the same "
-               "traffic: the episode's context and SUMO seed), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with ddof=1). "
+    "table1": ("Table 1: traffic metrics of each condition's evaluation episodes on the real flow in the final window, "
+               "seed {seed}, beside the paper's Table 1 (not comparable in level).",
+               "Primary metrics: delay, queue, throughput; % vs A2; fixed-time and max-pressure run on the same evaluation "
+               "episode. Paper columns: its Table 1 (CityFlow, its own episodes and flow: vehicles and seconds of another "
+               "scale, hence 'not comparable'; it gives no queue), percentages as the paper prints them."),
+    "table2": ("Table 2: final score per condition, mean ± SD, CV and Sharpe ratio over seeds, beside the paper's Table 2.",
+               "score = 165 x (R - R_fixed) / (R_maxpressure - R_fixed), an affine map of our training-episode return R "
+               "(165 = max-pressure, 0 = fixed-time 30 s, both run on the same traffic: the episode's context and SUMO "
+               "seed), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with ddof=1). "
                "CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / SD. "
                "Paper columns: its Table 2 (episode return, not our score: levels and CV are not comparable)."),
-    "table3": "Table 3: per-seed final score (see Table 2 for score); paper rows from its Table 3.",
-    "table4": ("Table 4: two-sided Mann-Whitney U per pair 'X vs Y'. U = min(U_X, U_Y), U_X counting pairs with "
-               "x > y (ties 1/2); p exact when no ties, else the exact tie-correct permutation p; Bonferroni over "
-               "the {pairs} pairs. Cohen's d = (mean Y - mean X) / pooled SD (ddof=1): positive when the second-named "
-               "condition scores higher. Seeds for 80% power: per condition, two-sided t-test at alpha 0.05, "
-               "computed from our d; the paper's number comes from its own d, so equal counts are no agreement."),
-    "table6": ("Table 6: evaluation score and traffic metrics mean ± SD across seeds, both evaluated policies "
-               "(the paper gives seed 200 only)."),
-    "table7": ("Table 7: risk metrics of the final score over seeds (the paper's finance names for seed-level "
-               "numbers). Sharpe = (mean - A2 mean) / SD; Sortino = (mean - A2 mean) / downside deviation, "
-               "sqrt(sum(min(0, x - own mean)^2) / (n - 1)); VaR (5%) = the empirical 5 % quantile (inverted CDF: "
-               "the worst seed for n < 20); max drawdown = mean - worst seed (not a peak-to-trough of a time "
-               "series); success = share of seeds with score >= 0.95 x 165."),
+    "table3": ("Table 3: final score per seed and condition, with the paper's Table 3 rows below.",
+               "score: see Table 2."),
+    "table4": ("Table 4: two-sided Mann-Whitney U test, Cohen's d and the seeds 80% power needs, per pair of conditions.",
+               "U = min(U_X, U_Y), U_X counting pairs with x > y (ties 1/2); p exact when no ties, else the exact "
+               "tie-correct permutation p; Bonferroni over the {pairs} pairs. Cohen's d = (mean Y - mean X) / pooled SD "
+               "(ddof=1): positive when the second-named condition scores higher. Seeds for 80% power: per condition, "
+               "two-sided t-test at alpha 0.05, computed from our d; the paper's number comes from its own d, so equal "
+               "counts are no agreement."),
+    "table6": ("Table 6: evaluation score and traffic metrics, mean ± SD over seeds for both evaluated policies, beside the "
+               "paper's seed-200 levels (not comparable).",
+               "The paper gives seed 200 only, from its own CityFlow episodes and flow (vehicles and seconds of another "
+               "scale, hence 'not comparable')."),
+    "table7": ("Table 7: risk metrics of the final score over seeds, beside the paper's Table 7.",
+               "The paper's finance names for seed-level numbers. Sharpe = (mean - A2 mean) / SD; Sortino = (mean - A2 "
+               "mean) / downside deviation, sqrt(sum(min(0, x - own mean)^2) / (n - 1)); VaR (5%) = the empirical 5 % "
+               "quantile (inverted CDF: the worst seed for n < 20); max drawdown = mean - worst seed (not a peak-to-trough "
+               "of a time series); success = share of seeds with score >= 0.95 x 165."),
+    "table5": ("Table 5: wall time per component summed over all runs, per run and as a share, beside the paper's hours; "
+               "a total is this run's measured wall time, in which a call replayed from the transcript cache takes "
+               "milliseconds, so calls x latency can exceed it.",
+               "Model latency per call: the model's latency as recorded in the transcript (non-fallback calls). "
+               "Simulation includes the evaluation and calibration (fixed-time, max-pressure) episodes; LLM reward calls "
+               "include evaluating the generated reward code; 'other' is the runs' wall time that no episode times "
+               "(process start, model load, checkpoints). The paper's hours: 200 episodes on a GPU."),
 }
 
 
 def caption(name: str, results: AblationResults) -> str:
-    """The caption of table ``name`` (a key of :data:`CAPTIONS`), filled in from ``results``, with provenance."""
+    """The one-sentence caption of table ``name`` (a key of :data:`CAPTIONS`)."""
+    return CAPTIONS[name][0].format(seed=200)
+
+
+def provenance(name: str, results: AblationResults) -> "Provenance":
+    """The provenance of table ``name``: the results', with the table's definitions (and the ill-conditioned
+    episodes, where they matter) in its details."""
     groups = seed_groups(final_by_seed(results))
-    text = CAPTIONS[name].format(seed=200, window=results.config.final_window, pairs=len(groups) * (len(groups) - 1) // 2)
+    definitions = CAPTIONS[name][1].format(window=results.config.final_window, pairs=len(groups) * (len(groups) - 1) // 2)
+    details = {"definitions": definitions}
     if name in ("table2", "table3", "table4", "table7") and (note := ill_conditioned_note(results)):
-        text = f"{text} {note}"
-    return f"{text} {results.provenance()}"
+        details["ill-conditioned episodes"] = note
+    return results.provenance().with_details(**details)
 
 
 #: Table 5's row for the run time outside the timed components (its sidecar's ``wall_s`` minus their sum).
@@ -275,7 +307,9 @@ def cost_breakdown(results: AblationResults) -> pd.DataFrame:
 
     The components are timed per episode; the runs' own wall times (sidecars) also hold what no episode
     times: the process start, loading the model, checkpoints. That rest is a row of its own, so the total
-    is the runs' measured wall time.
+    is the runs' measured wall time. A call's latency is the model's as recorded in the transcript; a call
+    replayed from the transcript cache (``of them replayed``) takes milliseconds of this run's wall time, so
+    calls x latency exceeds a component's total by about the replayed calls' latency.
     """
     df, gen = results.episodes, results.generations
     runs = df.groupby(["ablation", "seed"]).ngroups
@@ -290,19 +324,22 @@ def cost_breakdown(results: AblationResults) -> pd.DataFrame:
         components[OVERHEAD] = max(sum(walls) - sum(components.values()), 0.0)
     calls = {"LLM curriculum calls": gen[(gen["kind"] == "context") & ~gen["fallback"]],
              "LLM reward calls": gen[(gen["kind"] == "reward") & ~gen["fallback"]]}
+    replayed = {name: int(frame["cached"].fillna(False).astype(bool).sum()) if "cached" in frame else 0
+                for name, frame in calls.items()}
     total = sum(components.values())
     paper_total = 3.5
     rows = []
     for name, seconds in components.items():
         frame = calls.get(name)
         rows.append({"Component": name, "Calls (all runs)": len(frame) if frame is not None else "—",
+                     "of them replayed": replayed[name] if frame is not None else "—",
                      "Model latency per call (s)": _fmt(frame["llm_seconds"].mean()) if frame is not None and len(frame) else "—",
                      "Total (s, all runs)": _fmt(seconds, 1), "Per run (s)": _fmt(seconds / runs, 1),
                      "Percentage": f"{100 * seconds / total:.1f}%",
                      "paper total": f"{pv.MAESTRO_COST_HOURS[name]:.2f} h" if name in pv.MAESTRO_COST_HOURS else "—",
                      "paper percentage": (f"{100 * pv.MAESTRO_COST_HOURS[name] / paper_total:.1f}%"
                                           if name in pv.MAESTRO_COST_HOURS else "—")})
-    rows.append({"Component": "Total", "Calls (all runs)": "—", "Model latency per call (s)": "—",
+    rows.append({"Component": "Total", "Calls (all runs)": "—", "of them replayed": "—", "Model latency per call (s)": "—",
                  "Total (s, all runs)": _fmt(total, 1), "Per run (s)": _fmt(total / runs, 1), "Percentage": "100%",
                  "paper total": f"{paper_total:.2f} h", "paper percentage": "100%"})
     return pd.DataFrame(rows)
@@ -321,6 +358,7 @@ def table6(results: AblationResults) -> pd.DataFrame:
             for key, label in {"score": "Eval score", **_METRICS}.items():
                 values = frame[f"eval_{key}_{policy}"]
                 row[label] = f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1 else f"{values.mean():.1f}"
+            row[VS_PAPER] = NOT_COMPARABLE
             row.update({f"paper {label} (seed 200)": _paper_traffic(a, key) for key, label in _METRICS.items()})
             rows.append(row)
     return pd.DataFrame(rows)

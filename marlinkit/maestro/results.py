@@ -14,6 +14,7 @@ from marlinkit.maestro.curriculum_env import Calibration
 
 if TYPE_CHECKING:
     from marlinkit.maestro.ablation import Config
+    from marlinkit.plots import Provenance
 
 
 @dataclass
@@ -76,11 +77,12 @@ class AblationResults:
         return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"
                 + rule + maddpg)
 
-    def provenance(self, note: str | None = None) -> str:
-        """Preset, engine, LLM, seeds and settings, the score's scale and the evaluated policy, then ``note``."""
-        from marlinkit.plots import provenance_text
+    def provenance(self, note: str | None = None) -> "Provenance":
+        """Preset, engine, LLM and seeds (the footer line); the runs' settings, the score's scale and the evaluated
+        policy, and ``note``, in its details."""
+        from marlinkit.plots import Provenance
 
-        return provenance_text(self.preset, self.engine, self.llm,
-                               "; ".join(filter(None, [self.runs_note, self.scale_note, note])))
+        details = {"runs": self.runs_note, "score": self.scale_note, **({"note": note} if note else {})}
+        return Provenance(self.preset, self.engine, f"LLM {self.llm}", self.config.seeds, details)
 
 

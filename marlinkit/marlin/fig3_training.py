@@ -95,16 +95,18 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
     return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}")
 
 
-def footer(training: Training, preset: str) -> str:
-    """The provenance line of Fig. 3's and Table I's outputs: preset, engine, plan source (and the grid's variant),
-    copies x episodes, seeds and plan budget."""
+def provenance(training: Training, preset: str) -> "plots.Provenance":
+    """The provenance of Fig. 3's and Table I's outputs: preset, engine, plan source and seeds on the footer line;
+    the plan source's full name, the grid's variant, copies x episodes and the plan budget in its details."""
     from marlinkit import plots
 
     config = training.config
     budget = "unlimited re-planning" if config.plan_budget is None else f"plan budget {config.plan_budget}"
-    return plots.provenance_text(preset, engine="corridor core (numpy)",
-                                 llm=f"MARLIN plan source: {training.plan_source}" + grid.variant_note(config),
-                                 note=f"{config.n_envs} copies x {config.episodes} episodes, seeds {list(config.seeds)}, {budget}")
+    llm = training.plan_source.removeprefix("LLM negotiation, ")
+    return plots.Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source, llm),
+                            seeds=config.seeds,
+                            details={"plan source": training.plan_source + grid.variant_note(config),
+                                     "protocol": f"{config.n_envs} copies x {config.episodes} episodes, {budget}"})
 
 
 # Figure 3 and Table I
@@ -205,17 +207,23 @@ def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM
                    label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox quartiles, whiskers min-max, diamond mean")[0]
 
 
-def table1_caption(table: pd.DataFrame, config: Config, footer: str) -> str:
-    """Table I's caption: what each test's unit is, so that neither p-value is over-read."""
+def table1_caption(config: Config) -> str:
+    """Table I's caption, one sentence (its columns are defined by :func:`table1_details`)."""
+    return (f"Table I (reproduction): MARL and MARLIN mean performance at checkpoints {sorted(config.checkpoints)}, "
+            "paired t-tests over evaluation runs and over seeds, beside the paper's Table I.")
+
+
+def table1_details(table: pd.DataFrame, config: Config) -> dict[str, str]:
+    """What each of Table I's tests takes as its unit, so that neither p-value is over-read (the table's provenance)."""
     runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
     spread = f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1 else f"one seed {list(config.seeds)}: no spread"
-    return (f"Table I (reproduction): mean performance at checkpoints {sorted(config.checkpoints)} "
-            f"({spread}). p_value: paired t-test over {runs} evaluation runs "
-            f"(pairs share seed and run; bold: p < {SIGNIFICANCE}); its unit is one evaluation run of the trained policies, "
-            f"so it measures the evaluation noise of those policies, not the variation between trainings. "
-            f"p_value_seeds: paired t-test over the {seeds} per-seed means (the seed is the unit), "
-            f"diff_ci95: 95 % t interval of MARLIN - MARL over seeds. "
-            f"paper_* = the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B). {footer}")
+    return {"mean": f"mean performance at the checkpoint ({spread})",
+            "p_value": (f"paired t-test over {runs} evaluation runs (pairs share seed and run; bold: p < {SIGNIFICANCE}); "
+                        "its unit is one evaluation run of the trained policies, so it measures the evaluation noise of "
+                        "those policies, not the variation between trainings"),
+            "p_value_seeds": f"paired t-test over the {seeds} per-seed means (the seed is the unit)",
+            "diff_ci95": "95 % t interval of MARLIN - MARL over seeds",
+            "paper_*": "the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B)"}
 
 
 def seed_curves(episodes: pd.DataFrame, system: str) -> pd.DataFrame:

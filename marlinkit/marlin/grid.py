@@ -284,6 +284,15 @@ SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the au
 PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner", "surrogate_llama": "__surrogate_llama"}
 SURROGATE_LLAMA_LABEL = ("surrogate_llama (exact plans, perfect as often as the authors' Llama 3.1 8B plans were, else corrupted "
                          "to its LLM-only mean; NOT an LLM)")
+#: How a figure's one-line footer names each non-LLM plan source (a surrogate named as one); the LLM source is named
+#: by its model (:func:`footer_source`).
+PLAN_SOURCE_FOOTER = {"surrogate": "plans: calibrated surrogate, not an LLM", "exact": "plans: exact planner, not an LLM",
+                      "surrogate_llama": "plans: surrogate_llama (Llama-calibrated surrogate), not an LLM"}
+
+
+def footer_source(plan_source: str, llm: str | None = None) -> str:
+    """A figure footer's plan source: ``PLAN_SOURCE_FOOTER``'s name, or ``LLM <llm>`` for the LLM source."""
+    return f"LLM {llm}" if plan_source == "llm" else PLAN_SOURCE_FOOTER[plan_source]
 
 
 def variant_note(config: GridConfig) -> str:

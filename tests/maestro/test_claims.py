@@ -49,6 +49,6 @@ def test_the_table_is_a_function_of_the_committed_runs(smollm2, tmp_path):
     two = claims.claims_table(None, claims.committed("paper", **claims.ROWS["smollm2"]))
     pd.testing.assert_frame_equal(one, two)
     written = claims.write(tmp_path)
-    assert [p.name for p in written] == ["claims.csv", "claims.md", "claims.tex"]
+    assert [p.name for p in written] == ["claims.csv", "claims.md", "claims.tex", "claims.table.json"]
     expected = claims.claims_table(claims.committed("paper", **claims.ROWS["reference_architect"]), smollm2)
     pd.testing.assert_frame_equal(pd.read_csv(written[0], dtype=str, keep_default_na=False), expected.astype(str))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from marlinkit import plots
 from marlinkit.maestro import figures, report
 from marlinkit.maestro.ablation import AblationResults, load_config
 from marlinkit.maestro import curriculum_env
@@ -37,13 +38,28 @@ def test_table1_prints_the_papers_own_percentages():
     a7 = table.iloc[1]
     assert a7["paper Avg travel time (s)"] == "739 (-6.9%)"  # recomputed from 739/793 it would read -6.8%
     assert table.iloc[2]["paper Throughput (veh/ep)"] == "2155 (+9.2%)"
+    columns = list(table.columns)  # between ours and the paper's: a column saying they are not comparable
+    assert columns.index(report.VS_PAPER) == columns.index("paper Avg delay (s)") - 1
+    assert (table[report.VS_PAPER].iloc[1:] == report.NOT_COMPARABLE).all() and "not comparable" in report.caption("table1", None)
+    six = report.table6(_results({"A2": [10.0, 11.0], "A7": [12.0, 13.0]}))
+    assert list(six.columns).index(report.VS_PAPER) == list(six.columns).index("paper Avg delay (s) (seed 200)") - 1
+    assert (six[report.VS_PAPER] == report.NOT_COMPARABLE).all()
+
+
+def test_every_caption_is_one_sentence_and_its_definitions_go_to_the_provenance():
+    results = _results({"A2": [1.0, 2.0], "A7": [3.0, 5.0]})
+    for name in report.CAPTIONS:
+        caption = report.caption(name, results)
+        assert caption.endswith(".") and caption.count(". ") == 0 and "\n" not in caption, caption
+        assert report.provenance(name, results).details["definitions"] == report.CAPTIONS[name][1].format(
+            window=results.config.final_window, pairs=1)
 
 
 def test_table2_cv_of_a_negative_mean_is_undefined_and_the_caption_says_so():
     results = _results({"A2": [-3.0, 1.0, -2.0, -1.5], "A7": [5.0, 6.0]})
     table = report.table2(results)
     assert table.iloc[0]["CV (%)"] == "—" and table.iloc[1]["CV (%)"] != "—"
-    caption = report.caption("table2", results)
+    caption = report.provenance("table2", results).text()
     assert "score = 165 x" in caption and "undefined" in caption and "Sharpe" in caption
     import matplotlib.pyplot as plt
 
@@ -73,10 +89,10 @@ def test_table4_and_table7_captions_define_their_quantities():
     results = _results({"A2": [1.0, 2.0, 3.0, 4.0], "A7": [3.0, 5.0], "A8": [2.0, 6.0, 7.0, 8.0]})
     table = report.table4(results)
     assert "seeds for 80% power at our d" in table.columns and "paper seeds for power (its d)" in table.columns
-    caption4 = report.caption("table4", results)
+    caption4 = report.provenance("table4", results).text()
     for phrase in ("U = min(U_X, U_Y)", "positive when the second-named", "no agreement", "3 pairs", "tie-correct"):
         assert phrase in caption4
-    caption7 = report.caption("table7", results)
+    caption7 = report.provenance("table7", results).text()
     for phrase in ("Sortino =", "downside deviation", "VaR (5%) =", "max drawdown =", "success ="):
         assert phrase in caption7
 
@@ -150,7 +166,9 @@ def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_na
     assert labels["A7 (full MAESTRO): identical to A2"] == "--" and labels["A2 (LLM curriculum + template)"] == "-"
     assert not any("identical" in label for label in labels if label.startswith("A8"))
     plt.close(fig)
-    assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in results.provenance()
+    provenance = results.provenance()
+    assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in provenance.details["runs"]
+    assert provenance.footer().endswith(plots.seeds_text(results.config.seeds)) and "LLM scripted" in provenance.footer()
 
 
 def test_the_legend_leaves_the_clipped_axis_note_readable():
@@ -187,20 +205,24 @@ def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measu
               "llm_reward_s": 0.0, "reward_eval_s": 0.0}
     episodes = results.episodes.assign(**timing)  # 7 s timed per episode
     timed = 7.0 * len(episodes)
-    generations = pd.DataFrame({"kind": ["context"], "fallback": [False], "llm_seconds": [2.0]})
+    generations = pd.DataFrame({"kind": ["context"] * 3, "fallback": [False] * 3, "llm_seconds": [2.0] * 3,
+                                "cached": [False, True, True]})
     walls = {"A2__seed200": {"wall_s": 200.0}, "A2__seed300": {"wall_s": 180.0}}
     table = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations,
                                                       sidecars=walls)).set_index("Component")
     assert float(table.loc[report.OVERHEAD, "Total (s, all runs)"]) == 380.0 - timed
     assert float(table.loc["Total", "Total (s, all runs)"]) == 380.0  # the runs' own wall time
     assert table.loc[report.OVERHEAD, "paper total"] == "—"
+    curriculum = table.loc["LLM curriculum calls"]  # replayed calls: recorded latency, milliseconds of wall time
+    assert (curriculum["Calls (all runs)"], curriculum["of them replayed"], curriculum["Model latency per call (s)"]) == (3, 2, "2.00")
+    assert "replayed" in report.caption("table5", results)
     untimed = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations))
     assert report.OVERHEAD not in set(untimed["Component"])  # sidecars without wall_s: no rest to count
 
 
 def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_scores_quantified():
     results = _results({"A2": [10.0, 20.0], "A8": [30.0, 40.0]})
-    assert report.ill_conditioned(results).empty and "ill-conditioned" not in report.caption("table2", results)
+    assert report.ill_conditioned(results).empty and "ill-conditioned" not in report.provenance("table2", results).text()
     df = results.episodes
     last = df["episode"].max()
     near_empty = (df["ablation"] == "A8") & (df["seed"] == 300) & (df["episode"] == last)
@@ -210,9 +232,9 @@ def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_s
     assert bad["gap"].iloc[0] == pytest.approx(0.03) and bool(bad["in final window"].iloc[0])
     run = df[(df["ablation"] == "A8") & (df["seed"] == 300)]
     with_it, without = run["score"].mean(), run.loc[run["episode"] != last, "score"].mean()
-    note = report.caption("table2", results)
+    note = report.provenance("table2", results).text()
     assert f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, {without:.1f} without" in note
-    assert "ill-conditioned" not in report.caption("table6", results)  # evaluation rows run on the real flow
+    assert "ill-conditioned" not in report.provenance("table6", results).text()  # evaluation rows run on the real flow
     assert figures._ranges([30, 180, 181, 182, 184]) == "30, 180-182, 184"
 
 
@@ -230,7 +252,7 @@ def test_an_episode_without_a_score_is_flagged_and_the_final_scores_average_the_
     final = report.final_by_seed(results).set_index(["ablation", "seed"])["score"]
     scored = df[(df["ablation"] == "A8") & (df["seed"] == 300) & ~unscored]["score"]
     assert final[("A8", 300)] == pytest.approx(scored.mean()) and np.isfinite(final.to_numpy()).all()
-    note = report.caption("table2", results)
+    note = report.provenance("table2", results).text()
     assert "1 of them with no score: max-pressure no better than fixed-time" in note
     assert f"A8 seed 300: 1 of its last {results.config.final_window} (none scored), final score {scored.mean():.1f}" in note
     assert figures._score_range(pd.Series([np.nan, -40.0, 900.0, np.nan])) == "-40 to 900, 2 without a score"

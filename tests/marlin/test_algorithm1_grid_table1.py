@@ -256,7 +256,7 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells(tmp_path):
     assert ",0.4300,0.4271" in csv  # the CSV too (a float column would write 0.43)
     from marlinkit import plots
 
-    written = plots.save_table(shown, tmp_path, "table1", "caption", latex_table=latex,
+    written = plots.save_table(shown, tmp_path, "table1", "caption", plots.Provenance("smoke"), latex_table=latex,
                                markdown_floatfmt=fig3_training.TABLE1_MARKDOWN_FLOATFMT)
     markdown = written[1].read_text()
     assert " 0.4300 |" in markdown  # not 0.43: tabulate reads the string as a number
@@ -289,8 +289,10 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
     assert "±" in shown.MARL.iloc[0] and r"$\pm$" in latex and "p\\_value\\_seeds" in latex
     one_seed = fig3_training.table1(frame[frame.seed == 0], [5]).iloc[0]
     assert one_seed.seeds == 1 and np.isnan(one_seed.p_value_seeds) and np.isnan(one_seed.MARL_seed_sd)
-    caption = fig3_training.table1_caption(fig3_training.table1(frame, [5]), grid.GridConfig(episodes=5, checkpoints=[5], seeds=[0, 1, 2]), "footer")
-    assert "evaluation noise" in caption and "the seed is the unit" in caption
+    config = grid.GridConfig(episodes=5, checkpoints=[5], seeds=[0, 1, 2])
+    details = " ".join(fig3_training.table1_details(fig3_training.table1(frame, [5]), config).values())
+    assert "evaluation noise" in details and "the seed is the unit" in details
+    assert fig3_training.table1_caption(config).count(". ") == 0  # one sentence; the tests' units are in the details
 
 
 TINY = {"scenarios": ["single_slot"], "seeds": [0], "episodes": 4, "n_envs": 3, "checkpoints": [2, 4], "eval_runs": 6,

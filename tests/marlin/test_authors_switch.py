@@ -245,7 +245,7 @@ def test_surrogate_llama_is_perfect_as_often_as_llama_was_and_matches_its_llm_on
 
 def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path, monkeypatch):
     from marlinkit import paths, presets
-    from marlinkit.marlin import authors_protocol
+    from marlinkit.marlin import authors_figures, authors_protocol
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     config = presets.get("smoke", "marlin_authors", scenarios=["two_path"], plan_sources=["exact"], marlin_seeds=[0, 1])
@@ -269,7 +269,8 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     assert (medians.loc[5:9] == 1.0).all() and medians.loc[1:4].max() < 0.9 and marlin.loc[(12, "policy"), "mean"] < 0.5
     claims = authors_protocol.claims(table, config)
     assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
-    assert "runs finished: MARLIN exact 2/2, MARL 1/1" in authors_protocol.footer(config, pooled, "smoke")
+    provenance = authors_figures.provenance(config, pooled, "smoke")
+    assert provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1" and provenance.footer().startswith("preset smoke")
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
-    smooth = authors_protocol.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
+    smooth = authors_figures.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
     assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5
