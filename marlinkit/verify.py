@@ -276,7 +276,8 @@ def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
     if not (reference / f"{stem}.json").exists():
         raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
     shutil.rmtree(scratch, ignore_errors=True)
-    maestro.run_ablation(preset, root=scratch, seeds=[int(seed)], ablations=[name], workers=1, record=False)
+    maestro.run(maestro.load_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
+                root=scratch)
     checks = []
     for file in (f"{stem}.csv", "ablation_calibration.csv"):
         status, details = compare_table(reference / file, scratch / file,

@@ -144,8 +144,10 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
 
 
 def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
-    local = maestro.run_ablation("smoke", root=tmp_path / "local", progress=False, executor="local", **MAESTRO_GRID)
-    on_ray = maestro.run_ablation("smoke", root=tmp_path / "ray", progress=False, executor="ray", **MAESTRO_GRID)
+    local = maestro.run(maestro.load_config("smoke", executor="local", **MAESTRO_GRID), "smoke", root=tmp_path / "local",
+                        progress=False)
+    on_ray = maestro.run(maestro.load_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
+                         progress=False)
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
     assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.csv", "A7__seed200.generations.jsonl",
                                                         "A7__seed200.json", "ablation_calibration.csv",
@@ -157,7 +159,8 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
 
     # Resume through Ray: nothing is recomputed, nothing rewritten.
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
-    again = maestro.run_ablation("smoke", root=tmp_path / "ray", progress=False, executor="ray", **MAESTRO_GRID)
+    again = maestro.run(maestro.load_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
+                        progress=False)
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()} == stamps
     pd.testing.assert_frame_equal(again.episodes, on_ray.episodes)
 

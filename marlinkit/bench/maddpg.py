@@ -13,7 +13,7 @@ keys count the 24 runs that train when A7 follows A2 (no generated reward accept
 products in NumPy's pinned OpenBLAS, not MKL's pinned branch) on the same batches and noise.
 
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
-reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.run_ablation``
+reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.ablation.run``
 into a temporary folder; its per-episode timing columns are split into simulation / MADDPG
 training / LLM curriculum calls / LLM reward calls by ``report.cost_breakdown`` (Table 5's
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
@@ -114,7 +114,7 @@ def paper_updates_per_run() -> int:
     from marlinkit.maestro import ablation as maestro
 
     paper = maestro.load_config("paper")
-    mcfg = maestro._maddpg_config(paper, paper.seeds[0])
+    mcfg = maestro.maddpg_config(paper, paper.seeds[0])
     first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
     return len(range(-(-first // mcfg.update_every) * mcfg.update_every, paper.episodes * paper.episode_seconds + 1,
                      mcfg.update_every))
@@ -131,7 +131,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
                 "record": False, "workers": 1, "checkpoint_every": 0}
     cfg = maestro.load_config(preset, **settings, final_window=maestro.load_config(preset).eval_every)
     with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
-        results = maestro.run_ablation(preset, root=root, progress=False, final_window=cfg.final_window, **settings)
+        results = maestro.run(cfg, preset, root=root, progress=False)
     df = results.episodes
     table = report.cost_breakdown(results).set_index("Component")
     split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index
@@ -177,7 +177,7 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
 
     paper = maestro.load_config("paper")
     stack = tuple(paper.seeds[k] if k < len(paper.seeds) else 1000 + k for k in range(seeds))
-    config = maestro._maddpg_config(paper, stack[0])
+    config = maestro.maddpg_config(paper, stack[0])
     out: dict[str, Any] = {"batch_seeds": list(stack), "batch_episodes": episodes, "batch_episode_seconds": seconds}
     for name, group in (("batched", stack), ("alone", stack[:1])):
         envs = [SubprocessEnv(_traffic_env, seconds) for _ in group]

@@ -61,7 +61,7 @@ def committed(preset: str = "paper", **overrides: Any) -> AblationResults | None
     if not names:
         return None
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
-    generations = pd.concat([ablation._load_generations(store.root / f"{n}.generations.jsonl", n) for n in names],
+    generations = pd.concat([ablation.load_generations(store.root / f"{n}.generations.jsonl", n) for n in names],
                             ignore_index=True)
     seeds = tuple(sorted(set(episodes["seed"])))
     return AblationResults(dataclasses.replace(cfg, seeds=seeds), preset, episodes, generations,

@@ -32,7 +32,7 @@ from marlinkit.files import ResultFileError
 from marlinkit.runs import ResultStore
 
 if TYPE_CHECKING:  # the ablation's settings; only the fields named below are read
-    from marlinkit.maestro.ablation import MaestroConfig
+    from marlinkit.maestro.ablation import Config
 
 #: Traffic metrics copied into the result rows (training, evaluation and baseline episodes).
 BASELINE_METRICS = ("avg_delay_s", "avg_queue", "throughput")
@@ -186,14 +186,14 @@ class Calibration:
         return calibrated_score(episode_return, self.zero_return, self.target_return, self.target_paper)
 
 
-def env_config(cfg: MaestroConfig, context=None):
+def env_config(cfg: Config, context=None):
     """The traffic environment's settings for ``cfg`` (``context`` None: the real Hangzhou flow)."""
     from marlinkit.envs.traffic.env import TrafficEnvConfig
 
     return TrafficEnvConfig(engine=cfg.engine, context=context, episode_seconds=cfg.episode_seconds)
 
 
-def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
+def _calibration_job(cfg: Config) -> dict[str, Any]:
     """Returns and metrics of max-pressure and fixed-time on the evaluation episode (own process)."""
     from marlinkit.envs.traffic.controllers import controller_episode
     from marlinkit.envs.traffic.env import TrafficSignalEnv
@@ -210,13 +210,13 @@ def _calibration_job(cfg: MaestroConfig) -> dict[str, Any]:
     return out
 
 
-def calibration_config(cfg: MaestroConfig) -> dict[str, Any]:
+def calibration_config(cfg: Config) -> dict[str, Any]:
     """What the evaluation episode's calibration depends on (hashed into its sidecar)."""
     keys = ("engine", "episode_seconds", "eval_seed", "target_paper")
     return {"traffic": "real flow", **{k: getattr(cfg, k) for k in keys}}
 
 
-def calibrate(cfg: MaestroConfig, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
+def calibrate(cfg: Config, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
     """The evaluation episode's calibration, measured once per configuration (cached next to the runs)."""
     config = calibration_config(cfg)
     if not store.is_complete("ablation_calibration", config):

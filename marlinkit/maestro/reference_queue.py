@@ -98,7 +98,7 @@ def run(seeds: tuple[int, ...] | None = None, **overrides: Any) -> None:
     for seed in dict.fromkeys(s for _, s in queue(seeds or cfg.seeds)):
         started = time.perf_counter()
         print(f"reference-architect ablation: seed {seed} ({', '.join(ORDER)})", flush=True)
-        ablation.run_ablation(PRESET, seeds=(seed,), workers=1, record=True, **{**SETTINGS, "ablations": ORDER, **overrides})
+        ablation.run(config(**{**overrides, "seeds": (seed,), "workers": 1}), PRESET)
         print(f"reference-architect ablation: seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
 
 
@@ -110,9 +110,9 @@ def timing(episodes: int = 4, engines: tuple[str, ...] = ("sumo", "cityflow"), s
     for engine in engines:
         with tempfile.TemporaryDirectory() as root:
             started = time.perf_counter()
-            results = ablation.run_ablation(PRESET, root=root, seeds=(seed,), ablations=("A0",), episodes=episodes,
-                                            final_window=2, workers=1, progress=False,
-                                            **{**SETTINGS, "engine": engine})
+            cfg = ablation.load_config(PRESET, seeds=(seed,), ablations=("A0",), episodes=episodes, final_window=2,
+                                       workers=1, **{**SETTINGS, "engine": engine})
+            results = ablation.run(cfg, PRESET, root=root, progress=False)
             wall = time.perf_counter() - started
             table = results.episodes
             late = table[table["episode"] >= 3] if episodes > 3 else table

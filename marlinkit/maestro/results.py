@@ -1,4 +1,4 @@
-"""What a MAESTRO ablation hands the notebooks (``ablation.run_ablation``): rows, generation log, sidecars, calibration."""
+"""What a MAESTRO ablation hands the notebooks (``ablation.run``): rows, generation log, sidecars, calibration."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ def test_a_damaged_transcript_fails_a_maestro_run_and_names_it(tmp_path, network
     cfg = maestro.load_config("smoke", seeds=[7], ablations=["A7"], llm="smollm2", workers=1)
     assert cfg.record is False  # strict replay unless MARLINKIT_RECORD=1
     with pytest.raises(TranscriptFileError, match=r"run MAESTRO A7__seed7: transcript .*Q4-1.jsonl:2 is damaged"):
-        maestro._run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
+        maestro.run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
 
 
 def test_a_cut_off_last_line_is_skipped_and_the_next_record_lands_on_a_line_of_its_own(tmp_path, network):
@@ -173,7 +173,7 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
     log = tmp_path / "A7__seed200.generations.jsonl"
     log.write_text('{"kind": "context"}\n{"kind": "rew\n')
     with pytest.raises(ResultFileError, match=rf"{log}:2 is damaged"):
-        maestro._load_generations(log, "A7__seed200")
+        maestro.load_generations(log, "A7__seed200")
     cfg = maestro.load_config("smoke")
     store = ResultStore(tmp_path)
     store.save("ablation_calibration", pd.DataFrame({"controller": ["max-pressure"], "return": [1.0]}),

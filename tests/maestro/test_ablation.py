@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from marlinkit import paths
+from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
 from marlinkit.maestro import architect, curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
@@ -23,10 +24,15 @@ TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_secon
 TIMING = list(maestro.TIMING_COLUMNS)
 
 
+def run_smoke(root, **overrides):
+    """The smoke preset's ablation with ``overrides``, in ``root``."""
+    return maestro.run(maestro.load_config("smoke", **overrides), "smoke", root=root, progress=False)
+
+
 @pytest.fixture(scope="module")
 def ablation(tmp_path_factory):
     root = tmp_path_factory.mktemp("maestro")
-    return maestro.run_ablation("smoke", root=root, progress=False, **TINY), root
+    return run_smoke(root, **TINY), root
 
 
 def test_runs_write_tables_sidecars_and_generation_logs(ablation):
@@ -66,7 +72,7 @@ def test_resume_does_no_work(ablation):
     results, root = ablation
     stamps = {p.name: p.stat().st_mtime_ns for p in root.iterdir()}
     started = time.perf_counter()
-    again = maestro.run_ablation("smoke", root=root, progress=False, **TINY)
+    again = run_smoke(root, **TINY)
     assert time.perf_counter() - started < 5.0
     assert {p.name: p.stat().st_mtime_ns for p in root.iterdir()} == stamps
     pd.testing.assert_frame_equal(again.episodes, results.episodes)
@@ -75,7 +81,7 @@ def test_resume_does_no_work(ablation):
 def test_same_seed_same_numbers(ablation, tmp_path):
     results, root = ablation
     cfg = maestro.load_config("smoke", **TINY)
-    name = maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    name = maestro.save_run(ResultStore(tmp_path), maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     rerun, first = ResultStore(tmp_path).load(name), ResultStore(root).load(name)
     pd.testing.assert_frame_equal(rerun.drop(columns=TIMING), first.drop(columns=TIMING))
 
@@ -119,7 +125,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     cfg = dataclasses.replace(maestro.load_config("smoke", **TINY), checkpoint_every=1)
     checkpoint = tmp_path / "A7__seed200.checkpoint.pt"
     process = multiprocessing.get_context("spawn").Process(
-        target=maestro._run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
+        target=maestro.run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
     process.start()
     deadline = time.monotonic() + 300
     while not checkpoint.exists() and process.is_alive() and time.monotonic() < deadline:
@@ -128,7 +134,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     process.join()
     assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
     saved_first_row = torch.load(checkpoint, weights_only=False)["loop"].rows[0]
-    maestro._save_run(ResultStore(tmp_path), maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    maestro.save_run(ResultStore(tmp_path), maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
     assert not checkpoint.exists()
     assert resumed.loc[0, "sim_s"] == pytest.approx(saved_first_row["sim_s"], rel=1e-12)  # episode 0 was not rerun
@@ -312,7 +318,7 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     calibration = curriculum_env.Calibration(1.0, 0.0)
     # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
     assert maestro.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
-    assert "window mean score (target 165)" in maestro._stats([1.0], None, 3, maestro.rule_config(paper).target)
+    assert "window mean score (target 165)" in maestro.prompt_stats([1.0], None, 3, maestro.rule_config(paper).target)
     measured = dataclasses.replace(paper, curriculum="measured")  # named apart: own folder, own transcripts
     assert maestro.transcript_name(paper, "A2", 200) == "maestro_A2_200"
     assert maestro.transcript_name(measured, "A2", 200) == "maestro_A2_200_measured_curriculum"
@@ -320,8 +326,7 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     assert maestro.results_root("paper", measured) == paths.results_dir("maestro", "paper") / "measured_curriculum"
     with pytest.raises(ValueError, match="unknown curriculum setting"):
         maestro.load_config("smoke", **TINY, curriculum="easy")
-    results = maestro.run_ablation("smoke", root=tmp_path, progress=False, **{**TINY, "ablations": ["A2"]},
-                                   curriculum="measured")
+    results = run_smoke(tmp_path, **{**TINY, "ablations": ["A2"]}, curriculum="measured")
     assert results.episodes["difficulty"].iloc[0] == 0.4  # starts at the real flow's load, not the easiest level
     rule = ResultStore(tmp_path).load_sidecar("A2__seed200")["config"]["curriculum"]
     assert rule["target"] == curriculum.rule_config("measured").target and rule["d_initial"] == 0.4
@@ -331,11 +336,11 @@ def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it()
     nan = float("nan")
     key = "window mean score (target 165)"
     scored = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
-    assert maestro._stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
+    assert maestro.prompt_stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
     # the window holds the last five scored episodes, as the difficulty rule's does
-    stats = maestro._stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
+    stats = maestro.prompt_stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
     assert stats == {"episode": 8, key: 40.0, "last score": maestro.NO_SCORE}
-    assert maestro._stats([nan], None, 1, 165.0) == {"episode": 1, "last score": maestro.NO_SCORE}
+    assert maestro.prompt_stats([nan], None, 1, 165.0) == {"episode": 1, "last score": maestro.NO_SCORE}
     assert "last score none (max-pressure did no better" in architect.summary_text(stats)
 
 
@@ -345,9 +350,9 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
     from marlinkit.runs import config_hash
 
     cfg = maestro.load_config("paper")
-    assert maestro._maddpg_config(cfg, 200).update_every == 100
+    assert maestro.maddpg_config(cfg, 200).update_every == 100
     ue25 = maestro.load_config("paper", maddpg_setting="ue25_openblas")  # the ablation under the chosen cadence
-    assert maestro._maddpg_config(ue25, 200).update_every == 25
+    assert maestro.maddpg_config(ue25, 200).update_every == 25
     for config, least in ((cfg, 36), (ue25, 12)):
         store = ResultStore(maestro.results_root("paper", config))
         sidecars = sorted(store.root.glob("A*__seed*.json"))
@@ -359,6 +364,24 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
             assert config_hash(maestro.run_config(config, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name
 
 
+def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
+    """The configuration a run records (its sidecar's ``config``, which its hash covers) comes out of today's typed
+    ``Config`` exactly as the committed runs recorded it, for the paper preset's own MADDPG and a named setting:
+    the same JSON text, keys, values and nesting."""
+    import json
+
+    for setting, run in ((None, "A7__seed300"), ("ue25_openblas", "A2__seed200")):
+        config = maestro.load_config("paper", record=False, maddpg_setting=setting)
+        store = ResultStore(maestro.results_root("paper", config))
+        recorded = store.load_sidecar(run)["config"]
+        calibration = curriculum_env.Calibration(**recorded["calibration"])
+        today = maestro.run_config(config, recorded["ablation"], recorded["seed"], calibration)
+        assert json.dumps(today, sort_keys=True, default=str) == json.dumps(recorded, sort_keys=True), run
+    config = maestro.load_config("paper", record=False)
+    assert config.maddpg == PAPER_MADDPG and config.maddpg.given() == {"update_every": 100}
+    assert maestro.load_config("smoke", maddpg={"batch_size": 32}).maddpg == MADDPGOverrides(batch_size=32)
+
+
 def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_presets_own_is_the_preset():
     """``maddpg_setting`` (the sweep's named settings): "ue25" runs an update every 25 steps with its own folder,
     transcripts and output suffix, so it never overwrites or replays the paper-default runs; naming the preset's own
@@ -368,7 +391,7 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
 
     paper = maestro.load_config("paper")
     ue25 = maestro.load_config("paper", maddpg_setting="ue25")
-    assert maestro._maddpg_config(ue25, 200).update_every == 25 and maestro._maddpg_config(paper, 200).update_every == 100
+    assert maestro.maddpg_config(ue25, 200).update_every == 25 and maestro.maddpg_config(paper, 200).update_every == 100
     assert ue25.maddpg == SETTINGS["ue25"].maddpg
     calibration = curriculum_env.Calibration(1.0, 0.0)
     assert maestro.run_config(ue25, "A2", 200, calibration)["maddpg"] != maestro.run_config(paper, "A2", 200, calibration)["maddpg"]
@@ -419,17 +442,17 @@ def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_f
     monkeypatch.setattr(arch, "scripted_architect_replies", lambda: scripted(reward_reply="I cannot write that code."))
     cfg = maestro.load_config("smoke", **TINY)
     store = ResultStore(root)
-    leader = maestro._leader(store, cfg, "A7", 200, results.calibration)
-    assert maestro._leader(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
+    leader = maestro.find_leader(store, cfg, "A7", 200, results.calibration)
+    assert maestro.find_leader(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
     pd.testing.assert_frame_equal(leader.table, store.load("A2__seed200"))
     runs = {}
     for how, given in (("full", None), ("followed", leader)):
-        run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
+        run = maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
         assert run["provenance"]["followed"] == (None if given is None else "A2__seed200")
         assert run["provenance"]["engine_version"] == store.load_sidecar("A2__seed200")["engine_version"] != "SUMO"
         run_store = ResultStore(tmp_path / how)
         run_store.root.mkdir()
-        maestro._save_run(run_store, run)
+        maestro.save_run(run_store, run)
         runs[how] = run_store.load("A7__seed200"), [json.loads(line) for line in run["generations"].splitlines()]
     (full, full_log), (followed, followed_log) = runs["full"], runs["followed"]
     assert (full["reward_source"] == "env").all() and full_log[-1]["kind"] == "reward" and not full_log[-1]["accepted"]
@@ -445,9 +468,9 @@ def test_a7_trains_in_full_from_its_first_accepted_reward(ablation, tmp_path):
     full, giving the run the ablation trained."""
     results, root = ablation
     cfg = maestro.load_config("smoke", **TINY)
-    leader = maestro._leader(ResultStore(root), cfg, "A7", 200, results.calibration)
-    run = maestro._run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
+    leader = maestro.find_leader(ResultStore(root), cfg, "A7", 200, results.calibration)
+    run = maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
     assert run["provenance"]["followed"] is None
-    maestro._save_run(ResultStore(tmp_path), run)
+    maestro.save_run(ResultStore(tmp_path), run)
     pd.testing.assert_frame_equal(ResultStore(tmp_path).load("A7__seed200").drop(columns=TIMING),
                                   ResultStore(root).load("A7__seed200").drop(columns=TIMING))

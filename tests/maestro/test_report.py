@@ -182,8 +182,9 @@ def test_the_legend_leaves_the_clipped_axis_note_readable():
 
     from marlinkit.maestro import ablation
 
-    results = ablation.run_ablation("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
-                                    progress=False, record=False)
+    config = ablation.load_config("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
+                                  record=False)
+    results = ablation.run(config, "paper", progress=False)
     fig, ax = plt.subplots(figsize=(7, 4))
     figures.learning_curves(ax, results)
     fig.tight_layout(rect=(0, 0.09, 1, 1))  # as the notebook lays it out
