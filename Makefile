@@ -113,7 +113,7 @@ ifeq ($(PRESET),paper)
 EXECUTED  += $(MAESTRO_CLAIMS)
 endif
 
-.PHONY: help setup data cityflow test test-fast figures verify lab workshop bench docs clean distclean
+.PHONY: help setup data cityflow test test-all test-fast figures verify lab workshop bench docs clean distclean
 
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
@@ -121,7 +121,8 @@ help:
 	@echo "             [RECORD=1]                  call the LLM on transcript misses and record them (else: strict replay)"
 	@echo "make verify [PRESET=quick]               recompute the preset in build/verify-PRESET/, compare with $(FIGURES_ROOT)/"
 	@echo "make verify PRESET=paper [SEED_CHOICE=N] recompute a prefix of one committed paper run per family, compare"
-	@echo "make test                                pytest + nbval over the notebooks (smoke preset)"
+	@echo "make test                                the fast tests + nbval over most notebooks (smoke preset; minutes)"
+	@echo "make test-all                            every test (slow ones too) + nbval over every notebook: what CI runs"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make workshop                            JupyterLab on your own copies of the workshop notebooks (in workshop/)"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
@@ -168,13 +169,22 @@ $(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt t
 	tools/build_cityflow.sh $(PY)
 	@touch $@
 
-# The workshop notebooks default to the class's sizes: tests/test_workshop_notebooks.py runs them at smoke instead.
+# `make test`, the fast default: every test not marked slow, and nbval over every notebook but NOTEBOOKS_SLOW.
+# `make test-all`, what CI runs: every test and every notebook. nbval runs the notebooks' own smoke parameters; the
+# workshop notebooks default to the class's sizes, so tests/test_workshop_notebooks.py runs them at smoke instead.
+# The three MAESTRO ablation notebooks share one smoke ablation (trained by the first of them, ~70 CPU-s).
+NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb maestro_framework.ipynb)
+NBVAL := $(PY) -m pytest --nbval-lax -p no:cacheprovider
 test: $(STAMP) data
+	$(PY) -m pytest tests -m "not slow"
+	$(NBVAL) notebooks/claims_ledger.ipynb $(filter-out $(NOTEBOOKS_SLOW),$(NOTEBOOKS))
+
+test-all: $(STAMP) data
 	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval-lax -p no:cacheprovider notebooks --ignore=notebooks/workshop
+	$(NBVAL) notebooks --ignore=notebooks/workshop
 
 test-fast: $(STAMP) data
-	$(PY) -m pytest tests -x -q
+	$(PY) -m pytest tests -m "not slow" -x -q
 
 # Every preset but smoke compares SUMO and CityFlow, so it builds CityFlow first.
 figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)

@@ -65,6 +65,7 @@ def served(site):
     server.shutdown()
 
 
+@pytest.mark.slow
 def test_every_page_loads_with_its_images_and_internal_links(site, served):
     from playwright.sync_api import sync_playwright
 

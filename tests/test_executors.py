@@ -114,6 +114,7 @@ def ray_instance():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_returns_in_job_order_and_a_failed_job_raises(ray_instance):
     # A stdlib function: Ray workers import functions by module, and our test folder is not on their path.
     assert executors.run_jobs(statistics.fmean, [([1.0, 3.0],), ([5.0],)], executor="ray", progress=False) == [2.0, 5.0]
@@ -122,6 +123,7 @@ def test_ray_returns_in_job_order_and_a_failed_job_raises(ray_instance):
     assert ray_instance.is_initialized(), "a Ray instance the caller started is left running"
 
 
+@pytest.mark.slow
 def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
     local = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "local"}), "test", root=tmp_path / "local", progress=False)
     on_ray = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
@@ -143,6 +145,7 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
     pd.testing.assert_frame_equal(again.evaluations, on_ray.evaluations)
 
 
+@pytest.mark.slow
 def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
     local = maestro.run(maestro.load_config("smoke", executor="local", **MAESTRO_GRID), "smoke", root=tmp_path / "local",
                         progress=False)

@@ -77,6 +77,7 @@ def _maestro_rows(out: str) -> list[tuple[str, str, str]]:
                       r"((?:-p \S+ \S+ ?)*)", out)
 
 
+@pytest.mark.slow
 def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_writes(tmp_path):
     """At PRESET=paper, the ablation's notebooks also run under the sweep's chosen MADDPG cadence: all 36 of its runs
     are committed. With fewer (a partial copy of the run folder, UE25_RUNS_DIR), make says it leaves them out and how
@@ -107,6 +108,7 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
         assert "leaves out the MAESTRO ablation" not in out, args
 
 
+@pytest.mark.slow
 def test_the_reference_architect_rows_wait_for_their_48_runs_and_are_named_after_their_outputs(tmp_path):
     """The reference-architect ablation (A0/A2/A7/A8 x 12 seeds, `reference_queue`) runs at PRESET=paper once all 48 of
     its runs are committed (counted in REFERENCE_RUNS_DIR); before, make says how many are and skips it. Its rows pass

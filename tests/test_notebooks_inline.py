@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import nbformat
 import papermill
+import pytest
 
 from marlinkit import paths
 
 
+@pytest.mark.slow
 def test_llm_only_notebook_at_smoke_shows_figures_and_tables_inline(tmp_path):
     source = paths.NOTEBOOKS_DIR / "marlin" / "llm_only.ipynb"
     executed = tmp_path / "llm_only.ipynb"

@@ -72,6 +72,17 @@ def results() -> dict[str, dict]:
         return dict(zip(cases, pool.map(_run, cases.values())))
 
 
+def test_the_pinned_weights_are_the_same_under_atens_generic_kernels():
+    # The default suite's share of the check below: two interpreters, one told to use ATen's generic kernels;
+    # the pinning overrides that and both train to the same bytes.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reference, generic = pool.map(_run, (MACHINES["this machine"], MACHINES["ATen default"]))
+    assert reference["numerics"]["pinned"] and generic["numerics"]["pinned"]
+    assert generic["numerics"]["aten_cpu_capability"] == reference["numerics"]["aten_cpu_capability"] == "AVX2"
+    assert (generic["mappo"], generic["maddpg"]) == (reference["mappo"], reference["maddpg"])
+
+
+@pytest.mark.slow
 def test_every_simulated_machine_gives_the_same_weights(results):
     reference = results["this machine"]
     assert reference["numerics"]["pinned"], reference["numerics"]
@@ -84,6 +95,7 @@ def test_every_simulated_machine_gives_the_same_weights(results):
         assert result["numerics"]["pinned"], name
 
 
+@pytest.mark.slow
 def test_unpinned_numerics_differ_so_the_comparison_can_fail(results):
     # The same training with the pinning off: ATen's default kernels and MKL's own branch change the bytes,
     # which is what the pinned runs above are protected from.
@@ -118,6 +130,7 @@ def test_a_bad_mode_is_refused():
     assert out.returncode != 0 and "MARLINKIT_NUMERICS must be" in out.stderr
 
 
+@pytest.mark.slow
 def test_bench_numerics_prints_the_cost_through_the_cli():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "numerics", "--json", "--pairs", "1",
                           "--episodes", "1", "--updates", "1"], capture_output=True, text=True, timeout=300)

@@ -99,6 +99,7 @@ def test_a_committed_run_changed_in_one_digit_fails_by_name(tmp_path, capsys):
     assert "damaged" in text  # and its table no longer matches its sidecar's SHA-256
 
 
+@pytest.mark.slow
 def test_a_transcript_missing_one_record_fails_by_name(tmp_path, capsys, monkeypatch):
     name = "single_slot__marlin-negotiation-smollm2-SmolLM2-135M-Instruct.Q4-1-quick-negotiation__seed0"
     _copy_run(name, tmp_path / "results")

@@ -28,9 +28,11 @@ from marlinkit import paths
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SWITCH = os.environ.get("MARLINKIT_BROWSER_TEST", "")
-pytestmark = pytest.mark.skipif(SWITCH == "0" or (SWITCH != "1" and not (CHROMIUM.exists() and CHROMEDRIVER.exists())),
-                                reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver), "
-                                       "or MARLINKIT_BROWSER_TEST=1")
+# JupyterLab in a browser through all four notebooks takes minutes: `make test-all` (CI) runs it, `make test` does not.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(SWITCH == "0" or (SWITCH != "1" and not (CHROMIUM.exists() and CHROMEDRIVER.exists())),
+                                 reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver), "
+                                        "or MARLINKIT_BROWSER_TEST=1")]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1400,1000"]

@@ -10,6 +10,8 @@ import pytest
 from marlinkit import paths
 
 WORKSHOP = sorted((paths.NOTEBOOKS_DIR / "workshop").glob("*.ipynb"))
+#: The one the default `make test` runs (the whole MARLIN loop at smoke); the others are marked slow.
+DEFAULT_RUN = "04_marlin_in_15_minutes.ipynb"
 
 
 def _run(source, tmp_path, **parameters):
@@ -25,7 +27,8 @@ def test_the_workshop_notebooks_default_to_the_workshop_preset():
         assert parameters["PRESET"]["default"] == '"workshop"', source.name
 
 
-@pytest.mark.parametrize("source", WORKSHOP, ids=lambda p: p.name)
+@pytest.mark.parametrize("source", [pytest.param(p, marks=() if p.name == DEFAULT_RUN else pytest.mark.slow) for p in WORKSHOP],
+                         ids=lambda p: p.name)
 def test_workshop_notebook_runs_at_smoke_with_a_figure_inline(source, tmp_path):
     nb = _run(source, tmp_path, PRESET="smoke")
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
@@ -43,6 +46,7 @@ def test_a_bad_preset_shows_one_line_that_names_the_parameter_the_allowed_values
     assert "PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0] and "parameters cell" in lines[0]
 
 
+@pytest.mark.slow
 def test_a_bad_plan_source_in_a_paper_notebook_is_one_line_too(tmp_path):
     source = paths.NOTEBOOKS_DIR / "marlin" / "fig3_training.ipynb"
     with pytest.raises(papermill.PapermillExecutionError) as error:

@@ -64,6 +64,7 @@ def _traffic_env(seconds):
     return TrafficSignalEnv(TrafficEnvConfig(episode_seconds=seconds))
 
 
+@pytest.mark.slow
 def test_traffic_seeds_in_worker_processes_match_alone():
     """Two seeds on the Hangzhou network (one libsumo simulation per worker) vs the first alone."""
     config = MADDPGConfig(batch_size=32, buffer_size=200, learning_starts=32, update_every=20, hidden=16)

@@ -35,6 +35,7 @@ def ablation(tmp_path_factory):
     return run_smoke(root, **TINY), root
 
 
+@pytest.mark.slow
 def test_runs_write_tables_sidecars_and_generation_logs(ablation):
     results, root = ablation
     store = ResultStore(root)
@@ -209,6 +210,7 @@ def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_anot
     assert checkpoint.resume(path, fresh, fresh_buffer, "hash-a") is None
 
 
+@pytest.mark.slow
 def test_a_checkpoint_streams_the_buffer_to_disk_and_resumes_checkpoints_saved_with_arrays(tmp_path):
     """A paper-length buffer is ~1.8 GB: saving must not build copies of it in memory (a run once reached 11 GB
     and was killed), and a checkpoint written before the buffer was saved as tensors still resumes."""

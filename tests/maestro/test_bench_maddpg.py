@@ -35,6 +35,7 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
 
 
+@pytest.mark.slow
 def test_bench_maddpg_splits_a_real_maestro_episode():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "1",
                           "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke", "--episodes", "2",

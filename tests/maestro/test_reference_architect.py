@@ -33,6 +33,7 @@ def _stats(i: int, target: float = 67.46) -> dict:
             "throughput": 90.0 + 10 * i, "avg delay s": 25.0 + 4 * i, "avg queue": 5.0 + 2 * i}
 
 
+@pytest.mark.slow
 def test_reward_programs_pass_the_three_stage_sandbox_and_shape_honestly():
     """At least 90 % of its reward programs pass validate() (here: every one of 12 prompts over d and statistics), and
     every accepted program pays for throughput and charges for queues, waits and pressure, never the reverse."""

@@ -81,6 +81,7 @@ def test_sweep_rejects_unknown_settings(tmp_path):
         maestro_sweep.run(_args(tmp_path, checkpoint_every=-1))
 
 
+@pytest.mark.slow
 def test_a_train_difficulty_setting_trains_on_synthetic_traffic_and_evaluates_on_the_real_flow(tmp_path):
     maestro_sweep.run(_args(tmp_path, settings=["paper", "paper_context0.3"]))
     df = maestro_sweep.load(tmp_path).set_index(["setting", "episode"])
