@@ -147,3 +147,79 @@ def test_dialogue_has_a_colour_legend_and_one_column_per_move():
     labels = {t.get_text() for legend in fig.legends for t in legend.get_texts()}
     assert {"task", "proposal (TLP + moves)", "agreement", "shared system prompt"} <= labels
     assert fig.axes[0].get_xlim() == (0, 2)
+
+
+def test_fig3_a_plan_source_scoring_zero_sits_above_the_axis_and_neither_curve_hides_the_other():
+    scenarios = ["single_slot", "maze_like"]
+    fig = fig3_training.figure3(_training_results(scenarios, [0.0, 0.0, 0.0]), scenarios)
+    for ax in fig.axes[:2]:
+        diamond, = [line for line in ax.lines if line.get_marker() == "D"]
+        bottom = ax.get_ylim()[0]
+        assert diamond.get_ydata()[0] == 0.0 and bottom <= -0.08, "the diamond clears the x axis"
+        marl, marlin = ([line for line in ax.lines if line.get_label() == s][0] for s in ("MARL", "MARLIN"))
+        assert marl.get_zorder() > marlin.get_zorder() and marl.get_alpha() < 1 and marlin.get_alpha() < 1
+
+
+def test_fidelity_legends_are_readable():
+    from marlinkit.marlin import fidelity
+
+    rows = [{"scenario": "two_path", "system": "MARL", "seed": s, "episode": e, "env_copy": 0, "performance": e / 100}
+            for s in (0, 1) for e in range(1, 101)]
+    fig = fidelity.figure(grid.Results(pd.DataFrame(rows), pd.DataFrame()), 15, [6, 9])
+    assert fig.legends and all(text.get_fontsize() >= 8 for legend in fig.legends for text in legend.get_texts())
+    assert all(ax.get_legend() is None for ax in fig.axes), "the legend sits under the panels, not on the curves"
+
+
+class _Noise(dict):
+    """Actuation noise readable as a mapping and by attribute."""
+
+    __getattr__ = dict.__getitem__
+
+
+def test_fig5_draws_the_spread_over_seeds_it_tabulates():
+    from marlinkit.marlin import fig5_hardware
+
+    evaluations = pd.DataFrame([{"scenario": "maze_like", "system": system, "seed": seed, "checkpoint": c, "run": run,
+                                 "performance": 0.1 * seed + 0.01 * run + (0.2 if system == "MARLIN" else 0.0)}
+                                for system in ("MARL", "MARLIN") for seed in (0, 1, 2) for c in (10, 20) for run in range(4)])
+    episodes = pd.DataFrame([{"scenario": "maze_like", "system": "LLM-only", "seed": 0, "episode": 1, "performance": 0.4}])
+    results = grid.Results(episodes, evaluations)
+    table = fig5_hardware.fig5_table(results)
+    fig = fig5_hardware.figure5(results, _Noise(p_fail=0.05, p_slip=0.05))
+    ax = fig.axes[0]
+    for system in ("MARL", "MARLIN"):
+        bars, = [c for c in ax.containers if c.get_label() == f"{system}: mean ± SD over 3 seeds"]
+        rows = table[table.system == system]
+        np.testing.assert_allclose(np.asarray(bars.lines[0].get_ydata(), float), rows["mean"].to_numpy(float))
+        low = np.asarray(bars.lines[1][0].get_ydata(), float)  # the lower caps: mean - SD over seeds
+        np.testing.assert_allclose(np.sort(low), np.sort((rows["mean"] - rows.seed_sd).to_numpy(float)))
+
+
+def test_dynamic_env_draws_the_range_over_seeds():
+    from marlinkit.marlin import dynamic_env
+
+    rows = [{"scenario": "single_slot", "system": system, "seed": seed, "episode": e, "env_copy": 0,
+             "layout": "single_slot" if e <= 5 else "maze_like", "generator": "sampling",
+             "performance": 0.1 * seed + (0.5 if e <= 5 else 0.1)}
+            for system in ("MARL", "MARLIN") for seed in (0, 1, 2) for e in range(1, 11)]
+    fig = dynamic_env.dynamic_figure(grid.Results(pd.DataFrame(rows), pd.DataFrame()), 5)
+    ax = fig.axes[0]
+    bands = {c.get_label(): c for c in ax.collections if "range of the per-seed medians" in c.get_label()}
+    assert set(bands) == {f"{s}: range of the per-seed medians (3 seeds)" for s in ("MARL", "MARLIN")}
+    path = bands["MARL: range of the per-seed medians (3 seeds)"].get_paths()[0].vertices
+    assert path[:, 1].min() == pytest.approx(0.1) and path[:, 1].max() == pytest.approx(0.7)  # seed 0 after, seed 2 before
+
+
+def test_maddpg_sweep_gives_every_setting_its_own_colour_and_marker_and_short_axis_labels():
+    from marlinkit.maestro import sweep
+
+    names = list(sweep.SETTINGS)[:7]
+    df = pd.DataFrame([{"setting": name, "seed": 200, "episode": e, "eval_score_stochastic": float(e),
+                        "eval_score_greedy": float(e) - 1, "train_avg_delay_s": 40.0 + i, "fixed_time_avg_delay_s": 54.0,
+                        "max_pressure_avg_delay_s": 25.0} for i, name in enumerate(names) for e in range(5)])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    sweep.learning_figure(axes, df)
+    lines = [line for line in axes[0].lines if line.get_label() in {f"{n} (seed 200)" for n in names}]
+    assert len(lines) == 7
+    assert len({line.get_color() for line in lines}) == 7 and len({line.get_marker() for line in lines}) == 7
+    assert all(len(line) <= 40 for ax in axes for line in ax.get_ylabel().split("\n"))

@@ -231,29 +231,40 @@ def learner_levels(out: Path = DEFAULT_OUT, setting: str = "ue25", last: int = 2
             "final": round(float(score[final].groupby(runs.loc[final, "seed"]).mean().mean()), 2)}
 
 
+#: The figure's marker per setting (in the order of the settings drawn), beside a colour of the qualitative tab10 palette.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+
+
 def learning_figure(axes, df) -> None:
     """Left: evaluation score per setting (stochastic solid, greedy dashed; 0 = fixed-time, 165 =
-    max-pressure on the evaluation episode). Right: average delay of the training episodes."""
-    colors = dict(zip(SETTINGS, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f"]))
-    labelled: set[str] = set()  # one legend entry per setting (its seeds share its colour)
+    max-pressure on the evaluation episode). Right: average delay of the training episodes. Each setting has its own
+    colour and marker; its seeds share them."""
+    import matplotlib.pyplot as plt
+
+    order = [name for name in SETTINGS if name in set(df["setting"])] + sorted(set(df["setting"]) - set(SETTINGS))
+    palette = plt.get_cmap("tab10").colors
+    style = {name: (palette[i % len(palette)], MARKERS[i % len(MARKERS)]) for i, name in enumerate(order)}
+    labelled: set[str] = set()  # one legend entry per setting
     for (setting, seed), run in df.groupby(["setting", "seed"]):
+        color, marker = style[setting]
         evaluated = run.dropna(subset=["eval_score_stochastic"])
         seeds = sorted(df.loc[df["setting"] == setting, "seed"].unique())
         label = None if setting in labelled else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
         labelled.add(setting)
-        for policy, style in (("stochastic", "-"), ("greedy", "--")):
-            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], style, marker="o", ms=2, color=colors[setting],
+        for policy, line in (("stochastic", "-"), ("greedy", "--")):
+            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], line, marker=marker, ms=3, color=color,
                          lw=1.0, label=label if policy == "stochastic" else None)
-        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=colors[setting], lw=0.8, label=label)
+        axes[1].plot(run["episode"], run["train_avg_delay_s"], color=color, lw=0.8, marker=marker, ms=3, markevery=10,
+                     label=label)
     axes[0].axhline(165, color="k", ls=":", lw=1)
     axes[0].axhline(0, color="grey", ls=":", lw=1)
-    axes[0].set_ylabel("evaluation score (0 fixed-time, 165 max-pressure)")
+    axes[0].set_ylabel("evaluation score\n(0 fixed-time, 165 max-pressure)")
     axes[1].axhline(df["fixed_time_avg_delay_s"].iloc[0], color="grey", ls=":", lw=1, label="fixed-time (eval episode)")
     axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1, label="max-pressure (eval episode)")
-    axes[1].set_ylabel("training episode avg delay (s), own training traffic")
+    axes[1].set_ylabel("avg delay (s) of the training episode\n(its own traffic)")
     for ax in axes:
         ax.set_xlabel("training episode")
-        ax.legend(fontsize=6, loc="lower right" if ax is axes[0] else "upper right")
+        ax.legend(fontsize=7, loc="lower right" if ax is axes[0] else "upper right")
 
 
 def summary(df, last: int = 20):

@@ -86,7 +86,8 @@ def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10
 
 
 def dynamic_figure(results: grid.Results, change_episode: int):
-    """Median training performance per episode around the layout change, and MARLIN's share of plan episodes."""
+    """Median training performance per episode around the layout change (a band: the range of the per-seed medians),
+    and MARLIN's share of plan episodes."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
@@ -94,8 +95,12 @@ def dynamic_figure(results: grid.Results, change_episode: int):
     episodes = results.episodes
     fig, (ax, share) = plt.subplots(2, 1, figsize=(6.0, 4.2), sharex=True, height_ratios=(3, 1))
     for system in ("MARL", "MARLIN"):
-        curve = episodes[episodes.system == system].groupby("episode").performance.median()
-        ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=system, lw=1.2)
+        rows = episodes[episodes.system == system]
+        curve = rows.groupby("episode").performance.median()
+        per_seed = rows.groupby(["episode", "seed"]).performance.median().unstack("seed")
+        ax.fill_between(per_seed.index, per_seed.min(axis=1), per_seed.max(axis=1), color=PAPER_COLORS[system], alpha=0.15,
+                        lw=0, label=f"{system}: range of the per-seed medians ({per_seed.shape[1]} seeds)")
+        ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=f"{system}: median over seeds and copies", lw=1.2)
     marlin_rows = episodes[episodes.system == "MARLIN"]
     plans = marlin_rows.groupby("episode").generator.apply(lambda g: (g == algorithm1.PLAN).mean())
     share.bar(plans.index, plans.values, width=1.0, color=PAPER_COLORS["MARLIN"], alpha=0.6)

@@ -140,11 +140,17 @@ def _label_panel(ax, scenario: str, xlabel: str) -> None:
 
 
 def _finish(fig, axes, ylabel: str):
-    """Both figures' shared y axis (performance in [0, 1]), legend and room for the provenance footer."""
+    """Both figures' shared y axis (performance in [0, 1]), and under the panels a readable legend (8 pt) above the
+    room for the provenance footer."""
     axes[0][0].set_ylabel(ylabel)
     axes[0][0].set_ylim(-0.02, 1.05)
-    axes[0][0].legend(fontsize=6, loc="lower right")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    ncol = min(3, len(labels)) or 1
+    footer_in, legend_in = 0.25, 0.2 * -(-len(labels) // ncol) + 0.1  # inches
+    height = fig.get_figheight()
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, footer_in / height))
+    fig.tight_layout(rect=(0, (footer_in + legend_in) / height, 1, 1))
     return fig
 
 

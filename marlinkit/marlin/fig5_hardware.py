@@ -89,8 +89,9 @@ def fig5_table(results: grid.Results) -> pd.DataFrame:
 
 
 def figure5(results: grid.Results, noise: dict[str, float], source_label: str = "plan source alone"):
-    """Median noisy performance vs episode for MARL and MARLIN (quartile bands); the plan source alone (named by
-    ``source_label``: the surrogate or the exact planner, neither an LLM) at the right."""
+    """Median noisy performance vs episode for MARL and MARLIN (quartile bands over evaluation runs), their mean with
+    error bars of one SD over seeds (the table's ``seed_sd``); the plan source alone (named by ``source_label``: the
+    surrogate or the exact planner, neither an LLM) at the right."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS
@@ -103,6 +104,10 @@ def figure5(results: grid.Results, noise: dict[str, float], source_label: str = 
         ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=f"{system}: median", lw=1.4, ms=4)
         ax.fill_between(rows.checkpoint, rows.q25, rows.q75, color=PAPER_COLORS[system], alpha=0.15, lw=0,
                         label=f"{system}: quartiles over evaluation runs")
+        shift = last * (0.012 if system == "MARLIN" else -0.012)  # the two systems' error bars side by side
+        ax.errorbar(rows.checkpoint + shift, rows["mean"], yerr=rows.seed_sd.fillna(0), fmt="D", ms=3.5, mfc="white",
+                    color=PAPER_COLORS[system], capsize=3, lw=1.0, zorder=4,
+                    label=f"{system}: mean ± SD over {int(rows.seeds.max())} seeds")
     alone = results.episodes[results.episodes.system == "LLM-only"].performance  # this figure's plan source: the planner
     fig3_training.draw_plan_source_alone(ax, alone, last * 1.12, last * 0.08, source_label)
     ax.set_xlim(0, last * 1.2)
