@@ -197,7 +197,7 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 
 # Recompute every run of PRESET in a scratch folder (strict replay) and compare each table and figure
 # with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/verify.py). PRESET=paper recomputes
-# a prefix of one committed run per run family instead (marlinkit/verify_paper.py; SEED_CHOICE=N repeats a choice).
+# a prefix of one committed run per run family instead (marlinkit/verify_paper/; SEED_CHOICE=N repeats a choice).
 verify: $(STAMP)
 	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)$(if $(SEED_CHOICE), --seed-choice $(SEED_CHOICE))
 

@@ -42,6 +42,10 @@ same limits and a tick budget for the episode derived from the validation measur
 (:func:`episode_ticks`); any failure closes it and raises :class:`SandboxError` so the caller
 can fall back to the environment reward and log the retirement. README, section "The reward
 sandbox: threat model", says what this contains and what it does not.
+
+Modules: this one runs the stages (:func:`validate`, :class:`RewardWorker`); :mod:`.limits` holds the inputs,
+limits, error and verdict; :mod:`.safety` the checks of stage 3; :mod:`.static_check` the allow-list of stage 1;
+``worker.py`` the sandboxed process's own source.
 """
 
 from __future__ import annotations
@@ -56,106 +60,21 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import numpy as np
 
 from marlinkit.maestro.sandbox import static_check as sandbox_ast
+from marlinkit.maestro.sandbox.limits import (FIELD_NAMES, REWARD_FIELDS, STAGES, Field, SandboxError,  # noqa: F401
+                                             SandboxLimits, Verdict)
+from marlinkit.maestro.sandbox.safety import (PROBE_BASES, QUEUE_CAPACITY, THROUGHPUT_STEPS, Probes,  # noqa: F401
+                                              check_behaviour, check_outputs, check_queue_alignment, env_reward,
+                                              probe_rows)
 from marlinkit.maestro.sandbox.static_check import ALLOWED_BUILTINS, ALLOWED_MATH, ALLOWED_METHODS, FUNCTION_NAME  # noqa: F401
 
-STAGES = ("syntax", "execution", "safety")
 BATCH_ROWS = 16  # rows per batch in validation: one step of the 16 intersections, as in training
 _WORKER_SOURCE = (Path(__file__).with_name("worker.py")).read_text()
-
-
-class Field(NamedTuple):
-    """One input of the reward function: its meaning and the range synthetic samples draw from."""
-
-    name: str
-    low: float
-    high: float
-    doc: str
-
-
-#: The ``metrics`` dict the reward function receives: one intersection, one 1-s step.
-REWARD_FIELDS = (
-    Field("queue_length", 0.0, 120.0, "halted vehicles (speed < 0.1 m/s) on the 12 incoming lanes"),
-    Field("waiting_time", 0.0, 300.0, "mean seconds the halted incoming vehicles have waited"),
-    Field("pressure", -60.0, 60.0, "vehicles on incoming lanes minus vehicles on outgoing lanes"),
-    Field("throughput", 0.0, 6.0, "vehicles that left the intersection during this step"),
-    Field("delay", 0.0, 1.0, "mean 1 - speed / speed limit over incoming vehicles (0 = free flow)"),
-    Field("occupancy", 0.0, 1.0, "mean fraction of incoming lane length covered by vehicles"),
-    Field("phase", 0.0, 3.0, "current phase index: 0 WT_ET, 1 NT_ST, 2 WL_EL, 3 NL_SL"),
-    Field("phase_duration", 0.0, 120.0, "seconds the current phase has been held"),
-)
-FIELD_NAMES = tuple(f.name for f in REWARD_FIELDS)
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Resource limits of one sandbox process; the defaults suit training, tests use smaller ones."""
-
-    cpu_seconds: int = 30  # RLIMIT_CPU (hard = soft) of one process: a validation or a training episode.
-    # A backstop only, far above what the tick budgets allow (the example: ~0.1 s per episode).
-    memory_bytes: int = 256 * 2**20  # RLIMIT_AS of the sandbox process
-    wall_seconds: float = 60.0  # wall-clock timeout per batch, enforced by the parent (SIGKILL); a backstop
-    recursion_limit: int = 200  # Python frames; a recursion bomb ends in RecursionError
-    max_source_chars: int = 20_000  # longer programs are rejected before parsing
-    max_batch_rows: int = 100_000  # rows per evaluate() call; bounds message sizes both ways
-    bound: float = 1.0  # safety stage: every value must lie in [-bound, bound]
-    call_ticks: int = 2_000  # deterministic cost budget of one call (the example uses 7 ticks)
-    mean_ticks: float = 200.0  # validation: at most this many ticks per call on average
-    episode_margin: float = 4.0  # training: an episode may cost this x the validated mean per call
-    max_queue_correlation: float = 0.0  # safety: Spearman(reward, queue length) on real rows must be below
-    deadline_seconds: float = 60.0  # wall clock for one whole validation (or a worker's start), a backstop
-    max_rising_pairs: float = 0.01  # safety: at most this share of neighbouring probe rows where the
-    # reward rises with the queue (or falls with the throughput)
-    min_spread_fraction: float = 0.05  # safety: 170 x the reward's range on real rows, over the range of
-    # the environment reward on them, must reach this (a reward too small to matter is refused)
-
-    def __post_init__(self):
-        if self.cpu_seconds < 1 or self.memory_bytes < 32 * 2**20 or self.wall_seconds <= 0:
-            raise ValueError(f"limits too small to start Python: {self}")
-        if not (self.call_ticks >= 1 and self.mean_ticks >= 1 and self.episode_margin >= 1):
-            raise ValueError(f"tick budgets must be >= 1 (margin >= 1): {self}")
-        if not self.deadline_seconds > 0:
-            raise ValueError(f"deadline_seconds must be positive, got {self.deadline_seconds}")
-        if not (self.bound > 0 and math.isfinite(self.bound)):
-            raise ValueError(f"bound must be positive and finite, got {self.bound}")
-
-
-class SandboxError(RuntimeError):
-    """Reward code failed a stage; ``stage`` is one of :data:`STAGES`."""
-
-    def __init__(self, stage: str, reason: str):
-        super().__init__(f"{stage}: {reason}")
-        self.stage, self.reason = stage, reason
-
-
-@dataclass
-class Verdict:
-    """Outcome of :func:`validate`: accepted, or the first stage that failed and why."""
-
-    accepted: bool
-    stage: str | None  # failing stage, None when accepted
-    reason: str
-    sample_outputs: list[float] = field(default_factory=list)  # raw values (may hold nan/inf)
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage reached
-    cost: dict[str, float] = field(default_factory=dict)  # ticks: calls, total, max and mean per call
-    isolation: dict[str, Any] = field(default_factory=dict)  # how the worker was locked in (uid, Landlock)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe summary: outputs reduced to counts and finite min/max/mean."""
-        values = np.asarray(self.sample_outputs, dtype=float)
-        finite = values[np.isfinite(values)]
-        outputs = {"n": int(values.size), "non_finite": int(values.size - finite.size)}
-        if finite.size:
-            outputs.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()))
-        data = asdict(self)
-        data["sample_outputs"] = outputs
-        return data
 
 
 def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> None:
@@ -359,16 +278,6 @@ class RewardWorker:
         raise SandboxError(stage, reason)
 
 
-def check_outputs(values: np.ndarray, bound: float) -> None:
-    """Stage 3: raise ``SandboxError("safety", ...)`` unless all values are finite and in range."""
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise SandboxError("safety", f"{int(bad.sum())} of {values.size} values are not finite (first: {values[bad][0]})")
-    worst = float(np.abs(values).max())
-    if worst > bound:
-        raise SandboxError("safety", f"|value| reaches {worst:.6g}, outside [-{bound:g}, {bound:g}]")
-
-
 def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Deterministic synthetic samples: each field's extremes plus uniform draws, over difficulties.
 
@@ -493,135 +402,3 @@ def validate(
                        {**timings, "safety": time.perf_counter() - start}, cost, isolation)
     timings["safety"] = time.perf_counter() - start
     return Verdict(True, None, "accepted", values.tolist(), timings, cost, isolation)
-
-
-def check_queue_alignment(values: np.ndarray, queue: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> float:
-    """Safety on real traffic: the reward must not rise with the queue length; returns Spearman's rho.
-
-    The learning goal asks for short queues. A reward that pays for them on real traffic (while
-    behaving on synthetic rows) is refused; so is one constant on real traffic.
-    """
-    if np.ptp(values) == 0 or np.ptp(queue) == 0:
-        raise SandboxError("safety", "the reward is constant on the real traffic rows (it ignores its inputs)")
-    rho = float(np.corrcoef(_average_ranks(values), _average_ranks(queue))[0, 1])
-    if not rho < limits.max_queue_correlation:
-        raise SandboxError("safety", f"on real traffic the reward rises with the queue length (Spearman {rho:+.2f}, "
-                                     f"must be below {limits.max_queue_correlation:+.2f})")
-    return rho
-
-
-class Probes(NamedTuple):
-    """Synthetic rows beyond the recorded range (:func:`probe_rows`) and where each group lies."""
-
-    metrics: dict[str, np.ndarray]
-    difficulty: np.ndarray
-    queue_sweeps: np.ndarray  # (sweeps, QUEUE_STEPS) row indices: the queue 0, 1, ..., capacity
-    throughput_sweeps: np.ndarray  # (sweeps, THROUGHPUT_STEPS) row indices: departures 0, 1, ..., 12
-    gridlock: np.ndarray  # row indices of gridlocked intersections
-
-
-#: Queue capacity of an intersection (halted vehicles on its 12 incoming lanes): the probes' largest queue.
-QUEUE_CAPACITY = 120
-THROUGHPUT_STEPS = 13  # departures 0..12 in one second: twice the documented range
-PROBE_BASES = 11  # real rows the sweeps start from: the queue's 0, 10, ..., 100th percentile
-
-
-def probe_rows(metrics: Mapping[str, np.ndarray], difficulty: np.ndarray, n_real: int) -> Probes:
-    """Synthetic rows that probe the reward where the recorded traffic does not reach.
-
-    From :data:`PROBE_BASES` real rows (spread over the queue length), each once as recorded and
-    once with its phase held for a whole episode (360 s): a sweep of the queue from 0 to
-    :data:`QUEUE_CAPACITY` and a sweep of the departures from 0 to 12, every other input as in
-    the base row; then gridlocked intersections (queue at capacity, nobody leaving, everyone
-    waiting 300 s, the phase held 60, 120 or 360 s) in every phase and at the lowest, middle and
-    highest difficulty of the real rows. Deterministic: derived from the rows alone.
-    """
-    from marlinkit.maestro.sandbox.reward_rows import SECONDS
-
-    queue = np.asarray(metrics["queue_length"][:n_real], dtype=float)
-    order = np.argsort(queue, kind="stable")
-    bases = order[np.round(np.linspace(0, n_real - 1, PROBE_BASES)).astype(int)]
-    base_rows = np.column_stack([np.asarray(metrics[name][:n_real], dtype=float)[bases] for name in FIELD_NAMES])
-    base_difficulty = np.asarray(difficulty[:n_real], dtype=float)[bases]
-    held = base_rows.copy()
-    held[:, FIELD_NAMES.index("phase_duration")] = float(SECONDS)
-    base_rows = np.vstack([base_rows, held])
-    base_difficulty = np.concatenate([base_difficulty, base_difficulty])
-    blocks, levels, groups = [], [], {}
-    start = 0
-    for field_name, steps in (("queue_length", np.arange(QUEUE_CAPACITY + 1.0)),
-                              ("throughput", np.arange(float(THROUGHPUT_STEPS)))):
-        rows = np.repeat(base_rows, len(steps), axis=0)
-        rows[:, FIELD_NAMES.index(field_name)] = np.tile(steps, len(base_rows))
-        blocks.append(rows)
-        levels.append(np.repeat(base_difficulty, len(steps)))
-        groups[field_name] = start + np.arange(len(rows)).reshape(len(base_rows), len(steps))
-        start += len(rows)
-    jam = {"queue_length": float(QUEUE_CAPACITY), "waiting_time": 300.0, "pressure": float(QUEUE_CAPACITY),
-           "throughput": 0.0, "delay": 1.0, "occupancy": 1.0}
-    known = np.unique(np.asarray(difficulty[:n_real], dtype=float))
-    gridlock = []
-    for held_s in (60.0, 120.0, float(SECONDS)):
-        for phase in range(4):
-            for level in (known[0], known[len(known) // 2], known[-1]):  # difficulties the real rows have
-                gridlock.append([jam.get(name, 0.0) for name in FIELD_NAMES])
-                gridlock[-1][FIELD_NAMES.index("phase")] = float(phase)
-                gridlock[-1][FIELD_NAMES.index("phase_duration")] = held_s
-                levels.append(np.array([level]))
-    blocks.append(np.array(gridlock))
-    rows = np.vstack(blocks)
-    return Probes({name: rows[:, i] for i, name in enumerate(FIELD_NAMES)}, np.concatenate(levels),
-                  groups["queue_length"], groups["throughput"], start + np.arange(len(gridlock)))
-
-
-def env_reward(metrics: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The environment's own reward on reward-input rows (its template: flow - wait - pressure)."""
-    from marlinkit.envs.traffic.env import RewardWeights
-
-    w = RewardWeights()
-    return (w.flow * np.asarray(metrics["throughput"]) - w.wait * np.asarray(metrics["queue_length"])
-            - w.pressure * np.abs(np.asarray(metrics["pressure"])))
-
-
-def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarray], real_difficulty: np.ndarray,
-                    probes: Probes, probe_values: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> None:
-    """Safety rules beyond the recorded range (README, threat model); ``SandboxError("safety")`` on a breach.
-
-    1. *spread*: 170 x the reward's range on the real rows is at least ``min_spread_fraction`` of
-       the environment reward's range there (a reward too small to change training is refused);
-    2. *queue*: on neighbouring rows of the queue sweeps (one more halted vehicle, nothing else
-       changed) the reward rises on at most ``max_rising_pairs`` of the pairs;
-    3. *throughput*: on neighbouring rows of the departure sweeps it falls on at most that share;
-    4. *gridlock*: on no gridlock row is it above its lower quartile on the real rows of the same difficulty.
-    """
-    from marlinkit.maestro.curriculum import CurriculumConfig
-
-    scale = CurriculumConfig().llm_scale
-    env_range = float(np.ptp(env_reward(real_metrics)))
-    spread = scale * float(np.ptp(real_values))
-    if env_range > 0 and not spread >= limits.min_spread_fraction * env_range:
-        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is {spread:.3g}, "
-                                     f"under {limits.min_spread_fraction:g} of the environment reward's range ({env_range:.3g})")
-    tolerance = 1e-9 * max(1.0, limits.bound)
-    for name, sweeps, sign, verb in (("queue length", probes.queue_sweeps, 1.0, "rises with"),
-                                     ("throughput", probes.throughput_sweeps, -1.0, "falls with")):
-        steps = sign * np.diff(probe_values[sweeps], axis=1)
-        share = float(np.mean(steps > tolerance))
-        if share > limits.max_rising_pairs:
-            raise SandboxError("safety", f"the reward {verb} the {name} on {share:.0%} of neighbouring probe rows "
-                                         f"(at most {limits.max_rising_pairs:.0%} allowed)")
-    real_difficulty = np.asarray(real_difficulty, dtype=float)
-    for level in np.unique(probes.difficulty[probes.gridlock]):
-        quartile = float(np.percentile(real_values[real_difficulty == level], 25))
-        jammed = probes.gridlock[probes.difficulty[probes.gridlock] == level]
-        worst = float(probe_values[jammed].max())
-        if worst > quartile + tolerance:
-            raise SandboxError("safety", f"the reward pays for gridlock: {worst:.3g} on a gridlocked intersection at "
-                                         f"difficulty {level:g}, above its lower quartile on real traffic there ({quartile:.3g})")
-
-
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties sharing their average rank (scipy's ``rankdata`` default, without importing scipy)."""
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    return ((ends - counts + 1 + ends) / 2.0)[inverse]

@@ -1,0 +1,100 @@
+"""The reward sandbox's vocabulary: the reward function's inputs, the limits a sandbox process runs under, the
+error a failing stage raises and the verdict of a validation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+STAGES = ("syntax", "execution", "safety")
+
+
+class Field(NamedTuple):
+    """One input of the reward function: its meaning and the range synthetic samples draw from."""
+
+    name: str
+    low: float
+    high: float
+    doc: str
+
+
+#: The ``metrics`` dict the reward function receives: one intersection, one 1-s step.
+REWARD_FIELDS = (
+    Field("queue_length", 0.0, 120.0, "halted vehicles (speed < 0.1 m/s) on the 12 incoming lanes"),
+    Field("waiting_time", 0.0, 300.0, "mean seconds the halted incoming vehicles have waited"),
+    Field("pressure", -60.0, 60.0, "vehicles on incoming lanes minus vehicles on outgoing lanes"),
+    Field("throughput", 0.0, 6.0, "vehicles that left the intersection during this step"),
+    Field("delay", 0.0, 1.0, "mean 1 - speed / speed limit over incoming vehicles (0 = free flow)"),
+    Field("occupancy", 0.0, 1.0, "mean fraction of incoming lane length covered by vehicles"),
+    Field("phase", 0.0, 3.0, "current phase index: 0 WT_ET, 1 NT_ST, 2 WL_EL, 3 NL_SL"),
+    Field("phase_duration", 0.0, 120.0, "seconds the current phase has been held"),
+)
+FIELD_NAMES = tuple(f.name for f in REWARD_FIELDS)
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one sandbox process; the defaults suit training, tests use smaller ones."""
+
+    cpu_seconds: int = 30  # RLIMIT_CPU (hard = soft) of one process: a validation or a training episode.
+    # A backstop only, far above what the tick budgets allow (the example: ~0.1 s per episode).
+    memory_bytes: int = 256 * 2**20  # RLIMIT_AS of the sandbox process
+    wall_seconds: float = 60.0  # wall-clock timeout per batch, enforced by the parent (SIGKILL); a backstop
+    recursion_limit: int = 200  # Python frames; a recursion bomb ends in RecursionError
+    max_source_chars: int = 20_000  # longer programs are rejected before parsing
+    max_batch_rows: int = 100_000  # rows per evaluate() call; bounds message sizes both ways
+    bound: float = 1.0  # safety stage: every value must lie in [-bound, bound]
+    call_ticks: int = 2_000  # deterministic cost budget of one call (the example uses 7 ticks)
+    mean_ticks: float = 200.0  # validation: at most this many ticks per call on average
+    episode_margin: float = 4.0  # training: an episode may cost this x the validated mean per call
+    max_queue_correlation: float = 0.0  # safety: Spearman(reward, queue length) on real rows must be below
+    deadline_seconds: float = 60.0  # wall clock for one whole validation (or a worker's start), a backstop
+    max_rising_pairs: float = 0.01  # safety: at most this share of neighbouring probe rows where the
+    # reward rises with the queue (or falls with the throughput)
+    min_spread_fraction: float = 0.05  # safety: 170 x the reward's range on real rows, over the range of
+    # the environment reward on them, must reach this (a reward too small to matter is refused)
+
+    def __post_init__(self):
+        if self.cpu_seconds < 1 or self.memory_bytes < 32 * 2**20 or self.wall_seconds <= 0:
+            raise ValueError(f"limits too small to start Python: {self}")
+        if not (self.call_ticks >= 1 and self.mean_ticks >= 1 and self.episode_margin >= 1):
+            raise ValueError(f"tick budgets must be >= 1 (margin >= 1): {self}")
+        if not self.deadline_seconds > 0:
+            raise ValueError(f"deadline_seconds must be positive, got {self.deadline_seconds}")
+        if not (self.bound > 0 and math.isfinite(self.bound)):
+            raise ValueError(f"bound must be positive and finite, got {self.bound}")
+
+
+class SandboxError(RuntimeError):
+    """Reward code failed a stage; ``stage`` is one of :data:`STAGES`."""
+
+    def __init__(self, stage: str, reason: str):
+        super().__init__(f"{stage}: {reason}")
+        self.stage, self.reason = stage, reason
+
+
+@dataclass
+class Verdict:
+    """Outcome of :func:`validate`: accepted, or the first stage that failed and why."""
+
+    accepted: bool
+    stage: str | None  # failing stage, None when accepted
+    reason: str
+    sample_outputs: list[float] = field(default_factory=list)  # raw values (may hold nan/inf)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage reached
+    cost: dict[str, float] = field(default_factory=dict)  # ticks: calls, total, max and mean per call
+    isolation: dict[str, Any] = field(default_factory=dict)  # how the worker was locked in (uid, Landlock)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary: outputs reduced to counts and finite min/max/mean."""
+        values = np.asarray(self.sample_outputs, dtype=float)
+        finite = values[np.isfinite(values)]
+        outputs = {"n": int(values.size), "non_finite": int(values.size - finite.size)}
+        if finite.size:
+            outputs.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()))
+        data = asdict(self)
+        data["sample_outputs"] = outputs
+        return data
