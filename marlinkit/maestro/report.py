@@ -424,11 +424,11 @@ def curriculum_movement(results: AblationResults) -> pd.DataFrame:
         events = run["difficulty_event"].value_counts()
         rows.append({"config": a, "seed": int(seed), "episodes": len(run),
                      "d_max": float(run["difficulty"].max()), "d_mean": float(run["difficulty"].mean()),
-                     "share_at_d_min": float((run["difficulty"] <= rule.d_min + 1e-9).mean()),
+                     "episodes at d_min (%)": 100 * float((run["difficulty"] <= rule.d_min + 1e-9).mean()),
                      "raises (score)": int(events.get("up", 0)), "raises (plateau)": int(events.get("plateau", 0)),
                      "drop decisions": int(events.get("down", 0)),
                      "window score mean": float(window.mean()), "window score max": float(window.max()),
-                     "windows above drop bar": float((window >= down_bar).mean()),
-                     "windows above raise bar": float((window > up_bar).mean()),
+                     "windows above drop bar (%)": 100 * float((window >= down_bar).mean()),
+                     "windows above raise bar (%)": 100 * float((window > up_bar).mean()),
                      "raise bar": up_bar, "drop bar": down_bar})
     return pd.DataFrame(rows)

@@ -98,7 +98,7 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
     if not any(label.startswith("MARLIN") for label in handles):
         fig.text(0.5, 0.36, f"no MARLIN run with plan source {plan_source} finished yet", ha="center", fontsize=9, color=PAPER_COLORS["MARLIN"],
                  bbox={"facecolor": "white", "lw": 0})
-    fig.suptitle(f"MARLIN under the authors' switch and copies (MARLIN 1 copy, MARL 6); plan source: {source_label}", fontsize=8)
+    fig.suptitle(f"MARLIN under the authors' switch and copies (MARLIN 1 copy, MARL 6); {source_label}", fontsize=8)
     fig.legend(handles=lines, loc="lower center", ncol=2, fontsize=6, frameon=False, bbox_to_anchor=(0.5, 0.07))
     fig.tight_layout(rect=(0, 0.22, 1, 1))
     return fig
@@ -117,7 +117,9 @@ def provenance(config: Config, pooled: Pooled, preset: str, plan_source: str | N
     source = (grid.footer_source(sources[0]) if len(sources) == 1
               else "plans: " + ", ".join(sources) + " (surrogate and exact planner), not an LLM")
     seeds = sorted(pooled.episodes.seed.unique()) if not pooled.episodes.empty else ()
-    return plots.Provenance(preset, engine="corridor core (numpy)", source=source, seeds=seeds,
-                            details={"plan sources": ", ".join(config.plan_sources) + " (a surrogate and the exact planner; no LLM)",
-                                     "protocol": f"authors' switch and copies (MARLIN 1 copy, MARL 6), {config.episodes} episodes",
-                                     "runs finished": summary})
+    details = {"plan sources": ", ".join(config.plan_sources) + " (a surrogate and the exact planner; no LLM)",
+               "protocol": f"authors' switch and copies (MARLIN 1 copy, MARL 6), {config.episodes} episodes",
+               "runs finished": summary}
+    if plan_source:
+        details["plan source"] = grid.plan_source_label(grid.GridConfig(plan_source=plan_source), plan_source)
+    return plots.Provenance(preset, engine="corridor core (numpy)", source=source, seeds=seeds, details=details)

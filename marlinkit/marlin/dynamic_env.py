@@ -81,7 +81,7 @@ def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10
                      "eval at change (old layout)": evaluations.get(change_episode, np.nan),
                      "eval at end (new layout)": evaluations.iloc[-1],
                      "eval at end: SD over seeds": end_per_seed.std(ddof=1), "seeds": len(end_per_seed),
-                     "plan share after change": (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
+                     "plan episodes after change (%)": 100 * (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
     return pd.DataFrame(rows)
 
 

@@ -119,9 +119,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                       resolved=("resolved", "mean"), llm_calls=("llm_calls", "mean"),
                       completion_tokens=("completion_tokens", "mean"), fallbacks=("fallbacks", "mean"),
                       steps=("steps", "mean"), agents_inside=("agents_inside", "mean"),
-                      all_left=("agents_inside", lambda v: (v == 0).mean())).reset_index()
+                      all_left=("agents_inside", lambda v: 100 * (v == 0).mean())).reset_index()
+    out = out.rename(columns={"all_left": "all left (% of episodes)"})
     totals = grouped[["resolved", "negotiations"]].sum()
-    out["resolved_share"] = (totals.resolved / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
+    out["resolved (% of negotiations)"] = 100 * (totals.resolved / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
     return out
 
 

@@ -179,7 +179,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                       completion_tokens=("completion_tokens", "mean"), llm_seconds=("llm_seconds", "mean"),
                       format_ok=("format_ok", "sum"), replies=("replies", "sum"),
                       fallbacks=("fallbacks", "sum"), moves=("moves", "sum")).reset_index()
-    out["format_kept"] = out.pop("format_ok") / out.pop("replies")
-    out["fallback_rate"] = out.pop("fallbacks") / out.pop("moves")
+    out["format kept (% of replies)"] = 100 * out.pop("format_ok") / out.pop("replies")
+    out["fallbacks (% of moves)"] = 100 * out.pop("fallbacks") / out.pop("moves")
     out["paper_llama31_8b"] = out["scenario"].map(AUTHORS_LLM_ONLY)
     return out

@@ -139,9 +139,10 @@ def test_curriculum_movement_counts_what_the_rule_did_and_where_the_window_stood
     row = report.curriculum_movement(results).iloc[0]
     assert row["raise bar"] == 165 * 1.05 and row["drop bar"] == 165 * 0.95
     assert row["drop decisions"] == 3 and row["raises (plateau)"] == 1 and row["raises (score)"] == 0
-    assert row["share_at_d_min"] == 10 / len(frame) and row["d_max"] == 0.35
+    assert row["episodes at d_min (%)"] == pytest.approx(100 * 10 / len(frame)) and row["d_max"] == 0.35
     windows = pd.Series(scores).rolling(5).mean().dropna()
-    assert row["windows above drop bar"] == (windows >= 156.75).mean() > 0 and row["windows above raise bar"] == 0.0
+    assert row["windows above drop bar (%)"] == pytest.approx(100 * (windows >= 156.75).mean()) and row["windows above drop bar (%)"] > 0
+    assert row["windows above raise bar (%)"] == 0.0
 
 
 def test_table4_with_one_seed_per_condition_says_so_instead_of_failing():
