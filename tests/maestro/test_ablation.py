@@ -315,6 +315,7 @@ def test_a_checkpoint_writes_only_the_rows_added_since_the_last_one_and_refuses_
     assert torch.get_num_threads() >= 1
 
 
+@pytest.mark.slow
 def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_keys(tmp_path):
     paper = maestro.load_config("smoke", **TINY)
     calibration = curriculum_env.Calibration(1.0, 0.0)

@@ -11,6 +11,7 @@ import pytest
 from marlinkit.__main__ import main
 
 
+@pytest.mark.slow
 def test_bench_maddpg_cli_reports_both_paths():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "2",
                           "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0", "--batch-seeds", "0"],

@@ -121,6 +121,7 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     assert ablation.run_config(cfg, "A0", 200, curriculum_env.Calibration(1.0, 0.0))["architect"] is None
 
 
+@pytest.mark.slow
 def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeypatch):
     """Tiny runs in this process: A0 trains on the real flow with no architect; A2's contexts and A7's reward come
     from the reference architect through the transcript cache (recorded, named), and A7 trains on the shaped reward."""

@@ -19,6 +19,7 @@ def _args(out, **overrides):
     return argparse.Namespace(**{**args, **overrides})
 
 
+@pytest.mark.slow
 def test_sweep_writes_calibrated_rows_and_resumes(tmp_path):
     result = maestro_sweep.run(_args(tmp_path))
     assert result["runs_done_now"] == 1
