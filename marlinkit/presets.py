@@ -10,8 +10,12 @@ workshop's teaching session (``workshop.negotiation.record``) records, because t
 live is its point.
 
 Each preset has one section per experiment. A notebook asks for its section and may override
-single values from its papermill parameters: ``presets.get(PRESET, "marlin_training", seeds=[0])`` gives that
+single values from its papermill parameters: ``presets.get(PRESET, "fig3_training", seeds=[0])`` gives that
 experiment's frozen ``Config`` dataclass (``config_class``: fields documented there, bad values refused by field).
+Section names are the experiments' module names. The presets sit above the experiments: the command line, the
+notebooks and the Makefile resolve a preset here and hand the ``Config`` to the experiment's ``run``; no experiment
+imports this module. A nested setting is written here as a mapping of its dataclass's fields, which the ``Config``
+builds (e.g. ``mappo``: the ``MAPPOConfig`` settings that differ from the authors').
 
 ``workers`` means the same in every section: how many jobs run at once, through
 :func:`marlinkit.executors.run_jobs` (at least 1). With 1, jobs run one after another in this
@@ -24,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from types import ModuleType
 from typing import Any
 
 from marlinkit.algos.maddpg_overrides import PAPER_MADDPG  # the MAESTRO paper preset's MADDPG
@@ -90,8 +95,8 @@ _SMOKE_GRID = _marlin_grid("one-at-a-time", 1, {"update_epochs": 2, "steps_per_i
 _GRID = _marlin_grid("batched", 2, {})
 
 #: The fidelity notebook's variants: one of our departures from the authors' RLlib set-up undone at a time
-#: (marlin_training overrides; see marlinkit.marlin.fidelity.Config).
-_FIDELITY_VARIANTS = {"6 copies": {"n_envs": 6}, "9 copies": {"n_envs": 9}, "torch init": {"mappo": {"init": "torch"}}}
+#: (settings of the fig3_training grid; see marlinkit.marlin.fidelity.Variant).
+_FIDELITY_VARIANTS = [{"name": "6 copies", "n_envs": 6}, {"name": "9 copies", "n_envs": 9}, {"name": "torch init", "init": "torch"}]
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
@@ -120,7 +125,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "fidelity": {"seeds": [0], "variants": _FIDELITY_VARIANTS},  # seconds: the smoke grid's MARL runs
         "fig1_scenarios": {"scenarios": _SCENARIOS},
         "llm_only": {
-            "scenarios": ["single_slot", "two_path"],  # the marlin_training scenarios: Algorithm 1 reads their LLM-only values
+            "scenarios": ["single_slot", "two_path"],  # the fig3_training scenarios: Algorithm 1 reads their LLM-only values
             "trials": 1,
             "seed": 0,
             **_SMOKE_NEGOTIATION,
@@ -136,11 +141,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 1,
             **_SMOKE_NEGOTIATION,
         },
-        "marlin_authors": {  # seconds: the authors' switch and copies on two corridors, a few episodes
+        "authors_protocol": {  # seconds: the authors' switch and copies on two corridors, a few episodes
             "scenarios": ["single_slot", "two_path"], "marlin_seeds": [0, 1], "marl_seeds": [0], "episodes": 12,
             "checkpoints": [6, 12], "eval_runs": 5, "llm_only_trials": 5, "mappo": {"update_epochs": 2, "steps_per_iteration": 100},
         },
-        "marlin_training": {
+        "fig3_training": {
             "scenarios": ["single_slot", "two_path"],
             "seeds": [0],
             **_SMOKE_GRID,
@@ -230,11 +235,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 1,
             **_QUICK_NEGOTIATION,
         },
-        "marlin_authors": {  # minutes: the authors' switch and copies, 120 episodes (no policy-only tail)
+        "authors_protocol": {  # minutes: the authors' switch and copies, 120 episodes (no policy-only tail)
             "scenarios": _SCENARIOS, "marlin_seeds": [0, 1, 2], "marl_seeds": [0], "episodes": 120,
             "checkpoints": [20, 60, 120], "eval_runs": 50, "llm_only_trials": 20, "mappo": {},
         },
-        "marlin_training": {
+        "fig3_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2],
             **_GRID,
@@ -313,11 +318,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_negotiations": 0,
             **_PAPER_NEGOTIATION,
         },
-        "marlin_authors": {  # the authors' switch and copies (MARLIN 1, MARL 6) to 1700 episodes, enough seeds to pool rows as they did
+        "authors_protocol": {  # the authors' switch and copies (MARLIN 1, MARL 6) to 1700 episodes, enough seeds to pool rows as they did
             "scenarios": _SCENARIOS, "marlin_seeds": list(range(10)), "marl_seeds": [0, 1, 2], "episodes": 1700,
             "checkpoints": [100, 850, 1600, 1700], "eval_runs": 50, "llm_only_trials": 50, "mappo": {},
         },
-        "marlin_training": {
+        "fig3_training": {
             "scenarios": _SCENARIOS,
             "seeds": [0, 1, 2, 3, 4],
             **_GRID,
@@ -365,20 +370,24 @@ def check_preset(preset: str) -> str:
     return preset
 
 
-def config_class(section: str) -> type:
-    """The frozen ``Config`` dataclass of one experiment section (its fields and their docstrings are the reference)."""
+def experiments() -> dict[str, ModuleType]:
+    """Each section's experiment module (a section is named as its module; its ``Config`` is the section's class)."""
     from marlinkit import paper_audit
     from marlinkit.maestro import ablation, traffic_baselines
     from marlinkit.marlin import (authors_protocol, dynamic_env, fidelity, fig1_scenarios, fig3_training, fig5_hardware,
                                   fig6_scalability, llm_only, workshop)
 
-    classes = {"marlin_training": fig3_training.Config, "fig5_hardware": fig5_hardware.Config, "dynamic_env": dynamic_env.Config,
-               "llm_only": llm_only.Config, "fig6_scalability": fig6_scalability.Config, "fig1_scenarios": fig1_scenarios.Config,
-               "workshop": workshop.Config, "paper_audit": paper_audit.Config, "traffic_baselines": traffic_baselines.Config,
-               "maestro": ablation.Config, "fidelity": fidelity.Config, "marlin_authors": authors_protocol.Config}
-    if section not in classes:
-        raise ValueError(f"no section {section!r}; known: {sorted(classes)}")
-    return classes[section]
+    modules = (fig3_training, fig5_hardware, dynamic_env, llm_only, fig6_scalability, fig1_scenarios, workshop, paper_audit,
+               traffic_baselines, fidelity, authors_protocol)
+    return {**{module.__name__.rsplit(".", 1)[1]: module for module in modules}, "maestro": ablation}
+
+
+def config_class(section: str) -> type:
+    """The frozen ``Config`` dataclass of one experiment section (its fields and their docstrings are the reference)."""
+    modules = experiments()
+    if section not in modules:
+        raise ValueError(f"no section {section!r}; known: {sorted(modules)}")
+    return modules[section].Config
 
 
 def get(preset: str, section: str, **overrides: Any):
@@ -389,6 +398,8 @@ def get(preset: str, section: str, **overrides: Any):
     """
     if preset == WORKSHOP_PRESET and section == "workshop":
         sections = {"workshop": _WORKSHOP_CLASS}
+    elif section == "workshop" and preset not in PRESETS:
+        raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(WORKSHOP_PRESETS)}")
     else:
         sections = PRESETS[check_preset(preset)]
     if section not in sections:
@@ -408,6 +419,9 @@ def get(preset: str, section: str, **overrides: Any):
             values[key] = os.environ[variable]
     given = {k: v for k, v in overrides.items() if v is not None}
     values.update(given)
+    named = values.get("negotiation") if "negotiation" in known else None  # a grid negotiating by another preset's protocol
+    if isinstance(named, str) and named not in PRESET_NAMES:
+        raise ParameterError("NEGOTIATION", named, f"negotiation names a preset: one of {', '.join(PRESET_NAMES)}")
     try:
         return cls(**values)
     except ParameterError:

@@ -3,6 +3,9 @@
 Floors, bottom up: the shared base (files, paths, numerics, progress, executors, stats, plots, paper_values),
 then ``envs`` / ``algos`` / ``llm``, then the two papers ``marlin`` and ``maestro``, then the entry points
 (``presets``, ``runs``, ``verify``, ``paper_audit``, ``info``, ``bench``, ``__main__``). See README "Layout".
+The experiments never read the presets (the entry points resolve a preset and hand its ``Config`` in), and no
+module imports, however indirectly, one that imports it back. A module's ``if __name__ == "__main__":`` block runs
+only when that file is the program: it is an entry point of its own, above every layer, and is not the module's import.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ PACKAGE = paths.PACKAGE_DIR
 BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots", "paper_values"}
 EXPERIMENTS = ("marlinkit.marlin", "marlinkit.maestro")
 RUNNERS = ("marlinkit.presets", "marlinkit.runs")
+#: Experiments that still read a preset themselves, to go as MARLIN's went (empty: none may).
+STILL_READING_PRESETS = ("marlinkit.maestro",)
+#: Import cycles still to break, each as the modules it may run through (empty: no cycle may remain).
+CYCLES_TO_BREAK = [("marlinkit.maestro", "marlinkit.presets"), ("marlinkit.algos.mappo", "marlinkit.algos.mappo_rollouts"),
+                   ("marlinkit.envs.traffic.cityflow_engine", "marlinkit.envs.traffic.engines"),
+                   ("marlinkit.verify", "marlinkit.verify_paper")]
 
 
 def module_name(path: Path) -> str:
@@ -25,10 +34,20 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def is_main_block(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":``, the block that runs only when the file is the program."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
 def imported(path: Path) -> set[str]:
-    """Every marlinkit module ``path`` imports, wherever the import statement sits."""
+    """Every marlinkit name ``path`` imports, wherever the import statement sits (outside its ``__main__`` block):
+    ``from a.b import c`` gives ``a.b`` and ``a.b.c``."""
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = [node for top in tree.body if not is_main_block(top) for node in ast.walk(top)]
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -38,6 +57,49 @@ def imported(path: Path) -> set[str]:
 
 
 MODULES = {module_name(path): imported(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def import_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Module -> the modules it imports: ``from a.b import c`` is an edge to ``a.b.c`` when that is a module (a package
+    importing its own submodule is not an edge to the package), else to ``a.b``; a package a submodule sits in is
+    imported first by Python, but is not counted as the submodule's import."""
+    graph = {}
+    for module, names in modules.items():
+        targets = {name for name in names if name in modules}
+        targets -= {name for name in targets if any(other.startswith(name + ".") for other in targets)}
+        graph[module] = targets - {module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of more than one module (Tarjan), sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
 
 
 def under(name: str, prefixes) -> bool:
@@ -62,6 +124,35 @@ def test_envs_algos_and_llm_import_no_experiment_no_presets_and_no_runs(layer):
 def test_the_shared_base_imports_nothing_above_it():
     base = [f"marlinkit.{name}" for name in BASE]
     assert offenders(base, EXPERIMENTS + RUNNERS + ("marlinkit.envs", "marlinkit.algos", "marlinkit.llm")) == []
+
+
+def test_the_experiments_never_import_the_presets():
+    """The presets sit above the experiments: a preset name is resolved by the notebooks, the command line and the
+    Makefile, which hand the experiment its ``Config``."""
+    reading = offenders(EXPERIMENTS, ["marlinkit.presets"])
+    assert [line for line in reading if not under(line.split()[0], STILL_READING_PRESETS)] == []
+    assert offenders(["marlinkit.marlin"], ["marlinkit.presets"]) == []
+
+
+def test_the_import_graph_has_no_cycle():
+    found = cycles(import_graph(MODULES))
+    assert [cycle for cycle in found if not any(all(under(m, allowed) for m in cycle) for allowed in CYCLES_TO_BREAK)] == []
+
+
+def test_a_cycle_is_found_however_long_and_wherever_the_import_sits(tmp_path):
+    """The cycle finder on a package written for it: a three-module cycle through a function-level import, a
+    two-module one through ``from package import module``, and a ``__main__`` block that is not an import."""
+    files = {"a.py": "from marlinkit import b\n", "b.py": "def f():\n    from marlinkit.c import g\n",
+             "c.py": "import marlinkit.a\n\ndef g(): ...\n", "d.py": "from marlinkit import e\n", "e.py": "from marlinkit.d import x\n",
+             "f.py": "import marlinkit.a\n\nif __name__ == '__main__':\n    from marlinkit import g\n",
+             "g.py": "from marlinkit import f\n"}
+    package = tmp_path / "marlinkit"
+    package.mkdir()
+    for name, text in files.items():
+        (package / name).write_text(text)
+    graph = import_graph({f"marlinkit.{name[:-3]}": imported(package / name) for name in files})
+    assert cycles(graph) == [["marlinkit.a", "marlinkit.b", "marlinkit.c"], ["marlinkit.d", "marlinkit.e"]]
+    assert cycles({"x": {"y"}, "y": set()}) == []
 
 
 def test_marlin_and_maestro_never_import_each_other():

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from marlinkit import paths
+from marlinkit import paths, presets
 
 NEGOTIATION_NOTEBOOKS = {"marlin/fig2_negotiation", "marlin/llm_only", "marlin/fig6_scalability"}
 
@@ -66,8 +66,9 @@ def test_each_paper_row_is_named_after_the_outputs_its_parameters_write(tmp_path
         assert given.pop("PRESET") == "paper"
         given.pop("FIGURES_DIR")
         budget = given.pop("PLAN_BUDGET", None)
-        config, _, _ = fig3_training.settings("paper", **{VARIANT_PARAMETERS[k]: v for k, v in given.items()},
-                                              **({"plan_budget": int(budget)} if budget else {}))
+        fields = {VARIANT_PARAMETERS[k]: v for k, v in given.items() if k != "PLAN_STEPS"}
+        section = presets.get("paper", "fig3_training", **fields, **({"plan_budget": int(budget)} if budget else {}))
+        config, _, _ = fig3_training.settings(section, given.get("PLAN_STEPS"))
         assert grid.output_suffix(config) == suffix, (notebook, parameters)
 
 

@@ -19,16 +19,16 @@ def test_every_preset_has_the_same_sections_and_keys():
 
 
 def test_preset_overrides_apply_and_typos_fail_before_compute():
-    config = presets.get("smoke", "marlin_training", episodes=3, checkpoints=[1, 3])
+    config = presets.get("smoke", "fig3_training", episodes=3, checkpoints=[1, 3])
     assert config.episodes == 3 and config.checkpoints == (1, 3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.episodes = 4  # a config is frozen: a changed copy is dataclasses.replace(config, ...)
-    with pytest.raises(ValueError, match=r"unknown marlin_training setting\(s\) \['episode'\]"):
-        presets.get("smoke", "marlin_training", episode=3)
+    with pytest.raises(ValueError, match=r"unknown fig3_training setting\(s\) \['episode'\]"):
+        presets.get("smoke", "fig3_training", episode=3)
     with pytest.raises(ValueError, match="checkpoints"):  # a bad value fails in the dataclass, naming its field
-        presets.get("smoke", "marlin_training", episodes=3)
+        presets.get("smoke", "fig3_training", episodes=3)
     with pytest.raises(ValueError, match="unknown preset"):
-        presets.get("fast", "marlin_training")
+        presets.get("fast", "fig3_training")
 
 
 def test_a_derived_field_is_refused_as_an_override_and_no_preset_sets_one():
@@ -66,9 +66,24 @@ def test_executor_environment_variables_move_every_grid_and_explicit_settings_wi
     monkeypatch.setenv("MARLINKIT_EXECUTOR", "ray")
     monkeypatch.setenv("MARLINKIT_RAY_ADDRESS", "auto")
     with_executor = [s for s, settings in presets.PRESETS["paper"].items() if "executor" in settings]
-    assert {"marlin_training", "maestro", "fig5_hardware", "dynamic_env"} <= set(with_executor)
+    assert {"fig3_training", "maestro", "fig5_hardware", "dynamic_env"} <= set(with_executor)
     for section in with_executor:
         config = presets.get("paper", section)
         assert (config.executor, config.ray_address) == ("ray", "auto"), section
-    assert presets.get("paper", "marlin_training", executor="local").executor == "local"
+    assert presets.get("paper", "fig3_training", executor="local").executor == "local"
     assert not hasattr(presets.get("paper", "llm_only"), "executor")
+
+
+def test_every_section_is_named_after_its_experiment_module():
+    modules = presets.experiments()
+    assert set(modules) == set(presets.PRESETS[presets.DEFAULT_PRESET])
+    assert [s for s, module in modules.items() if module.__name__.rsplit(".", 1)[1] != s] == ["maestro"]  # to be renamed
+
+
+def test_a_grid_negotiating_by_another_preset_names_a_known_preset():
+    from marlinkit.errors import ParameterError
+
+    assert presets.get("smoke", "fig3_training", plan_source="llm", negotiation="quick").negotiation == "quick"
+    with pytest.raises(ParameterError) as error:
+        presets.get("smoke", "fig3_training", plan_source="llm", negotiation="fast")
+    assert error.value.parameter == "NEGOTIATION" and "smoke, quick, paper" in str(error.value)

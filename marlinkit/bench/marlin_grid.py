@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.episodes < 1 or args.seeds < 1:
         raise ValueError(f"--episodes and --seeds must be >= 1, got {args.episodes} and {args.seeds}")
     torch.set_num_threads(1)
-    config = presets.get("paper", "marlin_training", episodes=args.episodes, checkpoints=[], seeds=list(range(args.seeds)))
+    config = presets.get("paper", "fig3_training", episodes=args.episodes, checkpoints=[], seeds=list(range(args.seeds)))
     config = dataclasses.replace(config, plan_budget=None)
     jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios for system in ("MARL", "MARLIN")]
     scale = PAPER_EPISODES / args.episodes / args.seeds / CORES / 3600

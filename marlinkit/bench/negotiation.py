@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       completion_tokens_per_second=s["completion_tokens"] / max(1e-9, s["llm_seconds"]),
                       format_kept=s["format_ok"] / max(1, s["replies"]), fallbacks=s["fallbacks"],
                       plan_performance=plan.performance, note_live="includes the first call's model load")
-    training = presets.get("quick", "marlin_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
+    training = presets.get("quick", "fig3_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
                            n_envs=args.n_envs)
     training = dataclasses.replace(training, plan_budget=None)  # the paper's unlimited re-planning: count what the cache alone saves
     counting = _Counting(Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), config))

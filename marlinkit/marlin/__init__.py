@@ -23,7 +23,8 @@ fidelity              our MARL curves against the paper's at matched sample coun
 workshop              the teaching track's runners (notebooks/workshop)
 ====================  ==========================================================================
 
-Every experiment module has the same face: a frozen ``Config`` dataclass (its preset section, a docstring
-per field; ``presets.get(preset, section)`` hands it out), ``run(preset, **overrides)``, and its own figure
-and table functions.
+Every experiment module has the same face: a frozen ``Config`` dataclass (its preset section, named as the module;
+a docstring per field, nested settings as dataclasses too), ``run(config, preset, ...)`` (``preset``: the name of the
+results folder its runs are saved in), and its own figure and table functions. No experiment reads the presets: the
+notebooks, the command line and the Makefile resolve ``presets.get(preset, section)`` and hand the ``Config`` in.
 """

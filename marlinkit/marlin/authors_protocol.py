@@ -14,7 +14,8 @@ The two metrics:
 * ``policy``: our evaluation of the policy alone at the checkpoints (``eval_runs`` sampled runs each).
 
 ``queue`` trains the runs one at a time, in an order that keeps finished results balanced over corridors and seeds
-(``job_order``), and resumes from the saved ones; ``python -m marlinkit.marlin.authors_protocol --preset paper``.
+(``job_order``), and resumes from the saved ones; ``python -m marlinkit.marlin.authors_protocol --preset paper``
+(the ``authors_protocol`` section of that preset).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -32,7 +34,9 @@ from marlinkit import runs
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
 from marlinkit.marlin import grid
 from marlinkit.marlin.algorithm1 import PLAN, AuthorsSwitchConfig
+from marlinkit.algos.mappo import MAPPOConfig
 from marlinkit.marlin.grid import GridConfig
+from marlinkit.marlin.systems import typed
 
 #: The executed-metric window around a checkpoint ``e``: the mean over episodes ``e - 24 .. e + 25``.
 WINDOW_BEFORE, WINDOW_AFTER = 24, 25
@@ -42,7 +46,7 @@ LEVEL = 0.95
 
 @dataclass(frozen=True)
 class Config:
-    """The ``marlin_authors`` section: MARLIN and MARL as the authors' code runs them."""
+    """The ``authors_protocol`` section: MARLIN and MARL as the authors' code runs them."""
 
     scenarios: tuple[str, ...] = tuple(LAYOUT_NAMES)
     """Corridor layouts."""
@@ -60,13 +64,13 @@ class Config:
     """Sampled evaluation runs per checkpoint."""
     llm_only_trials: int = 50
     """Plans the plan source alone plays per corridor and seed (seeds: the MARL seeds)."""
-    mappo: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """``MAPPOConfig`` overrides (empty: the authors' RLlib settings)."""
+    mappo: MAPPOConfig = dataclasses.field(default_factory=MAPPOConfig)
+    """MAPPO's settings (the default: the authors' RLlib settings; a mapping given here holds those that differ)."""
 
     def __post_init__(self):
         for name in ("scenarios", "marlin_seeds", "marl_seeds", "plan_sources", "checkpoints"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "mappo", dict(self.mappo or {}))
+        object.__setattr__(self, "mappo", typed(MAPPOConfig, self.mappo, "mappo"))
         bad = sorted(set(self.plan_sources) - {"surrogate_llama", "exact", "surrogate"})
         if bad:
             raise ValueError(f"plan_sources must be non-LLM sources ('surrogate_llama', 'exact', 'surrogate'), got {bad}")
@@ -115,13 +119,11 @@ def is_finished(config: Config, preset: str, source: str, system: str, seed: int
     return store.is_complete(name, job) and (system == "LLM-only" or store.is_complete(name + "__eval", job))
 
 
-def queue(preset: str, limit_s: float | None = None, log=print, **overrides: Any) -> int:
+def queue(config: Config, preset: str, limit_s: float | None = None, log=print) -> int:
     """Train the missing units of ``job_order`` one after another (each unit's corridors stacked in one batch, its
-    runs saved when it ends); return how many units were trained. ``limit_s``: start no new unit after this many
-    seconds. Finished runs are skipped, so a stopped queue resumes where it stopped (losing the unit in progress)."""
-    from marlinkit import presets
-
-    config = presets.get(preset, "marlin_authors", **overrides)
+    runs saved under ``preset``'s MARLIN results when it ends); return how many units were trained. ``limit_s``: start
+    no new unit after this many seconds. Finished runs are skipped, so a stopped queue resumes where it stopped
+    (losing the unit in progress)."""
     started, trained = time.perf_counter(), 0
     order = job_order(config)
     for index, (source, system, seed) in enumerate(order, 1):
@@ -146,11 +148,9 @@ class Pooled(NamedTuple):
     runs: pd.DataFrame  # finished runs per plan source, scenario and system
 
 
-def load(preset: str, config: Config | None = None) -> Pooled:
-    """Every finished run of the section (runs not yet trained are left out, and counted in ``runs``)."""
-    from marlinkit import presets
-
-    config = config or presets.get(preset, "marlin_authors")
+def load(config: Config, preset: str, training: GridConfig) -> Pooled:
+    """Every finished run of the section under ``preset``'s MARLIN results (runs not yet trained are left out, and
+    counted in ``runs``), and beside them the finished MARL runs of ``training`` (the ``fig3_training`` section)."""
     episodes, evaluations, counts = [], [], []
     for source, system, seed in job_order(config):
         for scenario in config.scenarios:
@@ -165,7 +165,7 @@ def load(preset: str, config: Config | None = None) -> Pooled:
                 episodes.append(store.load(name).assign(plan_source=shown))
                 if system != "LLM-only":
                     evaluations.append(store.load(name + "__eval").assign(plan_source=shown))
-    marl_paper, marl_paper_evaluations = paper_protocol_marl(preset, config)
+    marl_paper, marl_paper_evaluations = paper_protocol_marl(config, preset, training)
     if not marl_paper.empty:
         episodes.append(marl_paper)
         evaluations.append(marl_paper_evaluations)
@@ -329,16 +329,15 @@ def finished_runs(pooled: Pooled, config: Config) -> pd.DataFrame:
     return runs_.groupby(["system", "plan_source"], sort=False)[["finished", "planned"]].sum().reset_index()
 
 
-#: MARL of the paper-protocol grid (15 copies per training, ``marlin_training``), shown beside the authors' protocol.
+#: MARL of the paper-protocol grid (15 copies per training, ``fig3_training``), shown beside the authors' protocol.
 PAPER_MARL = "MARL (15 copies)"
 
 
-def paper_protocol_marl(preset: str, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The preset's finished MARL runs of Fig. 3's grid (15 copies per training, the paper's protocol as we read it),
-    as system ``PAPER_MARL`` (nothing is trained; empty where none is finished)."""
-    from marlinkit import paths, presets
+def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The preset's finished MARL runs of Fig. 3's grid ``grid_config`` (15 copies per training, the paper's protocol
+    as we read it), as system ``PAPER_MARL`` (nothing is trained; empty where none is finished)."""
+    from marlinkit import paths
 
-    grid_config = presets.get(preset, "marlin_training")
     store = runs.ResultStore(paths.results_dir("marlin", preset))
     episodes, evaluations = [], []
     for scenario in config.scenarios:
@@ -353,15 +352,18 @@ def paper_protocol_marl(preset: str, config: Config) -> tuple[pd.DataFrame, pd.D
     return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(section: Callable[[str], Config], argv: list[str] | None = None) -> None:
+    """The queue's command line; ``section(preset)``: that preset's ``authors_protocol`` section."""
     parser = argparse.ArgumentParser(description="train the authors'-protocol MARLIN and MARL runs (resumes; one run at a time)")
     parser.add_argument("--preset", default="paper")
     parser.add_argument("--limit-hours", type=float, default=None, help="start no new run after this many hours")
     args = parser.parse_args(argv)
-    trained = queue(args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
+    trained = queue(section(args.preset), args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
                     log=lambda line: print(line, flush=True))
     print(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained", flush=True)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command line names a preset; the presets, above the experiments, resolve it
+    from marlinkit import presets
+
+    main(lambda preset: presets.get(preset, "authors_protocol"))

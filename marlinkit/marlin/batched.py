@@ -27,7 +27,7 @@ def train_systems(jobs: list[tuple[str, str, int]], config: TrainingConfig, sour
     runs = [systems.system_run(scenario, system, seed, config, source) for scenario, system, seed in jobs]
     specs = [mappo_batched.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
              for run, (_, _, seed) in zip(runs, jobs)]
-    mappo_batched.train(config.mappo_config(), specs, n_envs=config.n_envs,
+    mappo_batched.train(config.mappo, specs, n_envs=config.n_envs,
                        episodes=systems.episodes_to_train(config.episodes, stop_after))
     return [run.tables() for run in runs]
 

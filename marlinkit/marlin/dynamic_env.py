@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.marlin import algorithm1, grid
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
@@ -50,15 +50,13 @@ class Config(grid.GridConfig):
         super().__post_init__()
 
 
-def run(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-        plan_source: str | None = None, **overrides: Any) -> grid.Results:
-    """Train (or load) MARL and MARLIN through the layout change of the ``dynamic_env`` preset section (plan source as Fig. 5's)."""
-    config, source = grid.non_llm_plan_source(presets.get(preset, "dynamic_env", **overrides), plan_source, source)
+def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
+        source: PlanSource | None = None) -> grid.Results:
+    """Train (or load) MARL and MARLIN through the layout change (plan source as Fig. 5's); the runs are saved in
+    ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/dynamic_env``)."""
+    config, source = grid.non_llm_plan_source(config, None, source)
     return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
                          progress)
-
-
-run_dynamic = run  # the name the notebooks and tests know
 
 
 def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:

@@ -10,15 +10,16 @@ paper's episode ``E`` is set beside our episode ``E * paper_copies / n_envs``.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid
+from marlinkit.marlin.systems import typed
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 #: How the table and figure name our Fig. 3 MARL runs, the baseline every variant changes one setting of.
@@ -26,48 +27,67 @@ BASELINE = "ours"
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One of our departures from the authors' RLlib set-up undone: the Fig. 3 MARL grid with these settings."""
+
+    name: str
+    """How the table, the figure and the variant's result folder name it."""
+    n_envs: int | None = None
+    """Environment copies per update stream (None: the grid's; the authors pooled trainings of 6 and 9, ours: 15)."""
+    init: str | None = None
+    """MAPPO's layer initialisation (``MAPPOConfig.init``; None: the grid's). RLlib 2.60's default model keeps
+    torch's ("torch"; ours: orthogonal)."""
+
+    def apply(self, base: grid.GridConfig) -> grid.GridConfig:
+        """``base`` with this variant's settings."""
+        config = base if self.n_envs is None else dataclasses.replace(base, n_envs=self.n_envs)
+        if self.init is not None:
+            config = dataclasses.replace(config, mappo=dataclasses.replace(config.mappo, init=self.init))
+        return config
+
+
+@dataclass(frozen=True)
 class Config:
     """The ``fidelity`` section: MARL trained with one of our departures from the authors' RLlib set-up undone
-    at a time, beside our Fig. 3 MARL runs (the ``marlin_training`` section's, which every variant starts from)."""
+    at a time, beside our Fig. 3 MARL runs (the ``fig3_training`` section's, which every variant starts from)."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
     """Training seeds of every variant (and of the baseline, read from the Fig. 3 runs)."""
-    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {
-        "6 copies": {"n_envs": 6}, "9 copies": {"n_envs": 9}, "torch init": {"mappo": {"init": "torch"}}})
-    """Name -> ``marlin_training`` overrides of one variant; ``mappo`` entries are merged into the section's.
-    The authors pooled trainings of 6 and 9 copies per update stream (ours: 15); RLlib 2.60's default model
-    keeps torch's layer initialisation (ours: orthogonal, ``MAPPOConfig.init``)."""
+    variants: tuple[Variant, ...] = (Variant("6 copies", n_envs=6), Variant("9 copies", n_envs=9),
+                                     Variant("torch init", init="torch"))
+    """The variants, each changing one setting of the Fig. 3 MARL grid (a mapping given here holds a ``Variant``'s
+    fields)."""
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-        object.__setattr__(self, "variants", {str(k): dict(v) for k, v in dict(self.variants).items()})
+        object.__setattr__(self, "variants", tuple(typed(Variant, v, "variants") for v in self.variants))
         if not self.seeds:
             raise ValueError("fidelity needs at least one seed")
-        if BASELINE in self.variants:
+        names = [v.name for v in self.variants]
+        if BASELINE in names:
             raise ValueError(f"{BASELINE!r} names the Fig. 3 runs; give the variant another name")
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must differ, got {names}")
 
 
-def variant_config(preset: str, overrides: Mapping[str, Any], seeds: tuple[int, ...]) -> grid.GridConfig:
-    """The preset's MARL grid with one variant's overrides (``mappo`` merged into the section's)."""
-    base = presets.get(preset, "marlin_training", systems=["MARL"], seeds=list(seeds))
-    changes = dict(overrides)
-    if "mappo" in changes:
-        changes["mappo"] = {**base.mappo, **changes["mappo"]}
-    return dataclasses.replace(base, **changes)
+def variant_config(training: grid.GridConfig, variant: Variant, seeds: tuple[int, ...]) -> grid.GridConfig:
+    """The MARL grid of ``training`` (the ``fig3_training`` section) over ``seeds`` with one variant's settings."""
+    return variant.apply(dataclasses.replace(training, systems=("MARL",), seeds=tuple(seeds)))
 
 
-def run(preset: str, progress: bool = True, **overrides: Any) -> dict[str, tuple[grid.Results, grid.GridConfig]]:
-    """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of the same seeds.
+def run(config: Config, training: grid.GridConfig, preset: str,
+        progress: bool = True) -> dict[str, tuple[grid.Results, grid.GridConfig]]:
+    """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of ``training`` (the
+    ``fig3_training`` section) of the same seeds.
 
     Each variant keeps its runs in its own folder (``data/results/marlin/<preset>/fidelity/<variant>/``):
     its runs share their names with Fig. 3's, not their settings.
     """
-    config = presets.get(preset, "fidelity", **overrides)
-    out = {BASELINE: marl_runs(preset, progress, seeds=list(config.seeds))}
-    for name, changes in config.variants.items():
-        variant = variant_config(preset, changes, config.seeds)
-        root = paths.results_dir("marlin", preset) / "fidelity" / llm_config.slug(name)
-        out[name] = grid.run_grid(variant, preset, root=root, progress=progress), variant
+    out = {BASELINE: marl_runs(training, preset, progress, seeds=config.seeds)}
+    for variant in config.variants:
+        variant_grid = variant_config(training, variant, config.seeds)
+        root = paths.results_dir("marlin", preset) / "fidelity" / llm_config.slug(variant.name)
+        out[variant.name] = grid.run_grid(variant_grid, preset, root=root, progress=progress), variant_grid
     return out
 
 
@@ -84,7 +104,7 @@ def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], win
                 values = curve.loc[episode] if episode in curve.index else None
                 mean = float(values.mean()) if values is not None else np.nan
                 rows.append({"scenario": scenario, "paper_episode": episode, "variant": name, "n_envs": config.n_envs,
-                             "init": config.mappo_config().init, "seeds": 0 if values is None else int(values.notna().sum()),
+                             "init": config.mappo.init, "seeds": 0 if values is None else int(values.notna().sum()),
                              "ours_MARL": mean,
                              "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1 else np.nan,
                              "paper_MARL": paper, "difference": mean - paper})
@@ -111,7 +131,7 @@ def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], wi
         last = 0
         for index, (name, (results, config)) in enumerate(runs.items()):
             curve = _marl_curve(results, scenario, window)
-            label = f"{name} ({config.n_envs} copies, {config.mappo_config().init} init)"
+            label = f"{name} ({config.n_envs} copies, {config.mappo.init} init)"
             ax.plot(curve.index, curve.mean(axis=1), color=colors(index), lw=1.1, label=label)
             last = max(last, int(curve.index.max()))
         # the paper's checkpoints our trainings reach (a shorter preset shows only those)
@@ -154,9 +174,11 @@ def _finish(fig, axes, ylabel: str):
     return fig
 
 
-def marl_runs(preset: str, progress: bool = False, **overrides: Any) -> tuple[grid.Results, grid.GridConfig]:
-    """The MARL trainings of the preset's ``marlin_training`` grid (loaded when Fig. 3 made them)."""
-    config = presets.get(preset, "marlin_training", systems=["MARL"], **overrides)
+def marl_runs(training: grid.GridConfig, preset: str, progress: bool = False,
+              seeds: tuple[int, ...] | None = None) -> tuple[grid.Results, grid.GridConfig]:
+    """The MARL trainings of ``training`` (the ``fig3_training`` section; ``seeds``, None: its own), loaded from
+    ``preset``'s MARLIN results when Fig. 3 made them."""
+    config = dataclasses.replace(training, systems=("MARL",), seeds=training.seeds if seeds is None else tuple(seeds))
     return grid.run_grid(config, preset, progress=progress), config
 
 

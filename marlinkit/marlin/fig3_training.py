@@ -1,28 +1,31 @@
 """Fig. 3 (training curves of MARL, MARLIN and the plan source alone) and Table I (checkpoint means and tests).
 
-``run(preset, **overrides)`` trains (or loads) the ``marlin_training`` grid; ``figure3`` and ``table1`` draw it.
+``run(config, preset)`` trains (or loads) the ``fig3_training`` grid; ``figure3`` and ``table1`` draw it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import presets
 from marlinkit.errors import parameter
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.llm import config as llm_config
-from marlinkit.marlin import grid
+from marlinkit.marlin import grid, llm_only
 from marlinkit.marlin.algorithm1 import PLAN
 from marlinkit.marlin.grid import GridConfig, Results
 
 
-#: The ``marlin_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there).
+#: The transcripts of MARLIN's negotiations in training (``data/transcripts/marlin_training__*.jsonl``).
+TRANSCRIPT_PURPOSE = "marlin_training"
+
+#: The ``fig3_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there).
 Config = GridConfig
 
 
@@ -30,58 +33,52 @@ class Training(NamedTuple):
     results: Results
     config: Config  # the runs' config (plan source set; with the LLM source, Algorithm 1's thresholds filled in)
     plan_source: str  # how figures name the plan source
+    protocol: llm_only.Config | None = None  # plan source "llm": the negotiation protocol and LLM-only trials used
 
 
-def settings(preset: str, plan_source: str | None = None, plan_steps: str | None = None, negotiation: str | None = None,
-             **overrides: Any) -> tuple[grid.GridConfig, Any, str]:
-    """The grid :func:`run` trains for these arguments (nothing is run): its config, its non-LLM plan source (None
-    for "llm", which :func:`run` builds) and how figures name that source. A bad value fails here, by name."""
-    config = presets.get(preset, "marlin_training", **overrides)
+def settings(config: Config, plan_steps: str | None = None) -> tuple[Config, PlanSource | None, str]:
+    """The grid :func:`run` trains for ``config`` (nothing is run): its config, its non-LLM plan source (None
+    for "llm", which :func:`run` builds) and how figures name that source. ``plan_steps`` (None: the config's):
+    MAPPO's ``generated_steps``. A bad value fails here, by name."""
     if plan_steps is not None:
         with parameter("PLAN_STEPS", plan_steps):
-            config = dataclasses.replace(config, mappo={**config.mappo, "generated_steps": plan_steps})
-            config.mappo_config()  # a bad value fails here, by name
-    with parameter("PLAN_SOURCE", plan_source):
-        config, source, label = grid.with_plan_source(config, plan_source)
-    if negotiation is not None and negotiation != preset:
-        with parameter("NEGOTIATION", negotiation):
-            config = dataclasses.replace(config, negotiation=negotiation)  # refused by name unless the source is "llm"
-    return config, source, label
+            config = dataclasses.replace(config, mappo=dataclasses.replace(config.mappo, generated_steps=plan_steps))
+    with parameter("PLAN_SOURCE", config.plan_source):
+        return grid.with_plan_source(config)
 
 
-def run(preset: str, plan_source: str | None = None, llm: str | None = None, progress: bool = True,
-        plan_steps: str | None = None, negotiation: str | None = None, **overrides: Any) -> Training:
-    """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system.
+def run(config: Config, preset: str, protocol: llm_only.Config | None = None, llm: str | None = None,
+        progress: bool = True, plan_steps: str | None = None) -> Training:
+    """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system, saved
+    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``).
 
-    ``plan_source`` (default: the preset's ``marlin_training.plan_source``):
+    ``config.plan_source``:
     ``"surrogate"``: the calibrated surrogate planner (``marlinkit.marlin.surrogate_planner``, not an LLM) with
     the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
     ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
-    smollm2) by the ``llm_only`` preset section's protocol, behind its transcript cache; Algorithm 1's
-    threshold and the LLM-only box are that LLM's own LLM-only trials (``marlinkit.marlin.llm_only``, the
-    runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a perfect plan source and not
-    an LLM, with the authors' Llama 3.1 8B thresholds.
+    smollm2) by ``protocol`` (the ``llm_only`` section of ``config.negotiation``'s preset, else of ``preset``), behind
+    its transcript cache; Algorithm 1's threshold and the LLM-only box are that LLM's own LLM-only trials
+    (``marlinkit.marlin.llm_only``, the runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a
+    perfect plan source and not an LLM, with the authors' Llama 3.1 8B thresholds.
 
-    ``overrides`` are the section's fields (None keeps the preset's), e.g. ``switch_rule="code"``, the authors'
-    code variant of Algorithm 1's switch, whose MARLIN runs are saved under their own names (``grid.system_tag``).
-    ``plan_steps`` (None: the preset's): MAPPO's ``generated_steps`` setting added to the preset's MAPPO settings,
+    ``config.switch_rule="code"``: the authors' code variant of Algorithm 1's switch, whose MARLIN runs are saved
+    under their own names (``grid.system_tag``). ``plan_steps`` (None: the config's): MAPPO's ``generated_steps``,
     "separate" keeping MARLIN's plan steps out of its updates (its runs are named apart too; MARL's are shared).
-    ``negotiation`` (``"llm"`` only; None: ``preset``): the preset whose ``llm_only`` section is the negotiation
-    protocol, and whose LLM-only trials give the threshold and the box (``GridConfig.negotiation``; runs named apart).
     """
-    config, source, label = settings(preset, plan_source, plan_steps, negotiation, **overrides)
+    if config.negotiation == preset:  # the preset's own protocol: the runs' plain names
+        config = dataclasses.replace(config, negotiation=None)
+    config, source, label = settings(config, plan_steps)
     if config.plan_source != "llm":
         return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
-    from marlinkit.marlin import llm_only
-
+    if protocol is None:
+        raise ValueError("plan_source 'llm' negotiates by an llm_only section's protocol: pass it as protocol")
     protocol_preset = config.negotiation or preset
-    protocol = presets.get(protocol_preset, "llm_only")
     missing = sorted(set(config.scenarios) - set(protocol.scenarios))
     if missing:
         raise ValueError(f"preset {protocol_preset!r}: the llm_only section has no trials for {missing}; "
                          "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
-    source = llm_only.negotiator(protocol, llm, purpose="marlin_training")
-    trials = llm_only.run_llm_only(protocol_preset, llm, progress=progress)
+    source = llm_only.negotiator(protocol, llm, purpose=TRANSCRIPT_PURPOSE)
+    trials = llm_only.run(protocol, protocol_preset, llm, progress=progress)
     measured = trials.groupby("scenario").performance.mean().to_dict()
     config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
                                  llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})
@@ -92,7 +89,13 @@ def run(preset: str, plan_source: str | None = None, llm: str | None = None, pro
         "performance": trials.performance, "steps": core.EPISODE_STEPS, "wall_time_s": trials.seconds})
     llm_only_rows = llm_only_rows[llm_only_rows.scenario.isin(config.scenarios)]
     episodes = pd.concat([results.episodes, llm_only_rows], ignore_index=True)
-    return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}")
+    return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}",
+                    protocol)
+
+
+def variant_note(training: Training) -> str:
+    """What figures add to the plan source's name for this training (``grid.variant_note``)."""
+    return grid.variant_note(training.config, training.protocol)
 
 
 def provenance(training: Training, preset: str) -> "plots.Provenance":
@@ -105,7 +108,7 @@ def provenance(training: Training, preset: str) -> "plots.Provenance":
     llm = training.plan_source.removeprefix("LLM negotiation, ")
     return plots.Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source, llm),
                             seeds=config.seeds,
-                            details={"plan source": training.plan_source + grid.variant_note(config),
+                            details={"plan source": training.plan_source + variant_note(training),
                                      "protocol": f"{config.n_envs} copies x {config.episodes} episodes, {budget}"})
 
 

@@ -9,21 +9,20 @@ after a deviation. Simulated actuation noise, **not physical robots**.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
-from marlinkit.marlin.hardware import DriveConfig, move_to_commands
+from marlinkit.marlin.hardware import ActuationNoise, DriveConfig, move_to_commands
 
 
 ENGINE = "corridor core (numpy)"
@@ -50,8 +49,8 @@ class Config(grid.GridConfig):
     """First evaluated checkpoint (paper: episode 100)."""
     checkpoint_every: int = 250
     """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
-    actuation_noise: Mapping[str, float] | None = field(default_factory=lambda: {"p_fail": 0.05, "p_slip": 0.05})
-    """``hardware.ActuationNoise`` of the simulated robots (a move fails, or slips sideways)."""
+    actuation_noise: ActuationNoise | None = field(default_factory=ActuationNoise)
+    """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its fields)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "checkpoints")
     """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set checkpoint_start and checkpoint_every instead)."""
@@ -62,18 +61,16 @@ class Config(grid.GridConfig):
         super().__post_init__()
 
 
-def run(preset: str, root: Path | None = None, progress: bool = True, source: PlanSource | None = None,
-        plan_source: str | None = None, **overrides: Any) -> grid.Results:
-    """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise.
+def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
+        source: PlanSource | None = None) -> grid.Results:
+    """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise; the runs
+    are saved in ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/fig5_hardware``).
 
-    The plan source is ``source``, else ``plan_source`` ("surrogate" or "exact"), else the section's ``plan_source``.
+    The plan source is ``source``, else the config's ``plan_source`` ("surrogate" or "exact").
     """
-    config, source = grid.non_llm_plan_source(presets.get(preset, "fig5_hardware", **overrides), plan_source, source)
+    config, source = grid.non_llm_plan_source(config, None, source)
     return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
                          progress)
-
-
-run_fig5 = run  # the name the notebooks and tests know
 
 
 def fig5_table(results: grid.Results) -> pd.DataFrame:
@@ -88,7 +85,7 @@ def fig5_table(results: grid.Results) -> pd.DataFrame:
     return table.reset_index()
 
 
-def figure5(results: grid.Results, noise: dict[str, float], source_label: str = "plan source alone"):
+def figure5(results: grid.Results, noise: ActuationNoise, source_label: str = "plan source alone"):
     """Median noisy performance vs episode for MARL and MARLIN (quartile bands over evaluation runs), their mean with
     error bars of one SD over seeds (the table's ``seed_sd``); the plan source alone (named by ``source_label``: the
     surrogate or the exact planner, neither an LLM) at the right."""
@@ -115,7 +112,7 @@ def figure5(results: grid.Results, noise: dict[str, float], source_label: str = 
     ax.set_xlabel("training episode of the evaluated checkpoint (per environment copy)")
     ax.set_ylabel("median performance")
     ax.set_title(f"Maze-Like corridor, SIMULATED actuation noise (not physical robots)\n"
-                 f"move fails p={noise['p_fail']}, slips sideways p={noise['p_slip']}", fontsize=9)
+                 f"move fails p={noise.p_fail}, slips sideways p={noise.p_slip}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -1,6 +1,6 @@
 """MARLIN's scalability experiment (paper Fig. 6): pairwise negotiation among many random walkers.
 
-``run_scalability`` plays ``trials`` episodes of ``marlinkit.envs.crowd`` for every number of agents
+``run`` plays ``trials`` episodes of ``marlinkit.envs.crowd`` for every number of agents
 in ``agents``, once per plan source in ``systems``: ``"llm"`` (MARLIN's negotiation behind the
 transcript cache ``data/transcripts/fig6_scalability__<backend>__<model>.jsonl``) and ``"exact"``
 (the exact joint planner, an upper bound, not an LLM). Both systems see the same seeds, so their
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
@@ -79,9 +78,9 @@ def _source(system: str, config: Config, llm: str | None):
     return source, llm_config.label(source.backend)
 
 
-def run(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
-    """Episodes per system x number of agents x trial (loaded when already computed with the same settings)."""
-    config = presets.get(preset, SECTION, **overrides)
+def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> pd.DataFrame:
+    """Episodes per system x number of agents x trial (loaded when already computed with the same settings), saved
+    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``)."""
     world, episode = crowd.crowd_map_from_ascii(), config.episode_config()
     store = ResultStore(paths.results_dir("marlin", preset))
     tables = []
@@ -107,9 +106,6 @@ def run(preset: str, llm: str | None = None, progress: bool = True, **overrides:
         tables.append(store.cached(name, run_config, compute, llm=llm_label, engine=ENGINE,
                                    transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None))
     return pd.concat(tables, ignore_index=True)
-
-
-run_scalability = run  # the name the notebooks and tests know
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

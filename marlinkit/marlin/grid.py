@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from marlinkit import executors, paths, presets, runs
+from marlinkit import executors, paths, runs
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
@@ -60,9 +60,10 @@ class GridConfig(TrainingConfig):
     batch_runs: int | None = None
     """Most runs per batch of the batched trainer (None: one batch per worker); a run's numbers do not depend on it."""
     negotiation: str | None = None
-    """``plan_source`` "llm" only: the preset whose ``llm_only`` section is MARLIN's negotiation protocol and gives
-    its LLM-only trials (Algorithm 1's threshold and the box); None: the grid's own preset's. E.g. "quick" lets a
-    paper-length grid negotiate as the quick preset does, where the paper's protocol is out of a CPU's reach."""
+    """``plan_source`` "llm" only: the name of the preset whose ``llm_only`` section is MARLIN's negotiation protocol
+    and gives its LLM-only trials (Algorithm 1's threshold and the box; ``fig3_training.run`` is handed that section);
+    None: the grid's own preset's. E.g. "quick" lets a paper-length grid negotiate as the quick preset does, where the
+    paper's protocol is out of a CPU's reach. It names the runs (``system_tag``) and the outputs (``output_suffix``)."""
 
     def __post_init__(self):
         for name in ("scenarios", "systems"):
@@ -84,12 +85,9 @@ class GridConfig(TrainingConfig):
             raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {self.plan_source!r}")
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
-        if self.negotiation is not None:
-            if self.negotiation not in presets.PRESET_NAMES:
-                raise ValueError(f"negotiation must be None or a preset, one of {presets.PRESET_NAMES}, got {self.negotiation!r}")
-            if self.plan_source != "llm":
-                raise ValueError(f"negotiation={self.negotiation!r} sets the LLM's negotiation protocol: it needs "
-                                 f"plan_source 'llm', not {self.plan_source!r}")
+        if self.negotiation is not None and self.plan_source != "llm":
+            raise ValueError(f"negotiation={self.negotiation!r} sets the LLM's negotiation protocol: it needs "
+                             f"plan_source 'llm', not {self.plan_source!r}")
         executors.check_executor(self.executor, self.workers)
         for name in {*self.scenarios, *(name for _, name in self.layout_schedule or ())}:
             self.llm_only_threshold(name)
@@ -103,10 +101,10 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
         base["protocol"] = config.protocol
     # Optional settings enter the key only when set, so runs made before they existed stay valid.
     if config.actuation_noise:
-        base["actuation_noise"] = dict(config.actuation_noise)
+        base["actuation_noise"] = dataclasses.asdict(config.actuation_noise)
     if system == "LLM-only":
         return {**base, "trials": config.llm_only_trials, "plan_source": source_name}
-    training = config.mappo_config()
+    training = config.mappo
     if system != "MARLIN":  # MARL has no generated steps: its numbers, key and name do not depend on the setting
         training = dataclasses.replace(training, generated_steps="learn")
     base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
@@ -233,6 +231,14 @@ def numerics_entries(source: PlanSource | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys((__name__, type(source or ExactJointPlanner()).__module__)))
 
 
+def grid_jobs(config: GridConfig, source_name: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every run of ``config`` as (name, cache key), scenario by system by seed; ``source_name``: MARLIN's plan source's."""
+    plan_steps = config.mappo.generated_steps
+    return [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation), f"seed{se}"),
+             job_config(sc, sy, se, config, source_name))
+            for sc in config.scenarios for sy in config.systems for se in config.seeds]
+
+
 def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, root: Path | None = None,
              progress: bool = True) -> Results:
     """Run (or load) every scenario x system x seed of ``config``; finished runs are never redone.
@@ -240,12 +246,9 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     Missing runs go to ``config.executor`` ("local" processes or "ray", see ``marlinkit.executors``)
     with ``workers`` at a time; each run's files are written here as soon as it finishes.
     """
-    source_name = (source or ExactJointPlanner()).name
     root = Path(root) if root else results_root(config, preset)
     store = runs.ResultStore(root, code=numerics_entries(source))
-    plan_steps = config.mappo_config().generated_steps
-    jobs = [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation), f"seed{se}"), job_config(sc, sy, se, config, source_name))
-            for sc in config.scenarios for sy in config.systems for se in config.seeds]
+    jobs = grid_jobs(config, (source or ExactJointPlanner()).name)
     todo = [(name, job) for name, job in jobs
             if not (store.is_complete(name, job)
                     and (job["system"] == "LLM-only" or store.is_complete(name + "__eval", job)))]
@@ -295,18 +298,20 @@ def footer_source(plan_source: str, llm: str | None = None) -> str:
     return f"LLM {llm}" if plan_source == "llm" else PLAN_SOURCE_FOOTER[plan_source]
 
 
-def variant_note(config: GridConfig) -> str:
+def variant_note(config: GridConfig, protocol=None) -> str:
     """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule,
-    how plan steps are learned from, and another preset's negotiation protocol."""
+    how plan steps are learned from, and another preset's negotiation protocol (``protocol``: that preset's
+    ``llm_only.Config``, whose limits it states)."""
     note = "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
     if config.protocol == "authors":
         note += "; the authors' protocol (MARLIN on 1 copy, MARL on 6)"
-    if config.mappo_config().generated_steps != "learn":
-        note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo_config().generated_steps!r})"
+    if config.mappo.generated_steps != "learn":
+        note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo.generated_steps!r})"
     if config.negotiation is not None:
-        limits = presets.get(config.negotiation, "llm_only")
-        note += (f"; the {config.negotiation} preset's negotiation (<= {limits.max_moves} moves, {limits.max_rounds} "
-                 f"round(s), {limits.max_new_tokens} tokens, {limits.trials} LLM-only trials per scenario)")
+        if protocol is None:
+            raise ValueError(f"the grid negotiates by the {config.negotiation} preset's protocol: pass its llm_only section")
+        note += (f"; the {config.negotiation} preset's negotiation (<= {protocol.max_moves} moves, {protocol.max_rounds} "
+                 f"round(s), {protocol.max_new_tokens} tokens, {protocol.trials} LLM-only trials per scenario)")
     return note
 
 
@@ -314,7 +319,7 @@ def output_suffix(config: GridConfig) -> str:
     """File-name suffix of a grid's Fig. 3 and Table I outputs: its plan source's, ``__code_switch``
     under the authors' code variant of Algorithm 1's switch, ``__separate_plan_steps`` with plan steps kept apart,
     ``__<preset>_negotiation`` with another preset's negotiation protocol."""
-    plan_steps = config.mappo_config().generated_steps
+    plan_steps = config.mappo.generated_steps
     return (PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
             + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps")
             + ("" if config.negotiation is None else f"__{config.negotiation}_negotiation")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.llm import config as llm_config
@@ -64,7 +64,7 @@ class Config(NegotiationLimits):
     and Algorithm 1's threshold)."""
 
     scenarios: tuple[str, ...] = tuple(LAYOUT_NAMES)
-    """Corridor layouts (those of ``marlin_training``: Algorithm 1 reads their LLM-only values)."""
+    """Corridor layouts (those of ``fig3_training``: Algorithm 1 reads their LLM-only values)."""
     trials: int = 50
     """Plans per scenario (paper: 50)."""
     seed: int = 0
@@ -84,7 +84,8 @@ def negotiator(limits: NegotiationLimits, llm: str | None = None, purpose: str =
                record: bool | None = None) -> Negotiation:
     """The negotiation plan source a preset section describes, behind its transcript cache.
 
-    MARLIN training plugs it in as ``grid.run_grid(..., source=negotiator(config, purpose="marlin_training"))``.
+    MARLIN training plugs it in as ``grid.run_grid(..., source=negotiator(config, purpose="marlin_training"))``
+    (``fig3_training.run``).
     """
     backend = llm_config.cached_backend(llm or limits.llm, purpose, record=record,
                                         script=greedy_robots, model="greedy-robots")
@@ -99,9 +100,9 @@ def _run_name(backend) -> str:
     return run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
 
 
-def run(preset: str, llm: str | None = None, progress: bool = True, **overrides: Any) -> pd.DataFrame:
-    """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions."""
-    config = presets.get(preset, "llm_only", **overrides)
+def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> pd.DataFrame:
+    """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions, saved under
+    ``preset``'s MARLIN results (``data/results/marlin/<preset>/``)."""
     source = negotiator(config, llm)
     backend = source.backend
     run_config = {**dataclasses.asdict(config), "llm": llm_config.label(backend)}
@@ -131,12 +132,9 @@ def run(preset: str, llm: str | None = None, progress: bool = True, **overrides:
     return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
 
 
-run_llm_only = run  # the name the notebooks and tests know
-
-
-def latest_run(preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
-    """Name and sidecar of the LLM-only run of ``preset`` with that backend (after ``run_llm_only``)."""
-    name = _run_name(llm_config.make_backend(llm or presets.get(preset, "llm_only").llm))
+def latest_run(config: Config, preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Name and sidecar of the LLM-only run of ``config`` under ``preset`` with that backend (after ``run``)."""
+    name = _run_name(llm_config.make_backend(llm or config.llm))
     return name, ResultStore(paths.results_dir("marlin", preset)).load_sidecar(name)
 
 

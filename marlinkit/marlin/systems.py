@@ -47,8 +47,9 @@ class TrainingConfig:
     """Episodes after which the policy is evaluated (paper Table I: 100, 850, 1600)."""
     eval_runs: int = 50
     """Sampled evaluation runs per checkpoint (paper: 50)."""
-    mappo: Mapping[str, Any] = field(default_factory=dict)
-    """``MAPPOConfig`` overrides (``marlinkit.algos.mappo``); empty: the authors' RLlib settings."""
+    mappo: mappo.MAPPOConfig = field(default_factory=mappo.MAPPOConfig)
+    """MAPPO's settings (``marlinkit.algos.mappo.MAPPOConfig``; the default: the authors' RLlib settings). A mapping
+    given here holds the settings that differ from the default."""
     switch_rule: str = "paper"
     """Algorithm 1's switch: "paper" as printed, "code" a simplified reading of the authors' code (median, and a
     window-to-window plateau; ``algorithm1.SwitchConfig``), "authors" the authors' code step for step
@@ -56,18 +57,24 @@ class TrainingConfig:
     protocol: str = "paper"
     """``PROTOCOLS``: "paper", every system on ``n_envs`` copies; "authors", MARLIN on 1 copy and MARL on 6, as the
     authors' code runs them (``n_envs`` is then ignored; ``for_system``)."""
-    llm_only_performance: Mapping[str, float] | None = None
-    """Algorithm 1's LLM-only threshold per scenario; None: the authors' Llama 3.1 8B values (``AUTHORS_LLM_ONLY``)."""
+    llm_only_performance: tuple[tuple[str, float], ...] | None = None
+    """Algorithm 1's LLM-only threshold per scenario, ``(scenario, value)`` pairs (a mapping given here becomes them);
+    None: the authors' Llama 3.1 8B values (``AUTHORS_LLM_ONLY``)."""
     plan_budget: int | None = None
     """New plans a MARLIN training may ask its plan source for (None: the paper's unlimited re-planning)."""
-    actuation_noise: Mapping[str, float] | None = None
-    """``hardware.ActuationNoise`` settings under which checkpoints are evaluated (Fig. 5); None: noiseless."""
+    actuation_noise: hardware.ActuationNoise | None = None
+    """The robots' actuation noise under which checkpoints are evaluated (Fig. 5; a mapping given here holds its
+    fields); None: noiseless."""
     layout_schedule: tuple[tuple[int, str], ...] | None = None
     """``(k, layout)`` pairs: the layout after ``k`` episodes (the dynamic environment); None: one layout."""
 
     def __post_init__(self):
         object.__setattr__(self, "checkpoints", tuple(int(c) for c in self.checkpoints))
-        object.__setattr__(self, "mappo", dict(self.mappo or {}))
+        object.__setattr__(self, "mappo", typed(mappo.MAPPOConfig, self.mappo, "mappo"))
+        object.__setattr__(self, "actuation_noise", typed(hardware.ActuationNoise, self.actuation_noise, "actuation_noise"))
+        if self.llm_only_performance is not None:
+            pairs = self.llm_only_performance.items() if isinstance(self.llm_only_performance, Mapping) else self.llm_only_performance
+            object.__setattr__(self, "llm_only_performance", tuple((str(k), float(v)) for k, v in pairs))
         if self.layout_schedule:
             object.__setattr__(self, "layout_schedule", tuple((int(k), str(name)) for k, name in self.layout_schedule))
         for name in ("episodes", "n_envs", "eval_runs"):
@@ -79,20 +86,13 @@ class TrainingConfig:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.plan_budget is not None and int(self.plan_budget) < 1:
             raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {self.plan_budget}")
-        self.mappo_config(), self.switch_config()
+        self.switch_config()
         changes = self.layout_schedule or ()
         unknown = sorted({name for _, name in changes} - set(LAYOUT_NAMES))
         if unknown or not all(1 <= k < self.episodes for k, _ in changes):
             raise ValueError(f"layout_schedule {[list(c) for c in changes]} needs [episode, layout] pairs with "
                              f"1 <= episode < episodes and layouts from {list(LAYOUT_NAMES)}")
-        if self.actuation_noise:
-            hardware.ActuationNoise(**self.actuation_noise)
 
-    def mappo_config(self) -> mappo.MAPPOConfig:
-        unknown = sorted(set(self.mappo) - {f.name for f in dataclasses.fields(mappo.MAPPOConfig)})
-        if unknown:
-            raise ValueError(f"unknown mappo setting(s) {unknown}; see marlinkit.algos.mappo.MAPPOConfig")
-        return mappo.MAPPOConfig(**self.mappo)
 
     def switch_config(self) -> SwitchConfig | AuthorsSwitchConfig:
         return AuthorsSwitchConfig() if self.switch_rule == "authors" else SwitchConfig(rule=self.switch_rule)
@@ -105,10 +105,23 @@ class TrainingConfig:
 
     def llm_only_threshold(self, scenario: str) -> float:
         """Algorithm 1's LLM-only performance of a scenario: the setting's value, else the authors' Llama 3.1 8B one."""
-        values = {**AUTHORS_LLM_ONLY, **(self.llm_only_performance or {})}
+        values = {**AUTHORS_LLM_ONLY, **dict(self.llm_only_performance or ())}
         if scenario not in values:
             raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
         return float(values[scenario])
+
+
+def typed(cls: type, value: Any, name: str) -> Any:
+    """A nested setting as its dataclass ``cls``: kept if it is one, built from a mapping of its fields (those that
+    differ from the defaults), None kept; an unknown field is refused by name."""
+    if value is None or isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a {cls.__name__} or a mapping of its fields, got {value!r}")
+    unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {name} setting(s) {unknown}; see {cls.__module__}.{cls.__name__}")
+    return cls(**value)
 
 
 def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int], Layout]:
@@ -155,7 +168,7 @@ def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, so
                             "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
         if episode in checkpoints:
             runs_, stream = config.eval_runs, (seed, episode)
-            actuate = hardware.ActuationNoise(**noise).actuator(stream, runs_) if noise else None
+            actuate = noise.actuator(stream, runs_) if noise else None
             scores = mappo.evaluate(agent, layout, runs_, stream, actuate)
             evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "layout": layout.name,
                                 "run": r, "performance": float(s)} for r, s in enumerate(scores))
@@ -185,16 +198,16 @@ def train_system(scenario: str, system: str, seed: int, config: TrainingConfig,
     """
     run = system_run(scenario, system, seed, config, source)
     config = config.for_system(system)
-    mappo.train(config.mappo_config(), run.layout_at, n_envs=config.n_envs, episodes=episodes_to_train(config.episodes, stop_after),
+    mappo.train(config.mappo, run.layout_at, n_envs=config.n_envs, episodes=episodes_to_train(config.episodes, stop_after),
                 seed=seed, generator=run.generator, on_episode_end=run.on_episode_end)
     return run.tables()
 
 
 def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource | None = None,
-                      noise: dict[str, float] | None = None) -> pd.DataFrame:
+                      noise: hardware.ActuationNoise | None = None) -> pd.DataFrame:
     """The plan source alone: ``trials`` plans from the start, each played out on the core.
 
-    With ``noise`` (``hardware.ActuationNoise`` settings) each trial runs on noisy robots and re-plans after a deviation.
+    With ``noise`` each trial runs on noisy robots and re-plans after a deviation.
     """
     layout, source = get_layout(scenario), source or ExactJointPlanner()
     arrays = core.layout_arrays(layout)
@@ -203,7 +216,7 @@ def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource 
     for trial in range(trials):
         started = time.perf_counter()
         if noise:
-            performance, total, _ = hardware.play_plans_under_noise(layout, source, hardware.ActuationNoise(**noise), (seed, trial),
+            performance, total, _ = hardware.play_plans_under_noise(layout, source, noise, (seed, trial),
                                                                     plan_seed=(seed * 1_000_003 + trial) * core.EPISODE_STEPS)
         else:
             plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)

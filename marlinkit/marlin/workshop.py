@@ -11,15 +11,14 @@ model and a git-ignored local transcript); ``smoke`` is what the tests run (seco
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths, presets
+from marlinkit import paths
 from marlinkit.errors import ParameterError
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -31,47 +30,60 @@ from marlinkit.marlin import llm_only
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation, greedy_robots
+from marlinkit.marlin.systems import TrainingConfig, typed
 
 ENGINE = "corridor core (numpy)"
 EXACT_LABEL = "exact planner: perfect plans, not an LLM"
 
 
 @dataclass(frozen=True)
+class Part(TrainingConfig):
+    """One training part of the workshop (notebook 02's MAPPO, notebook 04's MARL vs MARLIN): ``systems.TrainingConfig``
+    fields, and the LLM-only trials of notebook 04's plan sources."""
+
+    llm_only_trials: int = 1
+    """Plans each plan source plays alone (notebook 04: their mean is Algorithm 1's threshold)."""
+
+
+@dataclass(frozen=True)
+class NegotiationSettings(llm_only.NegotiationLimits):
+    """Notebook 03's negotiation protocol, and whether the session talks to the model."""
+
+    record: bool | None = None
+    """True: call the model live and record (a session preset); None: strict replay unless ``$MARLINKIT_RECORD``."""
+
+
+@dataclass(frozen=True)
 class Config:
-    """The ``workshop`` section: the teaching session's sizes (``quick``) or nbval's (``smoke``)."""
+    """The ``workshop`` section: the teaching session's sizes (``quick``) or nbval's (``smoke``); a mapping given for
+    a part holds its fields."""
 
     scenario: str = "single_slot"
     """The workshop's corridor layout."""
     seed: int = 0
     """Seed of every training and trial."""
-    training: Mapping[str, Any] = field(default_factory=dict)
-    """Notebook 02's MAPPO training: ``systems.TrainingConfig`` fields (episodes, n_envs, checkpoints, eval_runs, mappo)."""
-    negotiation: Mapping[str, Any] = field(default_factory=dict)
-    """Notebook 03's protocol: ``llm_only.NegotiationLimits`` fields, and ``record`` (True: call the model live and
-    record; None: strict replay unless ``$MARLINKIT_RECORD``)."""
-    marlin: Mapping[str, Any] = field(default_factory=dict)
-    """Notebook 04's MARL vs MARLIN: ``systems.TrainingConfig`` fields and ``llm_only_trials``."""
+    training: Part = field(default_factory=Part)
+    """Notebook 02's MAPPO training."""
+    negotiation: NegotiationSettings = field(default_factory=NegotiationSettings)
+    """Notebook 03's protocol (notebook 04's negotiation too)."""
+    marlin: Part = field(default_factory=Part)
+    """Notebook 04's MARL vs MARLIN."""
 
     def __post_init__(self):
-        for part in ("training", "negotiation", "marlin"):
-            object.__setattr__(self, part, dict(getattr(self, part)))
-        self.grid("training"), self.grid("marlin"), self.negotiation_limits()  # bad values fail here, by field
+        for part, cls in (("training", Part), ("negotiation", NegotiationSettings), ("marlin", Part)):
+            object.__setattr__(self, part, typed(cls, getattr(self, part), part))
+        self.grid("training"), self.grid("marlin")  # bad values fail here, by field
 
     def grid(self, part: str) -> grid.GridConfig:
         """``run_grid``'s config of one part: one scenario, one seed, in this process (one local worker on purpose:
         the LLM, loaded once, and the training share the notebook's process)."""
-        return grid.GridConfig(**{"llm_only_trials": 1, **getattr(self, part)}, scenarios=(self.scenario,), seeds=(self.seed,),
-                               workers=1)
+        values = getattr(self, part)
+        return grid.GridConfig(**{f.name: getattr(values, f.name) for f in dataclasses.fields(values)},
+                               scenarios=(self.scenario,), seeds=(self.seed,), workers=1)
 
     def negotiation_limits(self) -> llm_only.NegotiationLimits:
-        return llm_only.NegotiationLimits(**{k: v for k, v in self.negotiation.items() if k != "record"})
-
-
-def settings(preset: str) -> Config:
-    """The ``workshop`` section of ``preset`` (one of ``presets.WORKSHOP_PRESETS``)."""
-    if preset not in presets.WORKSHOP_PRESETS:
-        raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(presets.WORKSHOP_PRESETS)}")
-    return presets.get(preset, "workshop")
+        values = dataclasses.asdict(self.negotiation)
+        return llm_only.NegotiationLimits(**{k: v for k, v in values.items() if k != "record"})
 
 
 def results_root(preset: str) -> Path:
@@ -146,13 +158,14 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 # Notebooks 02 and 04: training through grid.run_grid
 
 
-def run_training(preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
-    """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
-    config = dataclasses.replace(settings(preset).grid("training"), systems=("MARL",))
+def run_training(section: Config, preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
+    """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve (saved under
+    ``preset``'s workshop results)."""
+    config = dataclasses.replace(section.grid("training"), systems=("MARL",))
     return grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
 
 
-def chat_backend(preset: str, llm: str | None = None) -> ChatBackend:
+def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBackend:
     """The workshop's LLM behind its transcript cache; ``llm="scripted"``: the greedy script, uncached.
 
     Replay is strict unless the section (or ``$MARLINKIT_RECORD``) records. A section that records by itself (the
@@ -160,10 +173,10 @@ def chat_backend(preset: str, llm: str | None = None) -> ChatBackend:
     ``workshop_<preset>_local__*.jsonl`` and first looks each call up in the committed ``workshop_<preset>__*.jsonl``
     (the teacher's recording, copied from a local file), so running a notebook never changes a tracked file.
     """
-    section = settings(preset).negotiation
-    local = section["record"] is True
-    return llm_config.cached_backend(llm or section["llm"], f"workshop_{preset}_local" if local else f"workshop_{preset}",
-                                     record=section["record"], script=greedy_robots, model="greedy-robots",
+    negotiation = section.negotiation
+    local = negotiation.record is True
+    return llm_config.cached_backend(llm or negotiation.llm, f"workshop_{preset}_local" if local else f"workshop_{preset}",
+                                     record=negotiation.record, script=greedy_robots, model="greedy-robots",
                                      shared=(f"workshop_{preset}",) if local else ())
 
 
@@ -176,9 +189,9 @@ def llm_calls(backend: ChatBackend) -> str:
             f"from data/transcripts/ ({', '.join(p.name for p in [backend.path, *backend.shared] if p.exists()) or 'none yet'})")
 
 
-def negotiator(preset: str, backend: ChatBackend) -> Negotiation:
+def negotiator(section: Config, backend: ChatBackend) -> Negotiation:
     """The negotiation plan source with the workshop's protocol settings (rounds, moves, tokens)."""
-    return Negotiation(backend, settings(preset).negotiation_limits().negotiation_config())
+    return Negotiation(backend, section.negotiation_limits().negotiation_config())
 
 
 class Comparison(NamedTuple):
@@ -187,7 +200,7 @@ class Comparison(NamedTuple):
     thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
 
 
-def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False,
+def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False,
                    plan_budget: int | None = None) -> Comparison:
     """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (perfect plans, not an LLM).
 
@@ -197,14 +210,13 @@ def run_comparison(preset: str, backend: ChatBackend, root: Path | None = None, 
     and is trained once. Curves: ``MARL``, ``MARLIN (<source>)`` and ``<source> (alone)`` (``curve_source`` reads the
     source back).
     """
-    section = settings(preset)
     base = section.grid("marlin")
     if plan_budget is not None:
         if isinstance(plan_budget, bool) or not isinstance(plan_budget, int) or plan_budget < 1:
             raise ParameterError("PLAN_BUDGET", plan_budget, "new plans per training: None (the preset's) or an integer >= 1")
         base = dataclasses.replace(base, plan_budget=plan_budget)
     root = Path(root or results_root(preset)) / "marlin"
-    sources = {f"{backend.name} negotiation": ("llm", negotiator(preset, backend)),
+    sources = {f"{backend.name} negotiation": ("llm", negotiator(section, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
     episodes, evaluations, thresholds = [], [], {}
     for label, (folder, source) in sources.items():

@@ -189,7 +189,7 @@ def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypat
 
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")  # nothing recorded there
     monkeypatch.delenv(llm_config.RECORD_VAR, raising=False)
-    settings = presets.get("smoke", "marlin_training", scenarios=["single_slot"], workers=1,
+    settings = presets.get("smoke", "fig3_training", scenarios=["single_slot"], workers=1,
                            llm_only_performance={"single_slot": 0.99})  # a high threshold: Algorithm 1 asks for a plan
     source = llm_only.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
     with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "

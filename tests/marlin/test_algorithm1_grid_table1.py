@@ -156,42 +156,49 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
-    training = fig3_training.run("quick", "llm", llm="scripted", progress=False, **overrides)
+    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides), "quick",
+                                 presets.get("quick", "llm_only"), llm="scripted", progress=False)
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
-    assert training.config.llm_only_performance == {"single_slot": llm_only.performance.mean()}
+    assert training.config.llm_only_performance == (("single_slot", llm_only.performance.mean()),)
     names = {f.name for f in (tmp_path / "results" / "marlin" / "quick").glob("*marlin*seed0.json")}
     assert "single_slot__marlin-negotiation-scripted-greedy-robots__seed0.json" in names, names
     plans = episodes[(episodes.system == "MARLIN") & (episodes.generator == algorithm1.PLAN)]
     assert len(plans) > 0 and "scripted" in training.plan_source
     assert not list((tmp_path / "transcripts").glob("*scripted*"))  # a script is its own record: nothing to replay
     with pytest.raises(ValueError, match="plan_source"):
-        fig3_training.run("smoke", "gpt", progress=False)
+        presets.get("smoke", "fig3_training", plan_source="gpt")
     with pytest.raises(ValueError, match="no trials for"):
-        fig3_training.run("smoke", "llm", llm="scripted", progress=False, scenarios=["maze_like"])
+        fig3_training.run(presets.get("smoke", "fig3_training", plan_source="llm", scenarios=["maze_like"]), "smoke",
+                          presets.get("smoke", "llm_only"), llm="scripted", progress=False)
+    with pytest.raises(ValueError, match="pass it as protocol"):
+        fig3_training.run(presets.get("smoke", "fig3_training", plan_source="llm"), "smoke", progress=False)
 
 
 def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_names_of_their_own(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=2)
-    training = fig3_training.run("smoke", "llm", llm="scripted", negotiation="quick", progress=False, **overrides)
+    section = lambda **given: presets.get("smoke", "fig3_training", **overrides, **given)  # noqa: E731
+    training = fig3_training.run(section(plan_source="llm", negotiation="quick"), "smoke", presets.get("quick", "llm_only"),
+                                 llm="scripted", progress=False)
     episodes, quick = training.results.episodes, presets.get("quick", "llm_only")
     llm_only = episodes[episodes.system == "LLM-only"]
     assert len(llm_only) == quick.trials != presets.get("smoke", "llm_only").trials  # the quick preset's trials
     assert (tmp_path / "results" / "marlin" / "quick" / "llm_only__scripted__greedy-robots.json").exists()
-    assert training.config.llm_only_performance == {"single_slot": llm_only.performance.mean()}
+    assert training.config.llm_only_performance == (("single_slot", llm_only.performance.mean()),)
     marlin = tmp_path / "results" / "marlin" / "smoke" / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json"
     assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]  # the quick protocol negotiated
     assert grid.output_suffix(training.config) == "__llm__quick_negotiation"
-    assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in grid.variant_note(training.config)
-    same = fig3_training.run("smoke", "llm", llm="scripted", negotiation="smoke", progress=False, **overrides)
+    assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in fig3_training.variant_note(training)
+    same = fig3_training.run(section(plan_source="llm", negotiation="smoke"), "smoke", presets.get("smoke", "llm_only"),
+                             llm="scripted", progress=False)
     assert same.config.negotiation is None and grid.output_suffix(same.config) == "__llm"  # its own preset's: no variant
     with pytest.raises(ValueError, match="needs plan_source 'llm'"):
-        fig3_training.run("smoke", "exact", negotiation="quick", progress=False, **overrides)
-    with pytest.raises(ValueError, match="negotiation must be None or a preset"):
-        grid.GridConfig(**TINY, plan_source="llm", negotiation="fast")
+        section(plan_source="exact", negotiation="quick")
+    with pytest.raises(ValueError, match="pass its llm_only section"):
+        grid.variant_note(training.config)
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -378,11 +385,11 @@ def test_training_batches_cut_a_grid_seed_by_seed_and_keep_every_run_once():
     assert [len(b) for b in grid.training_batches(runs[:3], workers=4, batch_runs=10)] == [1, 1, 1]
     assert grid.training_batches([], workers=2, batch_runs=10) == []  # a finished grid has nothing to train
     with pytest.raises(ValueError, match="batch_runs"):
-        presets.get("smoke", "marlin_training", batch_runs=0)
+        presets.get("smoke", "fig3_training", batch_runs=0)
 
 
 def test_fig3_plan_steps_is_checked_before_compute():
     from marlinkit.marlin import fig3_training
 
     with pytest.raises(ValueError, match="generated_steps must be one of"):
-        fig3_training.run("smoke", plan_steps="mask", progress=False)
+        fig3_training.settings(presets.get("smoke", "fig3_training"), plan_steps="mask")

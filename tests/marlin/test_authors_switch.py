@@ -248,14 +248,13 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     from marlinkit.marlin import authors_figures, authors_protocol
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    config = presets.get("smoke", "marlin_authors", scenarios=["two_path"], plan_sources=["exact"], marlin_seeds=[0, 1])
-    order = authors_protocol.job_order(presets.get("paper", "marlin_authors"))
+    config = presets.get("smoke", "authors_protocol", scenarios=["two_path"], plan_sources=["exact"], marlin_seeds=[0, 1])
+    order = authors_protocol.job_order(presets.get("paper", "authors_protocol"))
     assert order[3:6] == [("surrogate_llama", "MARLIN", 0), ("surrogate_llama", "MARLIN", 1), ("surrogate_llama", "MARL", 0)]
     assert len(order) == 3 + 10 + 3 + 3 + 10
-    overrides = {"scenarios": ["two_path"], "plan_sources": ["exact"], "marlin_seeds": [0, 1]}
-    assert authors_protocol.queue("smoke", log=lambda line: None, **overrides) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
-    assert authors_protocol.queue("smoke", log=lambda line: None, **overrides) == 0, "finished runs are not trained again"
-    pooled = authors_protocol.load("smoke", config)
+    assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
+    assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 0, "finished runs are not trained again"
+    pooled = authors_protocol.load(config, "smoke", presets.get("smoke", "fig3_training"))
     assert pooled.runs.finished.all() and (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").is_dir()
     table = authors_protocol.executed_vs_policy(pooled, config)
     assert list(table.columns) == ["scenario", "episode", "system", "metric", "mean", "sd", "runs"]

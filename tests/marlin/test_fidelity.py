@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from marlinkit import presets
 from marlinkit.marlin import grid
 from marlinkit.marlin import fidelity
 from marlinkit.paper_values import MARLIN_TABLE1
@@ -42,15 +43,20 @@ def test_the_figure_plots_the_papers_values_as_numbers_on_a_numeric_axis():
     assert ax.get_ylim()[1] >= 1.0 and not ax.yaxis.units  # a numeric axis, not categories
 
 
-def test_a_variant_changes_one_setting_of_the_fig3_grid_and_merges_mappo_overrides():
-    base = fidelity.variant_config("smoke", {}, (0,))
-    torch_init = fidelity.variant_config("smoke", {"mappo": {"init": "torch"}}, (0,))
-    assert torch_init.mappo == {**base.mappo, "init": "torch"} and base.mappo.get("steps_per_iteration") == 400  # smoke's kept
-    assert fidelity.variant_config("smoke", {"n_envs": 6}, (0, 1)).n_envs == 6 and base.systems == ("MARL",)
+def test_a_variant_changes_one_setting_of_the_fig3_grid_and_keeps_the_others():
+    training = presets.get("smoke", "fig3_training")
+    base = fidelity.variant_config(training, fidelity.Variant("same"), (0,))
+    torch_init = fidelity.variant_config(training, fidelity.Variant("torch init", init="torch"), (0,))
+    assert torch_init.mappo == dataclasses.replace(base.mappo, init="torch") and base.mappo.steps_per_iteration == 400  # smoke's kept
+    six = fidelity.variant_config(training, fidelity.Variant("6 copies", n_envs=6), (0, 1))
+    assert six.n_envs == 6 and six.seeds == (0, 1) and base.systems == ("MARL",)
+    assert fidelity.Config(variants=[{"name": "6 copies", "n_envs": 6}]).variants == (fidelity.Variant("6 copies", n_envs=6),)
     with pytest.raises(ValueError, match="names the Fig. 3 runs"):
-        fidelity.Config(variants={"ours": {}})
+        fidelity.Config(variants=[{"name": "ours"}])
+    with pytest.raises(ValueError, match=r"unknown variants setting\(s\) \['mappo'\]"):
+        fidelity.Config(variants=[{"name": "x", "mappo": {"init": "torch"}}])
     with pytest.raises(ValueError, match="init must be one of"):
-        fidelity.variant_config("smoke", {"mappo": {"init": "normc"}}, (0,))
+        fidelity.variant_config(training, fidelity.Variant("bad", init="normc"), (0,))
 
 
 def test_variants_table_reads_each_variant_at_the_papers_episode_and_counts_cells_within_tolerance():

@@ -28,7 +28,8 @@ def test_fig5_checkpoints_follow_the_paper_schedule():
 
 def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     noise = {"p_fail": 1.0, "p_slip": 0.0}  # robots that never move: every score must be 0
-    results = fig5_hardware.run_fig5("smoke", root=tmp_path, progress=False, actuation_noise=noise, llm_only_trials=2)
+    config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2)
+    results = fig5_hardware.run(config, "smoke", root=tmp_path, progress=False)
     evaluations = results.evaluations
     assert sorted(evaluations.checkpoint.unique()) == [1, 3, 5] and set(evaluations.system) == {"MARL", "MARLIN"}
     assert (evaluations.performance == 0.0).all() and (evaluations.layout == "maze_like").all()
@@ -63,7 +64,7 @@ class RecordingPlanner:
 
 
 def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_plans():
-    settings = dataclasses.replace(presets.get("smoke", "marlin_training", episodes=10, n_envs=2, checkpoints=[7, 10],
+    settings = dataclasses.replace(presets.get("smoke", "fig3_training", episodes=10, n_envs=2, checkpoints=[7, 10],
                                                layout_schedule=[[7, "maze_like"]]), plan_budget=None)  # the paper's unlimited re-planning
     source = RecordingPlanner()
     episodes, evaluations = systems.train_system("single_slot", "MARLIN", 0, settings, source)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import paths
+from marlinkit import paths, presets
 from marlinkit.marlin import fig6_scalability
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
@@ -73,23 +73,24 @@ def test_seeded_episodes_reproduce():
 def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("an episode ran"))
     with pytest.raises(ValueError, match=message):
-        fig6_scalability.run_scalability("smoke", progress=False, **override)
+        fig6_scalability.run(presets.get("smoke", "fig6_scalability", **override), "smoke", progress=False)
 
 
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    first = fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False)
+    section = lambda **overrides: presets.get("smoke", "fig6_scalability", systems=["exact"], agents=[2, 4], **overrides)  # noqa: E731
+    first = fig6_scalability.run(section(), "smoke", progress=False)
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()
     real = crowd.run_episode
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("a finished run was recomputed"))
-    pd.testing.assert_frame_equal(fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], progress=False), first)
+    pd.testing.assert_frame_equal(fig6_scalability.run(section(), "smoke", progress=False), first)
     monkeypatch.setattr(crowd, "run_episode", real)
-    assert len(fig6_scalability.run_scalability("smoke", systems=["exact"], agents=[2, 4], trials=2, progress=False)) == 4
+    assert len(fig6_scalability.run(section(trials=2), "smoke", progress=False)) == 4
 
 
 def test_the_smoke_preset_replays_its_llm_negotiation_from_the_committed_transcript(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    table = fig6_scalability.run_scalability("smoke", progress=False)
+    table = fig6_scalability.run(presets.get("smoke", "fig6_scalability"), "smoke", progress=False)
     llm, exact = (table[table.system == s].iloc[0] for s in ("llm", "exact"))
     assert llm.negotiations == exact.negotiations == 1 and llm.llm_calls > 0 and exact.llm_calls == 0
     summary = fig6_scalability.summary(table)

@@ -17,6 +17,8 @@ from marlinkit.llm.backends.scripted import ScriptedBackend
 from marlinkit.marlin.negotiation import greedy_robots
 from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
+SMOKE = presets.get("smoke", "workshop")
+
 
 def test_random_floor_is_seeded_and_below_the_planner():
     first = workshop.random_policy_performance("single_slot", runs=64, seed=3)
@@ -41,17 +43,18 @@ def test_play_plan_steps_the_env_to_the_plans_performance():
 
 
 def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
-    training = presets.get("smoke", "workshop").training
-    results = workshop.run_training("smoke", root=tmp_path)
+    section = presets.get("smoke", "workshop")
+    training = section.training
+    results = workshop.run_training(section, "smoke", root=tmp_path)
     assert set(results.episodes.system) == {"MARL"}
-    assert len(results.episodes) == training["episodes"] * training["n_envs"]
-    assert results.evaluations.groupby("checkpoint").size().to_dict() == {c: training["eval_runs"] for c in training["checkpoints"]}
-    again = workshop.run_training("smoke", root=tmp_path)  # loaded from the result store, not retrained
+    assert len(results.episodes) == training.episodes * training.n_envs
+    assert results.evaluations.groupby("checkpoint").size().to_dict() == {c: training.eval_runs for c in training.checkpoints}
+    again = workshop.run_training(section, "smoke", root=tmp_path)  # loaded from the result store, not retrained
     assert again.evaluations.performance.tolist() == results.evaluations.performance.tolist()
 
 
 def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
-    comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
+    comparison = workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     llm_label = "scripted negotiation"
     assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
     alone = comparison.episodes[comparison.episodes.curve == f"{llm_label} (alone)"]
@@ -66,7 +69,7 @@ def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
     forced = exact[exact.episode.between(6, 10) & (exact.generator == "plan") & ~exact.toggled]
     assert len(forced) and (forced.performance == 1.0).all()
     table = workshop.comparison_table(comparison)
-    checkpoints = presets.get("smoke", "workshop").marlin["checkpoints"]
+    checkpoints = presets.get("smoke", "workshop").marlin.checkpoints
     assert len(table) == 2 * len(checkpoints) and set(table.plan_source) == set(comparison.thresholds)
 
 
@@ -76,13 +79,13 @@ def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path
     if not path.exists():
         pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with MARLINKIT_RECORD=1")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
-    comparison = workshop.run_comparison("smoke", cache, root=tmp_path)  # a changed prompt or schedule misses here
+    comparison = workshop.run_comparison(SMOKE, "smoke", cache, root=tmp_path)  # a changed prompt or schedule misses here
     assert cache.hits > 0 and cache.misses == 0
     assert 0 <= comparison.thresholds["smollm2 negotiation"] <= 1
 
 
 def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path):
-    comparison = workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
+    comparison = workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
     fig = workshop.learning_curve_figure(comparison.episodes, comparison.evaluations, by="curve")
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
@@ -91,8 +94,8 @@ def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path
 
 
 def test_the_scripted_llm_runs_every_cell_that_reports_llm_calls(tmp_path):
-    backend = workshop.chat_backend("workshop", "scripted")  # the exercise's LLM = "scripted": a script, uncached
-    comparison = workshop.run_comparison("smoke", backend, root=tmp_path, plan_budget=2)
+    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop", "scripted")  # the exercise's LLM = "scripted": a script, uncached
+    comparison = workshop.run_comparison(SMOKE, "smoke", backend, root=tmp_path, plan_budget=2)
     assert backend.replies > 0 and f"{backend.replies} replies computed by the script" in workshop.llm_calls(backend)
     assert comparison.thresholds["scripted negotiation"] > 0
     sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
@@ -104,13 +107,13 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
 
     from marlinkit import paths
 
-    backend = workshop.chat_backend("workshop")
+    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop")
     assert backend.path.name.startswith("workshop_workshop_local__") and not backend.replay_only
     committed = backend.shared[0]
     assert committed.name.startswith("workshop_workshop__") and committed.is_file(), "the teacher's recording is committed"
     ignored = subprocess.run(["git", "check-ignore", "-q", str(backend.path)], cwd=paths.REPO_ROOT).returncode
     assert ignored == 0, f"{backend.path} (live calls) must be git-ignored"
-    assert workshop.chat_backend("smoke").path.name.startswith("workshop_smoke__")  # nbval: strict replay, committed
+    assert workshop.chat_backend(SMOKE, "smoke").path.name.startswith("workshop_smoke__")  # nbval: strict replay, committed
 
 
 @pytest.mark.parametrize("bad, parameter", [({"preset": "quik"}, "PRESET"), ({"plan_budget": 0}, "PLAN_BUDGET"),
@@ -120,11 +123,11 @@ def test_a_bad_notebook_parameter_is_a_parameter_error_naming_it_and_the_allowed
 
     with pytest.raises(ParameterError) as error:
         if "preset" in bad:
-            workshop.settings(bad["preset"])
+            presets.get(bad["preset"], "workshop")
         elif "llm" in bad:
-            workshop.chat_backend("smoke", bad["llm"])
+            workshop.chat_backend(SMOKE, "smoke", bad["llm"])
         else:
-            workshop.run_comparison("smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path, **bad)
+            workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path, **bad)
     assert error.value.parameter == parameter and str(error.value).startswith(f"{parameter} = ")
     (line,) = error.value._render_traceback_()  # what IPython shows instead of the traceback: one line
     assert "parameters cell" in line and parameter in line

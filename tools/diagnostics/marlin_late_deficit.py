@@ -104,7 +104,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
 
         mappo_batched.mappo.compute_gae = masked_gae
     mappo_settings = {"generated_steps": "separate"} if variant == "separate" else {}
-    config, source, _ = grid.with_plan_source(presets.get("paper", "marlin_training", scenarios=[scenario], seeds=[seed],
+    config, source, _ = grid.with_plan_source(presets.get("paper", "fig3_training", scenarios=[scenario], seeds=[seed],
                                                           mappo=mappo_settings))
     started = time.time()
     [(episodes, evaluations)] = batched.train_systems([(scenario, "MARLIN", seed)], config, source)
