@@ -172,8 +172,10 @@ $(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt t
 # `make test`, the fast default: every test not marked slow, and nbval over every notebook but NOTEBOOKS_SLOW.
 # `make test-all`, what CI runs: every test and every notebook. nbval runs the notebooks' own smoke parameters; the
 # workshop notebooks default to the class's sizes, so tests/test_workshop_notebooks.py runs them at smoke instead.
-# The three MAESTRO ablation notebooks share one smoke ablation (trained by the first of them, ~70 CPU-s).
-NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb maestro_framework.ipynb)
+# The three MAESTRO ablation notebooks share one smoke ablation (trained by the first of them, ~70 CPU-s); the paper
+# audit and MARLIN's executed-vs-policy notebooks (~9 CPU-s each) have their code tested by tests/ in `make test` too.
+NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb maestro_framework.ipynb paper_audit.ipynb) \
+                  notebooks/marlin/executed_vs_policy.ipynb
 NBVAL := $(PY) -m pytest --nbval-lax -p no:cacheprovider
 test: $(STAMP) data
 	$(PY) -m pytest tests -m "not slow"

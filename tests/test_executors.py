@@ -214,7 +214,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("stop", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)])
 def test_a_stopped_run_leaves_no_worker_behind(tmp_path, stop):
     """SIGTERM: the driver kills its workers and exits; SIGKILL: each worker sees its parent gone and exits."""
     script = tmp_path / "user_script.py"

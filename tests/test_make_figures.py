@@ -39,8 +39,10 @@ def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so(tmp_pat
     assert said and all(name in said[0] for name in NEGOTIATION_NOTEBOOKS) and "RECORD=1" in said[0]
 
 
-@pytest.mark.parametrize("args, env", [(("PRESET=paper", "RECORD=1"), {}), (("PRESET=paper",), {"MARLINKIT_RECORD": "1"}),
-                                       (("PRESET=paper", "PAPER_NEGOTIATIONS=1"), {}), ((), {})])
+@pytest.mark.parametrize("args, env", [(("PRESET=paper", "RECORD=1"), {}),
+                                       pytest.param(("PRESET=paper",), {"MARLINKIT_RECORD": "1"}, marks=pytest.mark.slow),
+                                       pytest.param(("PRESET=paper", "PAPER_NEGOTIATIONS=1"), {}, marks=pytest.mark.slow),
+                                       pytest.param((), {}, marks=pytest.mark.slow)])
 def test_recording_replaying_or_another_preset_runs_them(tmp_path, args, env):
     executed, out = _dry_run(tmp_path, *args, **env)
     said = [line for line in out.splitlines() if "leaves out" in line]

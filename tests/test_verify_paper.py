@@ -28,7 +28,7 @@ def _training(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns="wall_time_s")
 
 
-@pytest.mark.parametrize("system", ["MARL", "MARLIN"])
+@pytest.mark.parametrize("system", [pytest.param("MARL", marks=pytest.mark.slow), "MARLIN"])
 def test_a_prefix_is_the_first_rows_of_the_full_run_on_both_trainers(system):
     # updates every 20 steps per copy, checkpoints at 4 and 8, Algorithm 1's plan episodes 6-10: the prefix of 5
     # episodes stops between them, with the full run's settings

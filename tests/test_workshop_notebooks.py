@@ -36,6 +36,7 @@ def test_workshop_notebook_runs_at_smoke_with_a_figure_inline(source, tmp_path):
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{source.name}: no inline figure"
 
 
+@pytest.mark.slow
 def test_a_bad_preset_shows_one_line_that_names_the_parameter_the_allowed_values_and_the_cell(tmp_path):
     source = paths.NOTEBOOKS_DIR / "workshop" / "01_corridor_env.ipynb"
     with pytest.raises(papermill.PapermillExecutionError) as error:

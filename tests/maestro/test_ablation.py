@@ -115,6 +115,7 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
         env.close()
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     """Kill a run right after its first checkpoint; the resumed run matches the uninterrupted one."""
     import dataclasses
