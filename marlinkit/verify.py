@@ -28,7 +28,6 @@ compares it with the committed run's first rows: :mod:`marlinkit.verify_paper`.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import re
 import shutil
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import paths, presets, verify_paper
+from marlinkit.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls, timing_field,
+                                  transcript_records, without_timing)
 
 #: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
 WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -48,10 +49,8 @@ WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
 TABLE_SUFFIXES = (".csv",)
 RENDERING_SUFFIXES = (".md", ".tex")
 IMAGE_SUFFIXES = (".png", ".pdf")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:\\?%)?")
 _TOKEN = re.compile(r"[^\s|&]+")
 _RULE = re.compile(r"[-:=]+")
-_SHOWN = 8  # differing cells listed per file
 
 
 @dataclass
@@ -76,44 +75,6 @@ def _kind(path: Path) -> str:
     return "image" if path.suffix in IMAGE_SUFFIXES else "other"
 
 
-def _is_number(text: str) -> bool:
-    return bool(_NUMBER.fullmatch(text.strip().replace(",", "")))
-
-
-def _read_csv(path: Path) -> list[list[str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.reader(handle))
-
-
-def compare_table(reference: Path, scratch: Path, wall_time: tuple[str, ...] = ()) -> tuple[str, list[str]]:
-    """Status and details of two CSV tables; cells of the ``wall_time`` columns need only both be numbers."""
-    if reference.read_bytes() == scratch.read_bytes():
-        return "same", []
-    old, new = _read_csv(reference), _read_csv(scratch)
-    if not old or not new or old[0] != new[0]:
-        return "differs", [f"header {old[0] if old else []} -> {new[0] if new else []}"]
-    header, details, tolerated, cells = old[0], [], 0, 0
-    if len(old) != len(new):
-        details.append(f"rows {len(old) - 1} -> {len(new) - 1}")
-    for row, (a, b) in enumerate(zip(old[1:], new[1:]), 1):
-        for column, name in enumerate(header):
-            x = a[column] if column < len(a) else "<absent>"
-            y = b[column] if column < len(b) else "<absent>"
-            if x == y:
-                continue
-            if name in wall_time and _is_number(x) and _is_number(y):
-                tolerated += 1
-                continue
-            cells += 1
-            if cells <= _SHOWN:
-                details.append(f"row {row} ({a[0] if a else ''}), column {name!r}: {x!r} -> {y!r}")
-    if cells > _SHOWN:
-        details.append(f"... {cells - _SHOWN} more differing cells")
-    if details:
-        return "differs", details
-    return "tolerated", [f"{tolerated} wall-time cell(s) differ ({', '.join(wall_time)}): tolerated"]
-
-
 def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) -> tuple[str, list[str]]:
     """Status of a Markdown/LaTeX rendering; with ``numbers_may_differ`` only numeric tokens may change
     (the caller allows it only when the table rendered matched up to its wall-time cells)."""
@@ -123,7 +84,7 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
         old, new = (
             [t for t in _TOKEN.findall(p.read_text(encoding="utf-8")) if not _RULE.fullmatch(t)] for p in (reference, scratch))
         changed = [(x, y) for x, y in zip(old, new) if x != y]
-        if len(old) == len(new) and all(_is_number(x) and _is_number(y) for x, y in changed):
+        if len(old) == len(new) and all(is_number(x) and is_number(y) for x, y in changed):
             return "tolerated", [f"{len(changed)} number(s) differ, in a table with wall-time columns: tolerated"]
     return "differs", ["bytes differ" + ("" if numbers_may_differ else " (the table it renders is compared above)")]
 
@@ -159,16 +120,6 @@ def compare_trees(reference: Path, scratch: Path,
             status, details = ("same", []) if same else ("differs", ["bytes differ"])
         checks.append(FileCheck(name, kind, status, details))
     return sorted(checks, key=lambda c: c.path)
-
-
-def transcript_records(root: Path | None = None) -> dict[str, int]:
-    """Lines per transcript file: records added between two counts are live LLM calls."""
-    root = Path(root or paths.TRANSCRIPTS_DIR)
-    return {p.name: p.read_bytes().count(b"\n") for p in sorted(root.glob("*.jsonl"))}
-
-
-def live_calls(before: dict[str, int], after: dict[str, int]) -> int:
-    return sum(max(after.get(name, 0) - before.get(name, 0), 0) for name in after)
 
 
 def reference_root(preset: str) -> Path:
@@ -211,30 +162,6 @@ def summary(checks: list[FileCheck], calls: int | None, images_informational: bo
     return "\n".join(lines), not failed
 
 
-#: Fields of a MAESTRO generation-log record that measure time or say whether the reply was replayed
-#: (``verdict.timings``: the sandbox's seconds per validation stage).
-GENERATION_TIMING_FIELDS = ("wall_seconds", "llm_seconds", "cached", "verdict.timings")
-
-
-def _field(record: dict, name: str) -> Any:
-    """A record's field by dotted name (``verdict.timings``), None when absent."""
-    for part in name.split("."):
-        record = record.get(part) if isinstance(record, dict) else None
-    return record
-
-
-def _without_timing(record: dict) -> dict:
-    """The record less its :data:`GENERATION_TIMING_FIELDS` (a copy)."""
-    out = dict(record)
-    for name in GENERATION_TIMING_FIELDS:
-        head, _, rest = name.partition(".")
-        if not rest:
-            out.pop(head, None)
-        elif isinstance(out.get(head), dict):
-            out[head] = {k: v for k, v in out[head].items() if k != rest}
-    return out
-
-
 #: Sidecar fields a recomputed run must reproduce (the rest record the machine, its versions and its wall time).
 SIDECAR_RESULT_FIELDS = ("config", "config_hash", "table_rows", "context_calls", "context_accepted", "reward_calls",
                          "reward_accepted", "llm", "engine")
@@ -250,10 +177,10 @@ def compare_generation_logs(reference: Path, scratch: Path) -> tuple[str, list[s
     details = [f"records {len(old)} -> {len(new)}"] if len(old) != len(new) else []
     timing = 0
     for line, (a, b) in enumerate(zip(old, new), 1):
-        timing += sum(_field(a, name) != _field(b, name) for name in GENERATION_TIMING_FIELDS)
-        a, b = _without_timing(a), _without_timing(b)
+        timing += sum(timing_field(a, name) != timing_field(b, name) for name in GENERATION_TIMING_FIELDS)
+        a, b = without_timing(a), without_timing(b)
         for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key) and len(details) < _SHOWN:
+            if a.get(key) != b.get(key) and len(details) < SHOWN:
                 details.append(f"record {line}, field {key!r}: {str(a.get(key))[:60]!r} -> {str(b.get(key))[:60]!r}")
     if details:
         return "differs", details

@@ -24,9 +24,7 @@ RUNNERS = ("marlinkit.presets", "marlinkit.runs")
 #: Experiments that still read a preset themselves, to go as MARLIN's went (empty: none may).
 STILL_READING_PRESETS = ("marlinkit.maestro",)
 #: Import cycles still to break, each as the modules it may run through (empty: no cycle may remain).
-CYCLES_TO_BREAK = [("marlinkit.maestro", "marlinkit.presets"), ("marlinkit.algos.mappo", "marlinkit.algos.mappo_rollouts"),
-                   ("marlinkit.envs.traffic.cityflow_engine", "marlinkit.envs.traffic.engines"),
-                   ("marlinkit.verify", "marlinkit.verify_paper")]
+CYCLES_TO_BREAK = [("marlinkit.maestro", "marlinkit.presets")]
 
 
 def module_name(path: Path) -> str:

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from marlinkit import plots, verify
+from marlinkit import comparisons, plots, verify
 
 COST = pd.DataFrame({"Component": ["simulation", "LLM calls", "Total"], "Calls": ["—", "58", "—"],
                      "Total (s, all runs)": [49.1, 925.2, 974.3], "Percentage": ["5.0%", "95.0%", "100%"]})
@@ -104,11 +104,11 @@ def test_images_can_be_informational_and_live_calls_always_fail(folders):
 
 def test_live_calls_are_records_added_to_the_transcripts(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"key": 1}\n')
-    before = verify.transcript_records(tmp_path)
+    before = comparisons.transcript_records(tmp_path)
     with (tmp_path / "a.jsonl").open("a") as handle:
         handle.write('{"key": 2}\n')
     (tmp_path / "b.jsonl").write_text('{"key": 3}\n')
-    assert verify.live_calls(before, verify.transcript_records(tmp_path)) == 2
+    assert comparisons.live_calls(before, comparisons.transcript_records(tmp_path)) == 2
 
 
 def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_difference(folders, capsys):

@@ -8,15 +8,13 @@ itself (losses, networks, update) is ``mappo.py``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
-if TYPE_CHECKING:
-    from marlinkit.algos.mappo import MAPPO
 
 OBS_SIZE = 4
 CRITIC_SIZE = 2 * OBS_SIZE + core.N_ACTIONS  # own obs, other obs, other's one-hot action
@@ -45,8 +43,20 @@ def log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
 
 #: ``generator(state, sampled) -> actions``: joint actions int[B, 2] to take, given the policy's samples.
 Generator = Callable[[core.CorridorState, np.ndarray], np.ndarray]
+
+
+class Agent(Protocol):
+    """What the rollouts read of a MAPPO agent (``marlinkit.algos.mappo.MAPPO``; this module sits below it)."""
+
+    config: Any  # its MAPPOConfig (the rollouts read steps_per_iteration)
+
+    def logits(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def values(self, critic_in: np.ndarray) -> np.ndarray: ...
+
+
 #: ``on_episode_end(episode, agent, performance[B], team_return[B])``, called when all copies finish an episode.
-EpisodeCallback = Callable[[int, "MAPPO", np.ndarray, np.ndarray], None]
+EpisodeCallback = Callable[[int, Agent, np.ndarray, np.ndarray], None]
 
 
 def rollout_buffers(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
@@ -57,7 +67,7 @@ def rollout_buffers(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
 
 
 
-def rollouts(agent: MAPPO, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
+def rollouts(agent: Agent, layout: Layout | Callable[[int], Layout], *, n_envs: int, episodes: int, seed: int,
              generator: Generator | None = None, on_episode_end: EpisodeCallback | None = None) -> Iterator[tuple]:
     """Play ``episodes`` episodes on ``n_envs`` copies; yield each update's rollout (see :func:`training_rows`).
 

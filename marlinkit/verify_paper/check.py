@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Recompute one prefix per family, compare, print the per-run summary; ``exit_code`` 1 on any difference."""
     from marlinkit import executors
-    from marlinkit.verify import live_calls, transcript_records, _without_timing
+    from marlinkit.comparisons import live_calls, transcript_records, without_timing
 
     import resource
 
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 status, details = "differs", [damaged, *details]
             if "generations" in out:
                 log_status, log_details = _compare_generations(run, out["generations"], args.maestro_episodes,
-                                                               _without_timing)
+                                                               without_timing)
                 details.append(log_details)
                 status = "differs" if log_status == "differs" else status
         if status != "same":
@@ -204,7 +204,7 @@ def _calibrate(run: CommittedRun, scratch: Path, problems: list[str]):
     committed ``ablation_calibration`` (a difference goes to ``problems``)."""
     from marlinkit.maestro.curriculum_env import calibrate
     from marlinkit.runs import ResultStore
-    from marlinkit.verify import compare_table
+    from marlinkit.comparisons import compare_table
 
     cfg = maestro_config(run)
     if cfg is None:

@@ -12,7 +12,7 @@
   of the same roadnet and flow reuses an idle one (``reset()`` each episode), so memory grows with
   the number of distinct flows and of environments open at once in a CityFlow process.
 
-Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
+``marlinkit.envs.traffic.env.make_engine`` opens one by name. Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
 see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
 
 Signals are coded per intersection: ``k`` in 0..3 is phase k green (``PHASES``), ``4 + k`` is the
@@ -325,17 +325,3 @@ class SumoEngine(Engine):
             self._ls.close()
             self._started = False
             _SUMO_OPEN.remove(self)
-
-
-def make_engine(name: str, network: Network) -> Engine:
-    """An engine by name; a clear error when it is not installed here."""
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
-    if not available_engines()[name]:
-        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
-        raise ValueError(f"engine {name!r} is not installed here ({hint})")
-    if name == "sumo":
-        return SumoEngine(network)
-    from marlinkit.envs.traffic.cityflow_engine import CityFlowEngine
-
-    return CityFlowEngine(network)

@@ -57,14 +57,30 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from marlinkit.envs.traffic.context import Flow, TrafficContext, load_flow_file, truncate
-from marlinkit.envs.traffic.data import MOVEMENTS, find_data_dir, flow_path, load_network
-from marlinkit.envs.traffic.engines import HALTING, OUTFLOW, PHASE_MOVES, PHASES, Reading, axis, make_engine
+from marlinkit.envs.traffic.data import MOVEMENTS, Network, find_data_dir, flow_path, load_network
+from marlinkit.envs.traffic.engines import (ENGINES, HALTING, OUTFLOW, PHASE_MOVES, PHASES, Engine, Reading, SumoEngine,
+                                           available_engines, axis)
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
 ELAPSED_SCALE_S = 60.0
 #: Elapsed seconds past which the elapsed-time feature is 1 anyway (twice the scale: safely past 1).
 ELAPSED_CAP_S = int(2 * ELAPSED_SCALE_S)
 REWARD_TERMS = ("outflow", "queue", "pressure")
+
+
+def make_engine(name: str, network: Network) -> Engine:
+    """An engine by name (``engines.ENGINES``); a clear error when it is not installed here. CityFlow's module is
+    imported only when it is asked for (it loads the optional ``cityflow`` build)."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
+    if not available_engines()[name]:
+        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
+        raise ValueError(f"engine {name!r} is not installed here ({hint})")
+    if name == "sumo":
+        return SumoEngine(network)
+    from marlinkit.envs.traffic.cityflow_engine import CityFlowEngine
+
+    return CityFlowEngine(network)
 
 
 def _signal_table() -> np.ndarray:
