@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from marlinkit import executors, paths, presets
+from marlinkit import executors, paths
 from marlinkit.envs.traffic.cli import REFERENCE
 from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode
 from marlinkit.envs.traffic.engines import available_engines
@@ -80,9 +80,9 @@ def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
             for controller in ("fixed-time", "max-pressure")]
 
 
-def run(preset: str, **overrides) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(baseline table, difficulty table, provenance) for ``preset``, computed or loaded."""
-    config = presets.get(preset, "traffic_baselines", **overrides)  # checked before any compute or cached table
+def run(config: Config, preset: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(baseline table, difficulty table, provenance) of ``config``, computed or loaded from ``preset``'s MAESTRO
+    results (``data/results/maestro/<preset>/``)."""
     engines = [e for e in config.engines if available_engines()[e]]
     skipped = [e for e in config.engines if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
