@@ -168,7 +168,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_pressure_min_green_s": 10,
             "workers": 1,
         },
-        "maestro": {  # ~2-3 minutes, not seconds (SUMO starts once per run): scripted architect, tiny episodes
+        "ablation": {  # ~2-3 minutes, not seconds (SUMO starts once per run): scripted architect, tiny episodes
             "seeds": [200, 300],
             "ablations": ["A2", "A7", "A8"],
             "episodes": 4,
@@ -260,7 +260,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_pressure_min_green_s": 10,
             "workers": 2,
         },
-        "maestro": {  # all 12 runs, short: fits the MAESTRO notebooks in ~10 min on 2 cores (LLM replayed)
+        "ablation": {  # all 12 runs, short: fits the MAESTRO notebooks in ~10 min on 2 cores (LLM replayed)
             "seeds": [200, 300, 400, 500],
             "ablations": ["A2", "A7", "A8"],
             "episodes": 16,
@@ -343,7 +343,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             "max_pressure_min_green_s": 10,
             "workers": 2,
         },
-        "maestro": {  # paper Section 5.3: 3 configs x 200 episodes x 360 s, paper MADDPG defaults; the paper's 4 seeds
+        "ablation": {  # paper Section 5.3: 3 configs x 200 episodes x 360 s, paper MADDPG defaults; the paper's 4 seeds
             # (200-500) + 8 more, the 12 its own power analysis asks for (its Table 4); statistics on 4 and on 12
             "seeds": [200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300],
             "ablations": ["A2", "A7", "A8"],
@@ -378,8 +378,8 @@ def experiments() -> dict[str, ModuleType]:
                                   fig6_scalability, llm_only, workshop)
 
     modules = (fig3_training, fig5_hardware, dynamic_env, llm_only, fig6_scalability, fig1_scenarios, workshop, paper_audit,
-               traffic_baselines, fidelity, authors_protocol)
-    return {**{module.__name__.rsplit(".", 1)[1]: module for module in modules}, "maestro": ablation}
+               ablation, traffic_baselines, fidelity, authors_protocol)
+    return {module.__name__.rsplit(".", 1)[1]: module for module in modules}
 
 
 def config_class(section: str) -> type:

@@ -37,7 +37,7 @@ MISSING = "not testable (runs missing)"
 #: The late half of training, where the curriculum's difficulty is read (the issue's bar: mean d above 0.4 in A2).
 LATE_EPISODES = (100, 199)
 DIFFICULTY_BAR = 0.4
-#: The two ablation rows: overrides of the paper preset's ``maestro`` section.
+#: The two ablation rows: overrides of the paper preset's ``ablation`` section.
 ROWS: dict[str, dict[str, Any]] = {
     "reference_architect": {"llm": "reference", "engine": "cityflow", "curriculum": "plain_maddpg",
                             "maddpg_setting": "ue25_openblas", "ablations": ("A0", "A2", "A7", "A8")},

@@ -28,7 +28,7 @@ import pandas as pd
 from marlinkit.maestro import ablation
 
 PRESET = "paper"
-#: What the reference-architect ablation sets on top of the paper preset's ``maestro`` section.
+#: What the reference-architect ablation sets on top of the paper preset's ``ablation`` section.
 SETTINGS: dict[str, Any] = {"llm": ablation.REFERENCE_LLM, "engine": "cityflow", "curriculum": "plain_maddpg",
                             "maddpg_setting": "ue25_openblas"}
 #: Order of the configurations within a seed: A2 first (the curriculum's check), A7 last (it follows A2).

@@ -1,4 +1,4 @@
-"""The ablation's settings (the ``maestro`` section of a preset) and what one run's settings derive from them:
+"""The ablation's settings (the ``ablation`` section of a preset) and what one run's settings derive from them:
 its MADDPG and architect settings, its key, names and folder."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ABLATIONS = {
 
 @dataclass(frozen=True)
 class Config:
-    """The ``maestro`` section: the A2/A7/A8 ablation's settings; hashed into every run's sidecar."""
+    """The ``ablation`` section: the A2/A7/A8 ablation's settings; hashed into every run's sidecar."""
 
     seeds: tuple[int, ...] = (200, 300, 400, 500)
     """Paper seeds (Section 5.3)."""
@@ -220,13 +220,13 @@ def leader_of(ablation: str) -> str | None:
 
 
 def load_config(preset: str, record: bool | None = None, **overrides: Any) -> Config:
-    """A preset's ``maestro`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
+    """A preset's ``ablation`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
     from marlinkit.llm import config as llm_config
 
     if overrides.get("maddpg_setting") is not None and "maddpg" in overrides:
         raise ValueError(f"give maddpg_setting={overrides['maddpg_setting']!r} or maddpg={overrides['maddpg']!r}, "
                          "not both: a named setting replaces every MADDPG override")
-    cfg = dataclasses.replace(presets.get(preset, "maestro", **overrides), record=llm_config.recording(record))
-    if cfg.maddpg_setting is not None and cfg.maddpg == presets.get(preset, "maestro").maddpg:
+    cfg = dataclasses.replace(presets.get(preset, "ablation", **overrides), record=llm_config.recording(record))
+    if cfg.maddpg_setting is not None and cfg.maddpg == presets.get(preset, "ablation").maddpg:
         cfg = dataclasses.replace(cfg, maddpg_setting=None)  # the preset's own MADDPG (paper: "paper"): its runs, not a copy
     return cfg
