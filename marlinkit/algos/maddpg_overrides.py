@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MADDPGOverrides:
     """Fields of :class:`~marlinkit.algos.maddpg.MADDPGConfig` to change (None: keep its default). The batch and
     the update cadence come first: :meth:`given` lists the fields set in this order."""
@@ -62,6 +62,9 @@ class MADDPGOverrides:
     def given(self) -> dict[str, Any]:
         """The fields set, in field order (the form run notes print)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+    def __repr__(self) -> str:  # the fields set only: MADDPGOverrides(update_every=100)
+        return f"MADDPGOverrides({', '.join(f'{k}={v!r}' for k, v in self.given().items())})"
 
 
 #: MADDPG as Lowe et al. (2017) ran it, where :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s default departs from

@@ -109,7 +109,7 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     cfg = reference_queue.config()
     assert (cfg.llm, cfg.engine, cfg.curriculum, cfg.episodes, cfg.episode_seconds, len(cfg.seeds)) == \
         ("reference", "cityflow", "plain_maddpg", 200, 360, 12)
-    assert cfg.maddpg == {"update_every": 25, "products": "openblas"}
+    assert cfg.maddpg.given() == {"update_every": 25, "products": "openblas"}
     assert ablation.results_root("paper", cfg) == paths.results_dir("maestro", "paper") / \
         "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg"
     assert ablation.shared_transcripts(cfg, "A0", 200) == ()

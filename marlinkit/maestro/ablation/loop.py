@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,6 +20,12 @@ from marlinkit.maestro.curriculum_env import Calibration, CurriculumEnv, env_con
 from marlinkit.progress import Progress
 from marlinkit.runs import config_hash, run_name
 
+if TYPE_CHECKING:
+    from marlinkit.algos.maddpg import MADDPGConfig
+    from marlinkit.envs.traffic.env import TrafficSignalEnv
+    from marlinkit.llm.base import ChatBackend
+    from marlinkit.maestro.architect import CurriculumArchitect, GenerationLog, RewardSynthesizer
+
 
 @dataclass
 class RunParts:
@@ -31,13 +37,13 @@ class RunParts:
     calibration: Calibration
     spec: Ablation
     ccfg: curriculum.CurriculumConfig  # the difficulty rule
-    maddpg: Any  # the run's MADDPGConfig
-    backend: Any  # the LLM (or the reference architect) the architect asks
-    log: Any  # the architect's generation log
-    base: Any  # the traffic environment
+    maddpg: MADDPGConfig
+    backend: ChatBackend  # the LLM (or the reference architect) the architect asks
+    log: GenerationLog  # every context and reward the architect was asked for
+    base: TrafficSignalEnv  # the traffic simulation
     env: CurriculumEnv  # the environment the learners train in (context, shaped reward)
-    architect: Any  # the curriculum architect (None: A0, no curriculum)
-    synth: Any  # the reward synthesiser (None: A0)
+    architect: CurriculumArchitect | None  # None: A0, no curriculum
+    synth: RewardSynthesizer | None  # None: A0
     episode_rows: int  # reward calls per training episode
     name: str
     checkpoint_path: Path
