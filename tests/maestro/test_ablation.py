@@ -386,6 +386,33 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
     assert maestro.load_config("smoke", maddpg={"batch_size": 32}).maddpg == MADDPGOverrides(batch_size=32)
 
 
+def test_episode_records_write_the_committed_tables_columns_in_their_order():
+    """A trained episode's :class:`EpisodeRecord` rows (one without an evaluation, then one with) make the committed
+    paper table's header, column for column; the Timer fills the wall-time columns by name and refuses another."""
+    header = (maestro.results_root("paper", maestro.load_config("paper", record=False)) / "A2__seed200.csv").read_text(
+        encoding="utf-8").splitlines()[0].split(",")
+    metrics = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
+               "avg_queue_per_lane", "vehicles", "seconds")
+    baselines = {f"{c}_{k}": 1.0 for c in ("fixed_time", "max_pressure") for k in ("return", *curriculum_env.BASELINE_METRICS)}
+
+    def record(episode, evaluation):
+        timer = maestro.Timer()
+        timer.add("sim_s", 2.0)
+        if evaluation:
+            with timer("eval_s"):
+                pass
+        return maestro.EpisodeRecord("A2", 200, episode, 0.3, True, episode == 0, "context", "env", None, None, 0.0,
+                                     -5.0, -5.0, 10.0, baselines, dict.fromkeys(metrics, 1.0), 0, timer,
+                                     evaluation=evaluation)
+
+    evaluation = {f"eval_{k}_{p}": 1.0 for p in maestro.EVAL_POLICIES for k in ("return", "score", *metrics)}
+    rows = [record(0, {}).row(), record(1, evaluation).row()]
+    assert list(pd.DataFrame(rows).columns) == header
+    assert rows[0]["sim_s"] == 2.0 and rows[0]["eval_s"] == 0.0 and rows[1]["eval_s"] >= 0.0
+    with pytest.raises(KeyError, match="not a timing column"):
+        maestro.Timer().add("wall_s", 1.0)
+
+
 def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_presets_own_is_the_preset():
     """``maddpg_setting`` (the sweep's named settings): "ue25" runs an update every 25 steps with its own folder,
     transcripts and output suffix, so it never overwrites or replays the paper-default runs; naming the preset's own
