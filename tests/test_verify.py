@@ -136,6 +136,7 @@ def test_the_paper_presets_folder_inside_figures_is_not_part_of_the_quick_compar
     assert verify.reference_root("paper") == verify.reference_root("quick") / "paper"
 
 
+@pytest.mark.slow
 def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp_path, monkeypatch, capsys):
     """`verify --maestro-run A2:200`: a real smoke run recomputed in a scratch folder matches its reference up to
     the measured wall-time columns and the generation log's timing fields; a changed result cell, a changed
