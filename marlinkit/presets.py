@@ -431,3 +431,18 @@ def get(preset: str, section: str, **overrides: Any):
         if len(named) != 1:
             raise
         raise ParameterError(named[0].upper(), given[named[0]], str(error)) from None
+
+
+def ablation_config(preset: str, record: bool | None = None, **overrides: Any):
+    """The MAESTRO ablation's ``Config``: ``preset``'s ``ablation`` section with ``overrides``; ``record`` None follows
+    ``$MARLINKIT_RECORD`` (strict replay). A named ``maddpg_setting`` replaces every MADDPG override, so it is not given
+    with ``maddpg``; the preset's own MADDPG named as a setting (paper: "paper") is the preset's runs, not a copy."""
+    from marlinkit.llm import config as llm_config
+
+    if overrides.get("maddpg_setting") is not None and "maddpg" in overrides:
+        raise ValueError(f"give maddpg_setting={overrides['maddpg_setting']!r} or maddpg={overrides['maddpg']!r}, "
+                         "not both: a named setting replaces every MADDPG override")
+    cfg = dataclasses.replace(get(preset, "ablation", **overrides), record=llm_config.recording(record))
+    if cfg.maddpg_setting is not None and cfg.maddpg == get(preset, "ablation").maddpg:
+        cfg = dataclasses.replace(cfg, maddpg_setting=None)
+    return cfg

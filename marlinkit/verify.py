@@ -197,13 +197,13 @@ def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
     name, _, seed = run.partition(":")
     if name not in maestro.ABLATIONS or not seed.isdigit():
         raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), got {run!r}")
-    cfg = maestro.load_config(preset, record=False)
+    cfg = presets.ablation_config(preset, record=False)
     reference = maestro.results_root(preset, cfg)
     stem = maestro.run_name(name, f"seed{seed}")
     if not (reference / f"{stem}.json").exists():
         raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
     shutil.rmtree(scratch, ignore_errors=True)
-    maestro.run(maestro.load_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
+    maestro.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
                 root=scratch)
     checks = []
     for file in (f"{stem}.csv", "ablation_calibration.csv"):

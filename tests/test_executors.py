@@ -13,7 +13,7 @@ import time
 import pandas as pd
 import pytest
 
-from marlinkit import executors
+from marlinkit import executors, presets
 from marlinkit.maestro import ablation as maestro
 from marlinkit.marlin import grid
 
@@ -147,9 +147,9 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
 
 @pytest.mark.slow
 def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
-    local = maestro.run(maestro.load_config("smoke", executor="local", **MAESTRO_GRID), "smoke", root=tmp_path / "local",
+    local = maestro.run(presets.ablation_config("smoke", executor="local", **MAESTRO_GRID), "smoke", root=tmp_path / "local",
                         progress=False)
-    on_ray = maestro.run(maestro.load_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
+    on_ray = maestro.run(presets.ablation_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
                          progress=False)
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
     assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.csv", "A7__seed200.generations.jsonl",
@@ -162,7 +162,7 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
 
     # Resume through Ray: nothing is recomputed, nothing rewritten.
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
-    again = maestro.run(maestro.load_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
+    again = maestro.run(presets.ablation_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
                         progress=False)
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()} == stamps
     pd.testing.assert_frame_equal(again.episodes, on_ray.episodes)
@@ -170,7 +170,7 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
 
 def test_maestro_rejects_an_unknown_executor_before_any_compute():
     with pytest.raises(ValueError, match="unknown executor"):
-        maestro.load_config("smoke", executor="slurm")
+        presets.ablation_config("smoke", executor="slurm")
 
 
 def _script(tmp_path, body: str):

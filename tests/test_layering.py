@@ -22,7 +22,7 @@ BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots",
 EXPERIMENTS = ("marlinkit.marlin", "marlinkit.maestro")
 RUNNERS = ("marlinkit.presets", "marlinkit.runs")
 #: Experiments that still read a preset themselves, to go as MARLIN's went (empty: none may).
-STILL_READING_PRESETS = ("marlinkit.maestro.ablation",)
+STILL_READING_PRESETS = ()
 #: Import cycles still to break, each as the modules it may run through (empty: no cycle may remain).
 CYCLES_TO_BREAK = [("marlinkit.maestro", "marlinkit.presets")]
 

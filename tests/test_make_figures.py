@@ -89,7 +89,7 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
     outputs are stale."""
     from marlinkit.maestro import ablation
 
-    config = ablation.load_config("paper", record=False, maddpg_setting="ue25_openblas")
+    config = presets.ablation_config("paper", record=False, maddpg_setting="ue25_openblas")
     runs = sorted(ablation.results_root("paper", config).glob("A*__seed*.json"))
     assert len(runs) == len(config.ablations) * len(config.seeds) == 36
     partial = tmp_path / "partial"
@@ -105,7 +105,7 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
         for notebook, suffix, parameters in rows:
             given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
             assert given["MADDPG"] == config.maddpg_setting, (notebook, parameters)
-            assert ablation.output_suffix(ablation.load_config(given["PRESET"], record=False,
+            assert ablation.output_suffix(presets.ablation_config(given["PRESET"], record=False,
                                                                maddpg_setting=given["MADDPG"])) \
                 == suffix == "__ue25_openblas_maddpg", (notebook, parameters)
         assert "leaves out the MAESTRO ablation" not in out, args
@@ -118,16 +118,16 @@ def test_the_reference_architect_rows_wait_for_their_48_runs_and_are_named_after
     ARCHITECT=reference and carry the suffix its outputs get; the MAESTRO claims table is made at PRESET=paper."""
     from marlinkit.maestro import ablation, reference_queue
 
-    config = ablation.load_config("paper", record=False, **reference_queue.overrides("reference"))
+    config = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference"))
     runs = tmp_path / "runs"
     runs.mkdir()
-    for a, s in reference_queue.queue()[:7]:
+    for a, s in reference_queue.queue(config.seeds)[:7]:
         (runs / f"{a}__seed{s}.json").write_text("{}")
     _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
     assert "reference architect until its 48 runs are committed: 7 are" in out
     assert not [row for row in _maestro_rows(out) if "reference" in row[1]]
     assert "marlinkit.maestro.claims --out" in out
-    for a, s in reference_queue.queue()[7:]:
+    for a, s in reference_queue.queue(config.seeds)[7:]:
         (runs / f"{a}__seed{s}.json").write_text("{}")
     _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
     rows = [row for row in _maestro_rows(out) if "reference" in row[1]]

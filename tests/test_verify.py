@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from marlinkit import comparisons, plots, verify
+from marlinkit import comparisons, plots, presets, verify
 
 COST = pd.DataFrame({"Component": ["simulation", "LLM calls", "Total"], "Calls": ["—", "58", "—"],
                      "Total (s, all runs)": [49.1, 925.2, 974.3], "Percentage": ["5.0%", "95.0%", "100%"]})
@@ -147,7 +147,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     from marlinkit.maestro import ablation
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    ablation.run(ablation.load_config("smoke", seeds=[200], ablations=["A2"], workers=1), "smoke",
+    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1), "smoke",
                  progress=False)  # the "committed" run
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"

@@ -41,6 +41,8 @@ import math
 import time
 from typing import Any
 
+from marlinkit import presets
+
 N_AGENTS = 16
 N_PHASES = 4
 #: Used when the traffic environment cannot be built here (no libsumo or no Hangzhou data): its
@@ -113,7 +115,7 @@ def paper_updates_per_run() -> int:
     """MADDPG updates in one run of the ``paper`` preset (steps 1100, 1200, ..., 72000 at its defaults)."""
     from marlinkit.maestro import ablation as maestro
 
-    paper = maestro.load_config("paper")
+    paper = presets.ablation_config("paper")
     mcfg = maestro.maddpg_config(paper, paper.seeds[0])
     first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
     return len(range(-(-first // mcfg.update_every) * mcfg.update_every, paper.episodes * paper.episode_seconds + 1,
@@ -129,7 +131,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
 
     settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
                 "record": False, "workers": 1, "checkpoint_every": 0}
-    cfg = maestro.load_config(preset, **settings, final_window=maestro.load_config(preset).eval_every)
+    cfg = presets.ablation_config(preset, **settings, final_window=presets.ablation_config(preset).eval_every)
     with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
         results = maestro.run(cfg, preset, root=root, progress=False)
     df = results.episodes
@@ -144,7 +146,7 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
         per_update = float((df.loc[updating, "train_s"] - acting).sum() / df.loc[updating, "updates"].sum())
     else:  # every timed episode updated (or none did): the two are not separable
         acting = per_update = None
-    paper = maestro.load_config("paper")
+    paper = presets.ablation_config("paper")
     updates = paper_updates_per_run()
     same_shape = cfg.episode_seconds == paper.episode_seconds and cfg.maddpg == paper.maddpg
     runs = len(paper.ablations) * len(paper.seeds)
@@ -175,7 +177,7 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
     from marlinkit.maestro import ablation as maestro
     from marlinkit.algos.maddpg_seeds import SubprocessEnv, train_seeds
 
-    paper = maestro.load_config("paper")
+    paper = presets.ablation_config("paper")
     stack = tuple(paper.seeds[k] if k < len(paper.seeds) else 1000 + k for k in range(seeds))
     config = maestro.maddpg_config(paper, stack[0])
     out: dict[str, Any] = {"batch_seeds": list(stack), "batch_episodes": episodes, "batch_episode_seconds": seconds}
@@ -200,15 +202,13 @@ def trained_configs(following: bool) -> int:
     (A7 follows A2 while no generated reward is accepted, :func:`marlinkit.maestro.ablation.leader_of`)."""
     from marlinkit.maestro import ablation as maestro
 
-    ablations = maestro.load_config("paper").ablations
+    ablations = presets.ablation_config("paper").ablations
     return sum(not (following and maestro.leader_of(a) in ablations) for a in ablations)
 
 
 def _floor_terms(seeds_per_config: int, following: bool = False) -> tuple[int, int, int]:
     """Training runs, updates per run and cores of the 3 x ``seeds_per_config`` paper ablation."""
-    from marlinkit.maestro import ablation as maestro
-
-    paper = maestro.load_config("paper")
+    paper = presets.ablation_config("paper")
     return trained_configs(following) * seeds_per_config, paper_updates_per_run(), paper.workers
 
 
@@ -233,7 +233,7 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
     """Hours of the 3 x ``seeds_per_config`` ablation at paper length, alone and stacked, LLM time as replayed."""
     from marlinkit.maestro import ablation as maestro
 
-    paper = maestro.load_config("paper")
+    paper = presets.ablation_config("paper")
     configs, episodes, stacked = len(paper.ablations), paper.episodes, len(batch["batch_seeds"])
     shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / configs
     llm = split["LLM curriculum calls"] + shaped * split["LLM reward calls"]  # per seed-episode, replayed
@@ -256,7 +256,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from marlinkit.maestro import ablation as maestro
     from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
     from marlinkit.algos.replay_buffer import ReplayBuffer
 
@@ -267,8 +266,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.batch_seeds < 0 or args.batch_episodes < 1 or args.batch_seconds < 1:
         raise ValueError("--batch-seeds must be >= 0, --batch-episodes and --batch-seconds >= 1")
     if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
-        eval_every = maestro.load_config(args.preset).eval_every
-        maestro.load_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, record=False)
+        eval_every = presets.ablation_config(args.preset).eval_every
+        presets.ablation_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, record=False)
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")

@@ -37,7 +37,8 @@ MISSING = "not testable (runs missing)"
 #: The late half of training, where the curriculum's difficulty is read (the issue's bar: mean d above 0.4 in A2).
 LATE_EPISODES = (100, 199)
 DIFFICULTY_BAR = 0.4
-#: The two ablation rows: overrides of the paper preset's ``ablation`` section.
+#: The two ablation rows: overrides of the paper preset's ``ablation`` section (the command line resolves them with
+#: :func:`marlinkit.presets.ablation_config` and hands :func:`write` their configs).
 ROWS: dict[str, dict[str, Any]] = {
     "reference_architect": {"llm": "reference", "engine": "cityflow", "curriculum": "plain_maddpg",
                             "maddpg_setting": "ue25_openblas", "ablations": ("A0", "A2", "A7", "A8")},
@@ -45,13 +46,13 @@ ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-def committed(preset: str = "paper", **overrides: Any) -> AblationResults | None:
-    """The complete runs of a preset's ablation (with ``overrides``) as results, None when there is none.
-    Nothing is computed: a missing run is left out, and its seeds with it (each configuration keeps the seeds it has)."""
+def committed(cfg: ablation.Config, preset: str = "paper") -> AblationResults | None:
+    """The complete runs of a preset's ablation under ``cfg`` (its section, resolved) as results, None when there is
+    none. Nothing is computed: a missing run is left out, and its seeds with it (each configuration keeps the seeds it
+    has)."""
     from marlinkit.maestro.curriculum_env import calibrate, calibration_config
     from marlinkit.runs import ResultStore, run_name
 
-    cfg = ablation.load_config(preset, record=False, **overrides)
     store = ResultStore(ablation.results_root(preset, cfg))
     if not store.is_complete("ablation_calibration", calibration_config(cfg)):
         return None
@@ -246,13 +247,14 @@ DETAILS = {"reference_architect": ("A0/A2/A7/A8 with the reference architect (a 
            "verdict": "the reference architect's; 'not testable (runs missing)' until its runs are committed"}
 
 
-def write(out_dir: Path | None = None, preset: str = "paper") -> list[Path]:
-    """``claims.{csv,md,tex}`` in ``out_dir`` (default ``figures/<preset>/maestro``) from the committed runs."""
+def write(configs: dict[str, ablation.Config], out_dir: Path | None = None, preset: str = "paper") -> list[Path]:
+    """``claims.{csv,md,tex}`` in ``out_dir`` (default ``figures/<preset>/maestro``) from the committed runs of the
+    two rows (``configs``: each name of :data:`ROWS` -> its ``Config``)."""
     from marlinkit.plots import Provenance, save_table
 
     out = Path(out_dir) if out_dir else paths.FIGURES_DIR / preset / "maestro"
     out.mkdir(parents=True, exist_ok=True)
-    reference, smollm2 = committed(preset, **ROWS["reference_architect"]), committed(preset, **ROWS["smollm2"])
+    reference, smollm2 = committed(configs["reference_architect"], preset), committed(configs["smollm2"], preset)
     table = claims_table(reference, smollm2)
     seeds = sorted({seed for results in (reference, smollm2) if results is not None for seed in results.config.seeds})
     provenance = Provenance(preset, engine="CityFlow and SUMO", seeds=seeds, details=DETAILS,
@@ -260,8 +262,11 @@ def write(out_dir: Path | None = None, preset: str = "paper") -> list[Path]:
     return save_table(table, out, "claims", CAPTION, provenance)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the presets, above the experiments, resolve the rows' settings
+    from marlinkit import presets
+
     parser = argparse.ArgumentParser(prog="python -m marlinkit.maestro.claims", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: figures/paper/maestro)")
     args = parser.parse_args()
-    print("\n".join(str(p) for p in write(args.out)))
+    rows = {name: presets.ablation_config("paper", record=False, **overrides) for name, overrides in ROWS.items()}
+    print("\n".join(str(p) for p in write(rows, args.out)))

@@ -18,10 +18,11 @@ traffic on both), each in a fresh process, and prints both.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -47,24 +48,25 @@ def overrides(architect: str | None = None, maddpg: str | None = None) -> dict[s
     return {**SETTINGS, "ablations": tuple(a for a in ablation.ABLATIONS if a in ORDER)}
 
 
-def config(**overrides: Any) -> ablation.Config:
-    return ablation.load_config(PRESET, record=True, **{**SETTINGS, "ablations": ORDER, **overrides})
+def settings(**overrides: Any) -> dict[str, Any]:
+    """The queue's overrides of :data:`PRESET`'s ``ablation`` section (:data:`SETTINGS`, the configurations in
+    :data:`ORDER`), then ``overrides``: what the command line hands :func:`marlinkit.presets.ablation_config`."""
+    return {**SETTINGS, "ablations": ORDER, **overrides}
 
 
-def queue(seeds: tuple[int, ...] | None = None) -> list[tuple[str, int]]:
+def queue(seeds: tuple[int, ...]) -> list[tuple[str, int]]:
     """Every (configuration, seed) in the order they run: the paper's seeds first, then the others, each seed's
     configurations in :data:`ORDER`."""
-    seeds = tuple(seeds or config().seeds)
+    seeds = tuple(seeds)
     ordered = [s for s in PAPER_SEEDS if s in seeds] + [s for s in seeds if s not in PAPER_SEEDS]
     return [(a, s) for s in ordered for a in ORDER]
 
 
-def finished(cfg: ablation.Config | None = None) -> list[str]:
-    """Names of the finished runs in the results folder (complete sidecars of this configuration)."""
+def finished(cfg: ablation.Config) -> list[str]:
+    """Names of the finished runs in the results folder (complete sidecars of the queue's configuration ``cfg``)."""
     from marlinkit.maestro.curriculum_env import calibrate
     from marlinkit.runs import ResultStore, run_name
 
-    cfg = cfg or config()
     store = ResultStore(ablation.results_root(PRESET, cfg))
     if not (store.root / "ablation_calibration.json").exists():
         return []
@@ -73,12 +75,11 @@ def finished(cfg: ablation.Config | None = None) -> list[str]:
             if store.is_complete(run_name(a, f"seed{s}"), ablation.run_config(cfg, a, s, calibration))]
 
 
-def in_progress(cfg: ablation.Config | None = None) -> dict[str, dict[str, Any]]:
-    """What the checkpoints of unfinished runs hold (read-only): episodes done, mean difficulty so far and over
-    episodes 100-199 (NaN before them), the last window's mean score, and d's changes by rule."""
+def in_progress(cfg: ablation.Config) -> dict[str, dict[str, Any]]:
+    """What the checkpoints of ``cfg``'s unfinished runs hold (read-only): episodes done, mean difficulty so far and
+    over episodes 100-199 (NaN before them), the last window's mean score, and d's changes by rule."""
     import torch
 
-    cfg = cfg or config()
     out = {}
     for path in sorted(ablation.results_root(PRESET, cfg).glob("A*__seed*.checkpoint.pt")):
         rows = torch.load(path, weights_only=False, mmap=True)["loop"].rows
@@ -92,26 +93,25 @@ def in_progress(cfg: ablation.Config | None = None) -> dict[str, dict[str, Any]]
     return out
 
 
-def run(seeds: tuple[int, ...] | None = None, **overrides: Any) -> None:
-    """Run the queue, one seed's configurations at a time (each run in a fresh process, saved as it finishes)."""
-    cfg = config(**overrides)
+def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None) -> None:
+    """Run the queue of ``cfg`` (the queue's configuration, recording), one seed's configurations at a time (each run
+    in a fresh process, saved as it finishes)."""
     for seed in dict.fromkeys(s for _, s in queue(seeds or cfg.seeds)):
         started = time.perf_counter()
         print(f"reference-architect ablation: seed {seed} ({', '.join(ORDER)})", flush=True)
-        ablation.run(config(**{**overrides, "seeds": (seed,), "workers": 1}), PRESET)
+        ablation.run(dataclasses.replace(cfg, seeds=(seed,), workers=1), PRESET)
         print(f"reference-architect ablation: seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def timing(episodes: int = 4, engines: tuple[str, ...] = ("sumo", "cityflow"), seed: int = 200) -> dict[str, dict[str, float]]:
-    """Seconds per episode of the loop (A0: the real flow, MADDPG ``ue25_openblas``, 360 s episodes) on each engine,
-    from ``episodes`` episodes of one run in a scratch folder: the wall time per episode and its split
+def timing(configs: dict[str, ablation.Config]) -> dict[str, dict[str, float]]:
+    """Seconds per episode of the loop on each engine, from one run per engine (``configs``: engine -> its
+    :func:`timing_settings` config) in a scratch folder: the wall time per episode and its split
     (:data:`marlinkit.maestro.ablation.TIMING_COLUMNS`). Updates start once 1024 steps are stored (episode 3)."""
     out = {}
-    for engine in engines:
+    for engine, cfg in configs.items():
+        episodes = cfg.episodes
         with tempfile.TemporaryDirectory() as root:
             started = time.perf_counter()
-            cfg = ablation.load_config(PRESET, seeds=(seed,), ablations=("A0",), episodes=episodes, final_window=2,
-                                       workers=1, **{**SETTINGS, "engine": engine})
             results = ablation.run(cfg, PRESET, root=root, progress=False)
             wall = time.perf_counter() - started
             table = results.episodes
@@ -123,7 +123,16 @@ def timing(episodes: int = 4, engines: tuple[str, ...] = ("sumo", "cityflow"), s
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def timing_settings(engine: str, episodes: int = 4, seed: int = 200) -> dict[str, Any]:
+    """The overrides of :data:`PRESET`'s ``ablation`` section that :func:`timing` runs on ``engine``: A0 (the real
+    flow), MADDPG ``ue25_openblas``, 360-s episodes, ``episodes`` of them."""
+    return {"seeds": (seed,), "ablations": ("A0",), "episodes": episodes, "final_window": 2, "workers": 1,
+            **{**SETTINGS, "engine": engine}}
+
+
+def main(config: Callable[..., ablation.Config], argv: list[str] | None = None) -> None:
+    """The command line; ``config(record, **overrides)`` resolves :data:`PRESET`'s ``ablation`` section (the presets
+    sit above this module: its ``__main__`` block hands it :func:`marlinkit.presets.ablation_config`)."""
     parser = argparse.ArgumentParser(prog="python -m marlinkit.maestro.reference_queue", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run", help="run the queue (resumable)")
@@ -133,15 +142,19 @@ def main(argv: list[str] | None = None) -> None:
     timing_parser.add_argument("--episodes", type=int, default=4)
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(tuple(args.seeds) if args.seeds else None)
+        run(config(True, **settings()), tuple(args.seeds) if args.seeds else None)
     elif args.command == "status":
-        done = finished()
-        print(f"{len(done)} of {len(queue())} runs finished: {', '.join(done) or 'none'}")
-        for name, state in in_progress().items():
+        cfg = config(True, **settings())
+        done = finished(cfg)
+        print(f"{len(done)} of {len(queue(cfg.seeds))} runs finished: {', '.join(done) or 'none'}")
+        for name, state in in_progress(cfg).items():
             print(f"in progress {name}: {json.dumps(state)}")
     else:
-        print(json.dumps(timing(args.episodes), indent=1))
+        configs = {engine: config(None, **timing_settings(engine, args.episodes)) for engine in ("sumo", "cityflow")}
+        print(json.dumps(timing(configs), indent=1))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command line names the preset; the presets, above the experiments, resolve it
+    from marlinkit import presets
+
+    main(lambda record, **overrides: presets.ablation_config(PRESET, record, **overrides))

@@ -78,13 +78,14 @@ def _recompute_marlin(run: CommittedRun, episodes: int) -> dict[str, Any]:
 def maestro_config(run: CommittedRun, preset: str = PRESET):
     """The ablation ``Config`` a committed MAESTRO run's folder names: the preset's section under the curriculum rule
     and MADDPG setting whose folder (``ablation.results_root``) is the run's; None when no setting names it."""
+    from marlinkit import presets
     from marlinkit.maestro import ablation, curriculum, sweep
 
     named = {k: run.sidecar["config"][k] for k in ("llm", "engine") if k in run.sidecar["config"]}  # they name folders too
     for rule in curriculum.SETTINGS:
         for setting in (None, *sweep.SETTINGS):
             try:
-                cfg = ablation.load_config(preset, record=False, curriculum=rule, maddpg_setting=setting, **named)
+                cfg = presets.ablation_config(preset, record=False, curriculum=rule, maddpg_setting=setting, **named)
             except ValueError:
                 continue
             if ablation.setting_suffix(cfg) == folder_suffix(run, preset):

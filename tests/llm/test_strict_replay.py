@@ -15,6 +15,7 @@ import warnings
 import pandas as pd
 import pytest
 
+from marlinkit import presets
 from marlinkit.maestro import curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.data import find_data_dir, load_network
@@ -121,7 +122,7 @@ def test_a_damaged_transcript_fails_a_maestro_run_and_names_it(tmp_path, network
                     '"finish_reason": "stop"}\n{"key": "b", "re\n{"key": "c", "reply": "y", "prompt_tokens": 1, '
                     '"completion_tokens": 1, "seconds": 0.1, "finish_reason": "stop"}\n')
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path)
-    cfg = maestro.load_config("smoke", seeds=[7], ablations=["A7"], llm="smollm2", workers=1)
+    cfg = presets.ablation_config("smoke", seeds=[7], ablations=["A7"], llm="smollm2", workers=1)
     assert cfg.record is False  # strict replay unless MARLINKIT_RECORD=1
     with pytest.raises(TranscriptFileError, match=r"run MAESTRO A7__seed7: transcript .*Q4-1.jsonl:2 is damaged"):
         maestro.run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
@@ -163,7 +164,7 @@ def test_recording_is_an_explicit_choice(tmp_path, monkeypatch):
     assert not llm_config.cached_backend("smollm2", "t", record=True, root=tmp_path).replay_only
     monkeypatch.setenv(llm_config.RECORD_VAR, "1")
     assert not llm_config.cached_backend("smollm2", "t", root=tmp_path).replay_only
-    assert maestro.load_config("smoke").record
+    assert presets.ablation_config("smoke").record
     monkeypatch.setenv(llm_config.RECORD_VAR, "maybe")
     with pytest.raises(ValueError, match="MARLINKIT_RECORD='maybe'"):
         llm_config.recording()
@@ -174,7 +175,7 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
     log.write_text('{"kind": "context"}\n{"kind": "rew\n')
     with pytest.raises(ResultFileError, match=rf"{log}:2 is damaged"):
         maestro.load_generations(log, "A7__seed200")
-    cfg = maestro.load_config("smoke")
+    cfg = presets.ablation_config("smoke")
     store = ResultStore(tmp_path)
     store.save("ablation_calibration", pd.DataFrame({"controller": ["max-pressure"], "return": [1.0]}),
                curriculum_env.calibration_config(cfg), engine_version="x", context="c")
@@ -183,7 +184,6 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
 
 
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):
-    from marlinkit import presets
     from marlinkit.marlin import grid
     from marlinkit.marlin import llm_only
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import paths
+from marlinkit import paths, presets
 from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
 from marlinkit.maestro import architect, curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
@@ -26,7 +26,7 @@ TIMING = list(maestro.TIMING_COLUMNS)
 
 def run_smoke(root, **overrides):
     """The smoke preset's ablation with ``overrides``, in ``root``."""
-    return maestro.run(maestro.load_config("smoke", **overrides), "smoke", root=root, progress=False)
+    return maestro.run(presets.ablation_config("smoke", **overrides), "smoke", root=root, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_resume_does_no_work(ablation):
 
 def test_same_seed_same_numbers(ablation, tmp_path):
     results, root = ablation
-    cfg = maestro.load_config("smoke", **TINY)
+    cfg = presets.ablation_config("smoke", **TINY)
     name = maestro.save_run(ResultStore(tmp_path), maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     rerun, first = ResultStore(tmp_path).load(name), ResultStore(root).load(name)
     pd.testing.assert_frame_equal(rerun.drop(columns=TIMING), first.drop(columns=TIMING))
@@ -124,7 +124,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     import torch
 
     results, root = ablation
-    cfg = dataclasses.replace(maestro.load_config("smoke", **TINY), checkpoint_every=1)
+    cfg = dataclasses.replace(presets.ablation_config("smoke", **TINY), checkpoint_every=1)
     checkpoint = tmp_path / "A7__seed200.checkpoint.pt"
     process = multiprocessing.get_context("spawn").Process(
         target=maestro.run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
@@ -318,7 +318,7 @@ def test_a_checkpoint_writes_only_the_rows_added_since_the_last_one_and_refuses_
 
 @pytest.mark.slow
 def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_keys(tmp_path):
-    paper = maestro.load_config("smoke", **TINY)
+    paper = presets.ablation_config("smoke", **TINY)
     calibration = curriculum_env.Calibration(1.0, 0.0)
     # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
     assert maestro.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
@@ -329,7 +329,7 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     assert maestro.results_root("paper", paper) == paths.results_dir("maestro", "paper")
     assert maestro.results_root("paper", measured) == paths.results_dir("maestro", "paper") / "measured_curriculum"
     with pytest.raises(ValueError, match="unknown curriculum setting"):
-        maestro.load_config("smoke", **TINY, curriculum="easy")
+        presets.ablation_config("smoke", **TINY, curriculum="easy")
     results = run_smoke(tmp_path, **{**TINY, "ablations": ["A2"]}, curriculum="measured")
     assert results.episodes["difficulty"].iloc[0] == 0.4  # starts at the real flow's load, not the easiest level
     rule = ResultStore(tmp_path).load_sidecar("A2__seed200")["config"]["curriculum"]
@@ -353,9 +353,9 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
     committed paper-scale run still hashes to what the preset asks for and is loaded, not recomputed."""
     from marlinkit.runs import config_hash
 
-    cfg = maestro.load_config("paper")
+    cfg = presets.ablation_config("paper")
     assert maestro.maddpg_config(cfg, 200).update_every == 100
-    ue25 = maestro.load_config("paper", maddpg_setting="ue25_openblas")  # the ablation under the chosen cadence
+    ue25 = presets.ablation_config("paper", maddpg_setting="ue25_openblas")  # the ablation under the chosen cadence
     assert maestro.maddpg_config(ue25, 200).update_every == 25
     for config, least in ((cfg, 36), (ue25, 12)):
         store = ResultStore(maestro.results_root("paper", config))
@@ -375,21 +375,21 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
     import json
 
     for setting, run in ((None, "A7__seed300"), ("ue25_openblas", "A2__seed200")):
-        config = maestro.load_config("paper", record=False, maddpg_setting=setting)
+        config = presets.ablation_config("paper", record=False, maddpg_setting=setting)
         store = ResultStore(maestro.results_root("paper", config))
         recorded = store.load_sidecar(run)["config"]
         calibration = curriculum_env.Calibration(**recorded["calibration"])
         today = maestro.run_config(config, recorded["ablation"], recorded["seed"], calibration)
         assert json.dumps(today, sort_keys=True, default=str) == json.dumps(recorded, sort_keys=True), run
-    config = maestro.load_config("paper", record=False)
+    config = presets.ablation_config("paper", record=False)
     assert config.maddpg == PAPER_MADDPG and config.maddpg.given() == {"update_every": 100}
-    assert maestro.load_config("smoke", maddpg={"batch_size": 32}).maddpg == MADDPGOverrides(batch_size=32)
+    assert presets.ablation_config("smoke", maddpg={"batch_size": 32}).maddpg == MADDPGOverrides(batch_size=32)
 
 
 def test_episode_records_write_the_committed_tables_columns_in_their_order():
     """A trained episode's :class:`EpisodeRecord` rows (one without an evaluation, then one with) make the committed
     paper table's header, column for column; the Timer fills the wall-time columns by name and refuses another."""
-    header = (maestro.results_root("paper", maestro.load_config("paper", record=False)) / "A2__seed200.csv").read_text(
+    header = (maestro.results_root("paper", presets.ablation_config("paper", record=False)) / "A2__seed200.csv").read_text(
         encoding="utf-8").splitlines()[0].split(",")
     metrics = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
                "avg_queue_per_lane", "vehicles", "seconds")
@@ -420,8 +420,8 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     is refused by name, before any compute."""
     from marlinkit.maestro.sweep import SETTINGS
 
-    paper = maestro.load_config("paper")
-    ue25 = maestro.load_config("paper", maddpg_setting="ue25")
+    paper = presets.ablation_config("paper")
+    ue25 = presets.ablation_config("paper", maddpg_setting="ue25")
     assert maestro.maddpg_config(ue25, 200).update_every == 25 and maestro.maddpg_config(paper, 200).update_every == 100
     assert ue25.maddpg == SETTINGS["ue25"].maddpg
     calibration = curriculum_env.Calibration(1.0, 0.0)
@@ -432,24 +432,24 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
     both = dataclasses.replace(ue25, curriculum="measured")
     assert maestro.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
     assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"].maddpg  # replace keeps the setting's overrides
-    as_preset = maestro.load_config("paper", maddpg_setting="paper")
+    as_preset = presets.ablation_config("paper", maddpg_setting="paper")
     assert as_preset == paper and maestro.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
     for bad in ("fast", "paper_context0.3"):
         with pytest.raises(ValueError, match=f"unknown MADDPG setting '{bad}'.*ue25"):
-            maestro.load_config("paper", maddpg_setting=bad)
+            presets.ablation_config("paper", maddpg_setting=bad)
     with pytest.raises(ValueError, match="not both"):  # the setting would silently replace the explicit override
-        maestro.load_config("paper", maddpg_setting="ue25", maddpg={"batch_size": 256})
+        presets.ablation_config("paper", maddpg_setting="ue25", maddpg={"batch_size": 256})
 
 
 def test_a2_and_a7_share_their_architects_recorded_replies_and_a8_shares_none():
     """A7 trains as A2 does while its reward is the environment's, so its architect asks A2's questions: a recording
     run copies the other's recorded replies (marlinkit.llm.cache.TranscriptCache's ``shared``), within one seed and
     one setting; A8's architect (another mode) asks other questions."""
-    cfg = maestro.load_config("paper")
+    cfg = presets.ablation_config("paper")
     assert maestro.shared_transcripts(cfg, "A7", 300) == ("maestro_A2_300",)
     assert maestro.shared_transcripts(cfg, "A2", 300) == ("maestro_A7_300",)
     assert maestro.shared_transcripts(cfg, "A8", 300) == ()
-    ue25 = maestro.load_config("paper", maddpg_setting="ue25")
+    ue25 = presets.ablation_config("paper", maddpg_setting="ue25")
     assert maestro.shared_transcripts(ue25, "A7", 200) == ("maestro_A2_200_ue25_maddpg",)
 
 
@@ -471,7 +471,7 @@ def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_f
     results, root = ablation
     scripted = arch.scripted_architect_replies
     monkeypatch.setattr(arch, "scripted_architect_replies", lambda: scripted(reward_reply="I cannot write that code."))
-    cfg = maestro.load_config("smoke", **TINY)
+    cfg = presets.ablation_config("smoke", **TINY)
     store = ResultStore(root)
     leader = maestro.find_leader(store, cfg, "A7", 200, results.calibration)
     assert maestro.find_leader(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
@@ -498,7 +498,7 @@ def test_a7_trains_in_full_from_its_first_accepted_reward(ablation, tmp_path):
     """The scripted architect's reward passes the sandbox at episode 0: the follower leaves A2 there and trains in
     full, giving the run the ablation trained."""
     results, root = ablation
-    cfg = maestro.load_config("smoke", **TINY)
+    cfg = presets.ablation_config("smoke", **TINY)
     leader = maestro.find_leader(ResultStore(root), cfg, "A7", 200, results.calibration)
     run = maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
     assert run["provenance"]["followed"] is None

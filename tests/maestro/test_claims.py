@@ -6,12 +6,16 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from marlinkit import presets
 from marlinkit.maestro import claims
+
+#: The two rows' configs, as the command line resolves them.
+CONFIGS = {name: presets.ablation_config("paper", record=False, **overrides) for name, overrides in claims.ROWS.items()}
 
 
 @pytest.fixture(scope="module")
 def smollm2():
-    results = claims.committed("paper", **claims.ROWS["smollm2"])
+    results = claims.committed(CONFIGS["smollm2"])
     if results is None or len(results.sidecars) < 36:
         pytest.skip("the committed ue25_openblas ablation (36 runs)")
     return results
@@ -46,9 +50,9 @@ def test_a_claim_decides_by_direction_and_test(smollm2):
 
 def test_the_table_is_a_function_of_the_committed_runs(smollm2, tmp_path):
     one = claims.claims_table(None, smollm2)
-    two = claims.claims_table(None, claims.committed("paper", **claims.ROWS["smollm2"]))
+    two = claims.claims_table(None, claims.committed(CONFIGS["smollm2"]))
     pd.testing.assert_frame_equal(one, two)
-    written = claims.write(tmp_path)
+    written = claims.write(CONFIGS, tmp_path)
     assert [p.name for p in written] == ["claims.csv", "claims.md", "claims.tex", "claims.table.json"]
-    expected = claims.claims_table(claims.committed("paper", **claims.ROWS["reference_architect"]), smollm2)
+    expected = claims.claims_table(claims.committed(CONFIGS["reference_architect"]), smollm2)
     pd.testing.assert_frame_equal(pd.read_csv(written[0], dtype=str, keep_default_na=False), expected.astype(str))

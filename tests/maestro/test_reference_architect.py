@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import paths
+from marlinkit import paths, presets
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.llm import config as llm_config
@@ -94,8 +94,8 @@ def test_replies_are_a_function_of_the_chat_and_its_seed_and_it_is_named_a_surro
     context = arch.CurriculumArchitect(backend, network)
     reply = backend.chat(context.messages(0.5, {"episode": 1}, 360), settings).text
     assert set(json.loads(reply)) == set(arch.EXAMPLE_FIELDS)
-    made = ablation.architect_backend(ablation.load_config("smoke", llm="reference"))
-    assert isinstance(made, ref.ReferenceArchitect) and ablation.architect_backend(ablation.load_config("smoke")) is None
+    made = ablation.architect_backend(presets.ablation_config("smoke", llm="reference"))
+    assert isinstance(made, ref.ReferenceArchitect) and ablation.architect_backend(presets.ablation_config("smoke")) is None
     assert llm_config.label(made) == "reference-architect (surrogate-not-an-LLM-v1)"
     assert "reference-architect__surrogate-not-an-LLM-v1" in llm_config.transcript_path("x", made).name
     with pytest.raises(ValueError, match="unknown LLM setting"):  # an LLM setting it is not
@@ -103,10 +103,10 @@ def test_replies_are_a_function_of_the_chat_and_its_seed_and_it_is_named_a_surro
 
 
 def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
-    order = reference_queue.queue()
+    cfg = presets.ablation_config("paper", record=True, **reference_queue.settings())
+    order = reference_queue.queue(cfg.seeds)
     assert order[:16] == [(a, s) for s in (200, 300, 400, 500) for a in ("A2", "A0", "A8", "A7")]
     assert len(order) == 48 and len(set(order)) == 48
-    cfg = reference_queue.config()
     assert (cfg.llm, cfg.engine, cfg.curriculum, cfg.episodes, cfg.episode_seconds, len(cfg.seeds)) == \
         ("reference", "cityflow", "plain_maddpg", 200, 360, 12)
     assert cfg.maddpg.given() == {"update_every": 25, "products": "openblas"}
@@ -127,7 +127,7 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     from the reference architect through the transcript cache (recorded, named), and A7 trains on the shaped reward."""
     pytest.importorskip("cityflow")
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
-    cfg = ablation.load_config("smoke", record=True, llm="reference", engine="cityflow", curriculum="plain_maddpg",
+    cfg = presets.ablation_config("smoke", record=True, llm="reference", engine="cityflow", curriculum="plain_maddpg",
                                seeds=[200], ablations=["A0", "A2", "A7"], episodes=2, episode_seconds=120,
                                final_window=2, maddpg={"batch_size": 32, "learning_starts": 32, "update_every": 30})
     measured = curriculum_env._calibration_job(cfg)

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit import plots
+from marlinkit import plots, presets
 from marlinkit.maestro import figures, report
-from marlinkit.maestro.ablation import AblationResults, load_config
+from marlinkit.maestro.ablation import AblationResults
 from marlinkit.maestro import curriculum_env
 from marlinkit.maestro.curriculum_env import Calibration
 
@@ -18,7 +18,7 @@ SEEDS = (200, 300, 400, 500)
 
 
 def _results(means: dict[str, list[float]]) -> AblationResults:
-    config = load_config("smoke")
+    config = presets.ablation_config("smoke")
     rows = []
     for ablation, per_seed in means.items():
         for seed, mean in zip(SEEDS, per_seed):
@@ -183,7 +183,7 @@ def test_the_legend_leaves_the_clipped_axis_note_readable():
 
     from marlinkit.maestro import ablation
 
-    config = ablation.load_config("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
+    config = presets.ablation_config("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
                                   record=False)
     results = ablation.run(config, "paper", progress=False)
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -265,7 +265,7 @@ def test_every_footer_says_which_maddpg_settings_trained_the_runs():
     import dataclasses
 
     results = _results({"A2": [1.0]})
-    paper = dataclasses.replace(results, config=load_config("paper", seeds=[200]))
+    paper = dataclasses.replace(results, config=presets.ablation_config("paper", seeds=[200]))
     assert paper.runs_note.endswith("MADDPG: the paper's defaults")  # Lowe et al.'s cadence, pinned by the preset
     assert results.runs_note.endswith("MADDPG overrides {'batch_size': 32, 'learning_starts': 32, 'update_every': 15}")
     ours = dataclasses.replace(results, config=dataclasses.replace(results.config, maddpg={}))

@@ -60,7 +60,7 @@ episodes in that window. r_LLM is evaluated per intersection and second from
 """
 
 from marlinkit.maestro.ablation.config import (ABLATIONS, EVAL_POLICIES, PAPER, REFERENCE_LLM, Ablation, Config,
-                                               architect_backend, architect_config, leader_of, load_config,
+                                               architect_backend, architect_config, leader_of,
                                                maddpg_config, output_suffix, results_root, rule_config, run_config,
                                                setting_suffix, shared_transcripts, transcript_name)
 from marlinkit.maestro.ablation.inner import FollowLeader, Leader, LeaderLeft, TrainMADDPG
@@ -74,6 +74,6 @@ from marlinkit.runs import run_name
 __all__ = ["ABLATIONS", "EVAL_POLICIES", "FOLLOWER_COLUMNS", "NO_SCORE", "PAPER", "REAL_FLOW", "REFERENCE_LLM",
            "TIMING_COLUMNS", "Ablation", "AblationResults", "Config", "EpisodeRecord", "FollowLeader", "Leader",
            "LeaderLeft", "LoopState", "RunParts", "Timer", "TrainMADDPG", "architect_backend", "architect_config",
-           "dual_loop", "find_leader", "leader_of", "load_config", "load_generations", "maddpg_config",
+           "dual_loop", "find_leader", "leader_of", "load_generations", "maddpg_config",
            "output_suffix", "prompt_stats", "results_root", "rule_config", "run", "run_config", "run_job", "run_name",
            "save_run", "setting_suffix", "shared_transcripts", "transcript_name"]

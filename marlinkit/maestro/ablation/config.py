@@ -1,14 +1,13 @@
-"""The ablation's settings (the ``ablation`` section of a preset) and what one run's settings derive from them:
-its MADDPG and architect settings, its key, names and folder."""
+"""The ablation's settings (the ``ablation`` section of a preset, which :func:`marlinkit.presets.ablation_config`
+resolves) and what one run's settings derive from them: its MADDPG and architect settings, its key, names and folder."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from marlinkit import executors, paths, presets
+from marlinkit import executors, paths
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import curriculum
 from marlinkit.maestro.curriculum_env import Calibration
@@ -218,15 +217,3 @@ def leader_of(ablation: str) -> str | None:
     return next(other.name for other in ABLATIONS.values()
                 if other.curriculum_mode == spec.curriculum_mode and not other.llm_reward)
 
-
-def load_config(preset: str, record: bool | None = None, **overrides: Any) -> Config:
-    """A preset's ``ablation`` section with ``overrides``; ``record`` None follows ``$MARLINKIT_RECORD`` (strict replay)."""
-    from marlinkit.llm import config as llm_config
-
-    if overrides.get("maddpg_setting") is not None and "maddpg" in overrides:
-        raise ValueError(f"give maddpg_setting={overrides['maddpg_setting']!r} or maddpg={overrides['maddpg']!r}, "
-                         "not both: a named setting replaces every MADDPG override")
-    cfg = dataclasses.replace(presets.get(preset, "ablation", **overrides), record=llm_config.recording(record))
-    if cfg.maddpg_setting is not None and cfg.maddpg == presets.get(preset, "ablation").maddpg:
-        cfg = dataclasses.replace(cfg, maddpg_setting=None)  # the preset's own MADDPG (paper: "paper"): its runs, not a copy
-    return cfg
