@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,53 +29,26 @@ import pandas as pd
 from marlinkit import executors
 from marlinkit.maestro import curriculum
 from marlinkit.files import ResultFileError
+from marlinkit.maestro.sandbox.limits import RewardInputs
 from marlinkit.runs import ResultStore
 
-if TYPE_CHECKING:  # the ablation's settings; only the fields named below are read
-    from marlinkit.maestro.ablation import Config
+
+class EpisodeSettings(Protocol):
+    """What the environment's settings and the calibration read of the ablation's settings (the ablation's ``Config``,
+    :class:`marlinkit.maestro.ablation.Config`, has these fields and more)."""
+
+    engine: str  # traffic engine ("sumo" or "cityflow")
+    episode_seconds: int  # 1-s steps per episode
+    eval_seed: int  # the evaluation episode's seed
+    target_paper: float  # the score's max-pressure level
+    executor: str  # where the calibration runs: "local" or "ray"
+    ray_address: str | None  # the Ray cluster to join, None: a local instance
+
 
 #: Traffic metrics copied into the result rows (training, evaluation and baseline episodes).
 BASELINE_METRICS = ("avg_delay_s", "avg_queue", "throughput")
 
 # ----- reward inputs and the A7 reward wrapper ---------------------------------------------------
-
-class RewardInputs:
-    """The ``metrics`` dict of ``marlinkit.maestro.sandbox.REWARD_FIELDS`` for all 16 agents, each second.
-
-    Exact from the environment: queue_length, throughput, pressure (its reward terms), occupancy
-    (mean of the observation's lane occupancies), phase. Estimated, because the environment does
-    not expose per-vehicle data: ``phase_duration`` is the observation's elapsed time (capped at
-    60 s); ``delay`` is the fraction of incoming vehicles halted (stands in for 1 - speed/limit);
-    ``waiting_time`` is a running mean wait of the halted vehicles (+1 s per second for those still
-    queued, newcomers at 0).
-    """
-
-    def __init__(self, n_agents: int):
-        self.n = n_agents
-        self.reset()
-
-    def reset(self) -> None:
-        self._wait = np.zeros(self.n)
-        self._queue = np.zeros(self.n)
-
-    def update(self, obs: np.ndarray, infos: dict, agents: list[str], phases: np.ndarray) -> dict[str, np.ndarray]:
-        queue = np.array([infos[a]["queue"] for a in agents], dtype=float)
-        lanes = obs[:, :48].reshape(self.n, 12, 4)
-        halted_share, occupancy = lanes[:, :, 0].sum(1), lanes[:, :, 1].sum(1)
-        stayed = np.minimum(self._queue, queue)
-        self._wait = np.where(queue > 0, (self._wait + 1.0) * stayed / np.maximum(queue, 1.0), 0.0)
-        self._queue = queue
-        return {
-            "queue_length": queue,
-            "waiting_time": self._wait.copy(),
-            "pressure": np.array([infos[a]["pressure"] for a in agents], dtype=float),
-            "throughput": np.array([infos[a]["outflow"] for a in agents], dtype=float),
-            "delay": np.where(occupancy > 0, np.minimum(halted_share / np.maximum(occupancy, 1e-9), 1.0), 0.0),
-            "occupancy": occupancy / 12.0,
-            "phase": phases.astype(float),
-            "phase_duration": obs[:, -2].astype(float) * 60.0,
-        }
-
 
 class CurriculumEnv:
     """The traffic env as MADDPG sees it: the current context on every reset, and A7's reward.
@@ -186,14 +159,14 @@ class Calibration:
         return calibrated_score(episode_return, self.zero_return, self.target_return, self.target_paper)
 
 
-def env_config(cfg: Config, context=None):
+def env_config(cfg: EpisodeSettings, context=None):
     """The traffic environment's settings for ``cfg`` (``context`` None: the real Hangzhou flow)."""
     from marlinkit.envs.traffic.env import TrafficEnvConfig
 
     return TrafficEnvConfig(engine=cfg.engine, context=context, episode_seconds=cfg.episode_seconds)
 
 
-def _calibration_job(cfg: Config) -> dict[str, Any]:
+def _calibration_job(cfg: EpisodeSettings) -> dict[str, Any]:
     """Returns and metrics of max-pressure and fixed-time on the evaluation episode (own process)."""
     from marlinkit.envs.traffic.controllers import controller_episode
     from marlinkit.envs.traffic.env import TrafficSignalEnv
@@ -210,13 +183,13 @@ def _calibration_job(cfg: Config) -> dict[str, Any]:
     return out
 
 
-def calibration_config(cfg: Config) -> dict[str, Any]:
+def calibration_config(cfg: EpisodeSettings) -> dict[str, Any]:
     """What the evaluation episode's calibration depends on (hashed into its sidecar)."""
     keys = ("engine", "episode_seconds", "eval_seed", "target_paper")
     return {"traffic": "real flow", **{k: getattr(cfg, k) for k in keys}}
 
 
-def calibrate(cfg: Config, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
+def calibrate(cfg: EpisodeSettings, store: ResultStore) -> tuple[Calibration, dict[str, Any]]:
     """The evaluation episode's calibration, measured once per configuration (cached next to the runs)."""
     config = calibration_config(cfg)
     if not store.is_complete("ablation_calibration", config):

@@ -13,7 +13,7 @@ from marlinkit.algos.maddpg_overrides import PAPER_MADDPG
 from marlinkit.maestro.curriculum_env import Calibration
 
 if TYPE_CHECKING:
-    from marlinkit.maestro.ablation import Config
+    from marlinkit.maestro.ablation.config import Config
     from marlinkit.plots import Provenance
 
 

@@ -28,8 +28,8 @@ the 360-s evaluation episode), so the greedy policy is not the policy that was t
 The paper's algorithm is :func:`dual_loop`: one run, the outer curriculum/architect loop around
 the inner MADDPG episodes (:mod:`.loop`; its inner loop's two strategies, training and following, in
 :mod:`.inner`; the row an episode writes and the loop's state in :mod:`.records`; the settings in
-:mod:`.config`; the runs of a ``Config`` in :mod:`.runner`). Each run executes in a fresh process of its own (libsumo holds one
-simulation per process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
+:mod:`.config`; a run's settings, environment and architect in :mod:`.parts`; the runs of a ``Config`` in
+:mod:`.runner`). Each run executes in a fresh process of its own (libsumo holds one simulation per process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
 tables back: this process writes them as each run finishes. Runs resume per completed run (a run
 whose sidecar exists with the same configuration is loaded, not recomputed) and, with
 ``checkpoint_every``, from the last checkpoint of an interrupted run (learner, optimisers, replay
@@ -56,7 +56,7 @@ config and evaluation, so learning curves compare policies, not curricula); fina
 the mean score of the last ``final_window`` training episodes (the paper: episodes 180-199 of
 "training rewards extracted from simulation logs"); traffic metrics come from the evaluation
 episodes in that window. r_LLM is evaluated per intersection and second from
-:class:`~marlinkit.maestro.curriculum_env.RewardInputs`, whose waiting-time and delay fields are estimates (see there).
+:class:`~marlinkit.maestro.sandbox.limits.RewardInputs`, whose waiting-time and delay fields are estimates (see there).
 """
 
 from marlinkit.maestro.ablation.config import (ABLATIONS, EVAL_POLICIES, PAPER, REFERENCE_LLM, Ablation, Config,
@@ -64,7 +64,8 @@ from marlinkit.maestro.ablation.config import (ABLATIONS, EVAL_POLICIES, PAPER, 
                                                maddpg_config, output_suffix, results_root, rule_config, run_config,
                                                setting_suffix, shared_transcripts, transcript_name)
 from marlinkit.maestro.ablation.inner import FollowLeader, Leader, LeaderLeft, TrainMADDPG
-from marlinkit.maestro.ablation.loop import RunParts, dual_loop
+from marlinkit.maestro.ablation.loop import dual_loop
+from marlinkit.maestro.ablation.parts import RunParts
 from marlinkit.maestro.ablation.records import (FOLLOWER_COLUMNS, NO_SCORE, REAL_FLOW, TIMING_COLUMNS, EpisodeRecord,
                                                 LoopState, Timer, prompt_stats)
 from marlinkit.maestro.ablation.runner import find_leader, load_generations, run, run_job, save_run

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from marlinkit.maestro import checkpoint, curriculum
 from marlinkit.maestro.ablation.config import EVAL_POLICIES
+from marlinkit.maestro.ablation.parts import RunParts
 from marlinkit.maestro.ablation.records import REAL_FLOW, EpisodeRecord, LoopState, Timer
 from marlinkit.maestro.curriculum_env import baseline_episodes, calibrated_score
-
-if TYPE_CHECKING:
-    from marlinkit.maestro.ablation.loop import RunParts
 
 
 class TrainMADDPG:

@@ -1,5 +1,6 @@
-"""The reward sandbox's vocabulary: the reward function's inputs, the limits a sandbox process runs under, the
-error a failing stage raises and the verdict of a validation."""
+"""The reward sandbox's vocabulary: the reward function's inputs (and :class:`RewardInputs`, which reads them from the
+traffic environment each second), the limits a sandbox process runs under, the error a failing stage raises and the
+verdict of a validation."""
 
 from __future__ import annotations
 
@@ -33,6 +34,44 @@ REWARD_FIELDS = (
     Field("phase_duration", 0.0, 120.0, "seconds the current phase has been held"),
 )
 FIELD_NAMES = tuple(f.name for f in REWARD_FIELDS)
+
+
+class RewardInputs:
+    """The ``metrics`` dict of :data:`REWARD_FIELDS` for all 16 agents, each second.
+
+    Exact from the environment: queue_length, throughput, pressure (its reward terms), occupancy
+    (mean of the observation's lane occupancies), phase. Estimated, because the environment does
+    not expose per-vehicle data: ``phase_duration`` is the observation's elapsed time (capped at
+    60 s); ``delay`` is the fraction of incoming vehicles halted (stands in for 1 - speed/limit);
+    ``waiting_time`` is a running mean wait of the halted vehicles (+1 s per second for those still
+    queued, newcomers at 0).
+    """
+
+    def __init__(self, n_agents: int):
+        self.n = n_agents
+        self.reset()
+
+    def reset(self) -> None:
+        self._wait = np.zeros(self.n)
+        self._queue = np.zeros(self.n)
+
+    def update(self, obs: np.ndarray, infos: dict, agents: list[str], phases: np.ndarray) -> dict[str, np.ndarray]:
+        queue = np.array([infos[a]["queue"] for a in agents], dtype=float)
+        lanes = obs[:, :48].reshape(self.n, 12, 4)
+        halted_share, occupancy = lanes[:, :, 0].sum(1), lanes[:, :, 1].sum(1)
+        stayed = np.minimum(self._queue, queue)
+        self._wait = np.where(queue > 0, (self._wait + 1.0) * stayed / np.maximum(queue, 1.0), 0.0)
+        self._queue = queue
+        return {
+            "queue_length": queue,
+            "waiting_time": self._wait.copy(),
+            "pressure": np.array([infos[a]["pressure"] for a in agents], dtype=float),
+            "throughput": np.array([infos[a]["outflow"] for a in agents], dtype=float),
+            "delay": np.where(occupancy > 0, np.minimum(halted_share / np.maximum(occupancy, 1e-9), 1.0), 0.0),
+            "occupancy": occupancy / 12.0,
+            "phase": phases.astype(float),
+            "phase_duration": obs[:, -2].astype(float) * 60.0,
+        }
 
 
 @dataclass(frozen=True)

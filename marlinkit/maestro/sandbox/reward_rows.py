@@ -6,7 +6,7 @@ episodes of *simulated* ``metrics`` rows, in time order, as training would send 
 intersections = 5,760 calls per episode), followed by the synthetic edge cases of
 :func:`marlinkit.maestro.sandbox.sample_rollouts`.
 
-The rows are derived numbers (the :class:`marlinkit.maestro.curriculum_env.RewardInputs` of each intersection and
+The rows are derived numbers (the :class:`marlinkit.maestro.sandbox.limits.RewardInputs` of each intersection and
 second), not the Hangzhou data files. ``reward_rows.csv.gz`` beside this module is what
 :func:`record` wrote (``python -m marlinkit.maestro.sandbox.reward_rows``): SUMO, 360 s each of (1) the real
 Hangzhou flow and (2) the hardest curriculum context (d = 1.0, seed 0: the heaviest traffic
@@ -32,8 +32,7 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
     """Run the :data:`DIFFICULTIES` episodes; rows (episode, second, agent, *FIELD_NAMES) in time order."""
     from marlinkit.envs.traffic.context import context_for_difficulty
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
-    from marlinkit.maestro.sandbox import FIELD_NAMES
-    from marlinkit.maestro.curriculum_env import RewardInputs
+    from marlinkit.maestro.sandbox.limits import FIELD_NAMES, RewardInputs
 
     rows = []
     for episode, difficulty in enumerate(DIFFICULTIES):
@@ -59,7 +58,7 @@ def record(seconds: int = SECONDS, seed: int = 0, engine: str = "sumo") -> np.nd
 
 def save(rows: np.ndarray, path: Path = PATH) -> None:
     """Write ``rows`` as gzip'd CSV (mtime 0: same rows, same bytes)."""
-    from marlinkit.maestro.sandbox import FIELD_NAMES
+    from marlinkit.maestro.sandbox.limits import FIELD_NAMES
 
     text = io.StringIO()
     text.write(",".join(INDEX + FIELD_NAMES) + "\n")
@@ -73,7 +72,7 @@ def save(rows: np.ndarray, path: Path = PATH) -> None:
 
 def load(path: Path = PATH) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The recorded rows as ``(metrics, index)``: each field an array in time order; index columns :data:`INDEX`."""
-    from marlinkit.maestro.sandbox import FIELD_NAMES
+    from marlinkit.maestro.sandbox.limits import FIELD_NAMES
 
     if not path.is_file():
         raise FileNotFoundError(f"recorded reward rows missing: {path} (python -m marlinkit.maestro.sandbox.reward_rows)")
