@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from marlinkit.config_fields import typed
+
 
 @dataclass(frozen=True, repr=False)
 class MADDPGOverrides:
@@ -48,16 +50,7 @@ class MADDPGOverrides:
     @classmethod
     def of(cls, value: MADDPGOverrides | dict[str, Any] | None) -> MADDPGOverrides:
         """``value`` as overrides: a mapping of field names (an unknown name fails, naming it) or None (none)."""
-        if isinstance(value, cls):
-            return value
-        if value is None:
-            return cls()
-        if not isinstance(value, dict):
-            raise TypeError(f"MADDPG overrides must be MADDPGOverrides or a dict of its fields, got {value!r}")
-        unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown MADDPG setting(s) {unknown}; known: {[f.name for f in dataclasses.fields(cls)]}")
-        return cls(**value)
+        return typed(cls, {} if value is None else value, "MADDPG")
 
     def given(self) -> dict[str, Any]:
         """The fields set, in field order (the form run notes print)."""

@@ -36,7 +36,7 @@ from marlinkit.marlin import grid
 from marlinkit.marlin.algorithm1 import PLAN, AuthorsSwitchConfig
 from marlinkit.algos.mappo import MAPPOConfig
 from marlinkit.marlin.grid import GridConfig
-from marlinkit.marlin.systems import typed
+from marlinkit.config_fields import typed
 
 #: The executed-metric window around a checkpoint ``e``: the mean over episodes ``e - 24 .. e + 25``.
 WINDOW_BEFORE, WINDOW_AFTER = 24, 25

@@ -19,7 +19,7 @@ import pandas as pd
 from marlinkit import paths
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid
-from marlinkit.marlin.systems import typed
+from marlinkit.config_fields import typed
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 #: How the table and figure name our Fig. 3 MARL runs, the baseline every variant changes one setting of.

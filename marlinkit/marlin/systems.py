@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from marlinkit.config_fields import typed
 from marlinkit.marlin import hardware
 from marlinkit.progress import Progress
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
@@ -109,19 +110,6 @@ class TrainingConfig:
         if scenario not in values:
             raise ValueError(f"no LLM-only performance for scenario {scenario!r}; set llm_only_performance")
         return float(values[scenario])
-
-
-def typed(cls: type, value: Any, name: str) -> Any:
-    """A nested setting as its dataclass ``cls``: kept if it is one, built from a mapping of its fields (those that
-    differ from the defaults), None kept; an unknown field is refused by name."""
-    if value is None or isinstance(value, cls):
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a {cls.__name__} or a mapping of its fields, got {value!r}")
-    unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
-    if unknown:
-        raise ValueError(f"unknown {name} setting(s) {unknown}; see {cls.__module__}.{cls.__name__}")
-    return cls(**value)
 
 
 def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int], Layout]:

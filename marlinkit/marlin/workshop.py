@@ -30,7 +30,8 @@ from marlinkit.marlin import llm_only
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation, greedy_robots
-from marlinkit.marlin.systems import TrainingConfig, typed
+from marlinkit.config_fields import typed
+from marlinkit.marlin.systems import TrainingConfig
 
 ENGINE = "corridor core (numpy)"
 EXACT_LABEL = "exact planner: perfect plans, not an LLM"
