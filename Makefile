@@ -239,7 +239,7 @@ $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: NOTEBOOK_ARGS := -p MADDPG ue25_openblas
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
-$(MAESTRO_CLAIMS): marlinkit/maestro/claims.py $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
+$(MAESTRO_CLAIMS): $(PACKAGE_SOURCES) $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
                   $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json $(REFERENCE_RUNS_DIR)/A*__seed*.json)
 	@mkdir -p $(@D)
 	$(PY) -m marlinkit.maestro.claims --out $(@D)
