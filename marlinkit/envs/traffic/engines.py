@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import abc
 import importlib.util
-import json
 import os
 from itertools import compress
 from operator import ne
