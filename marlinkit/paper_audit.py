@@ -25,6 +25,8 @@ from scipy import stats as scipy_stats
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 
 Inputs = Mapping[str, np.ndarray]
 
@@ -284,3 +286,17 @@ def marlin_granularity() -> pd.DataFrame:
                              "nearest_k_over_700": k, "nearest_value": k / grid,
                              "attainable": abs(k / grid - value) <= 0.5e-4 + 1e-12})
     return pd.DataFrame(rows)
+
+
+def run(config: Config, preset: str) -> Result:
+    """Every check of the section: tables ``maestro_checks``, ``maestro_disagreements`` (the checks that do not
+    agree), ``maestro_variants``, ``maestro_bootstrap`` and ``marlin_granularity``; numbers transcribed from the
+    papers, no runs and no files."""
+    checks = maestro_checks(samples=config.rounding_samples, seed=0)
+    tables = {"maestro_checks": checks, "maestro_disagreements": checks[~checks.agrees].drop(columns="agrees"),
+              "maestro_variants": maestro_variants(samples=config.rounding_samples, seed=0),
+              "maestro_bootstrap": maestro_bootstrap(config.bootstrap_resamples, config.bootstrap_seed),
+              "marlin_granularity": marlin_granularity()}
+    return Result("paper_audit", preset, config, tables, (),
+                  Provenance(preset, source="numbers transcribed from the papers; no runs"))
+

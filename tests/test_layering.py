@@ -1,7 +1,7 @@
 """The package's layers, read from the imports of every module (top-level, inside functions and in
 ``if TYPE_CHECKING:`` blocks: a type-only import still ties the two modules).
 
-Floors, bottom up: the shared base (files, paths, numerics, progress, executors, stats, plots, paper_values),
+Floors, bottom up: the shared base (files, paths, numerics, progress, executors, stats, plots, paper_values, result),
 then ``envs`` / ``algos`` / ``llm``, then the two papers ``marlin`` and ``maestro``, then the entry points
 (``presets``, ``runs``, ``verify``, ``paper_audit``, ``info``, ``bench``, ``__main__``). See README "Layout".
 The experiments never read the presets (the entry points resolve a preset and hand its ``Config`` in), and no
@@ -19,7 +19,7 @@ import pytest
 from marlinkit import paths
 
 PACKAGE = paths.PACKAGE_DIR
-BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots", "paper_values"}
+BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots", "paper_values", "result"}
 EXPERIMENTS = ("marlinkit.marlin", "marlinkit.maestro")
 RUNNERS = ("marlinkit.presets", "marlinkit.runs")
 

@@ -65,7 +65,7 @@ def committed(cfg: ablation.Config, preset: str = "paper") -> AblationResults | 
     generations = pd.concat([ablation.load_generations(store.root / f"{n}.generations.jsonl", n) for n in names],
                             ignore_index=True)
     seeds = tuple(sorted(set(episodes["seed"])))
-    return AblationResults(dataclasses.replace(cfg, seeds=seeds), preset, episodes, generations,
+    return AblationResults.of(dataclasses.replace(cfg, seeds=seeds), preset, episodes, generations,
                            {n: store.load_sidecar(n) for n in names}, calibration, info, store.root,
                            store.load("ablation_calibration"))
 

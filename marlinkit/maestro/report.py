@@ -295,7 +295,7 @@ def provenance(name: str, results: AblationResults) -> "Provenance":
     details = {"definitions": definitions}
     if name in ("table2", "table3", "table4", "table7") and (note := ill_conditioned_note(results)):
         details["ill-conditioned episodes"] = note
-    return results.provenance().with_details(**details)
+    return results.provenance.with_details(**details)
 
 
 #: Table 5's row for the run time outside the timed components (its sidecar's ``wall_s`` minus their sum).

@@ -5,50 +5,91 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from marlinkit.algos.maddpg_overrides import PAPER_MADDPG
 from marlinkit.maestro.curriculum_env import Calibration
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 
 if TYPE_CHECKING:
     from marlinkit.maestro.ablation.config import Config
-    from marlinkit.plots import Provenance
+
+#: The experiment's section name.
+EXPERIMENT = "ablation"
 
 
-@dataclass
-class AblationResults:
-    """Everything the notebooks read: per-episode rows, generation log, sidecars, calibration."""
+@dataclass(frozen=True)
+class AblationResults(Result):
+    """An ablation's :class:`~marlinkit.result.Result`: tables ``episodes`` (one row per run and episode),
+    ``generations`` (the architect's generation log) and ``baselines`` (fixed-time and max-pressure on the
+    evaluation episode: return and traffic metrics); beside them the runs' sidecars and the score's calibration."""
 
-    config: Config
-    preset: str
-    episodes: pd.DataFrame
-    generations: pd.DataFrame
     sidecars: dict[str, dict]
+    """Each run's JSON sidecar, by run name (``A2__seed200``)."""
     calibration: Calibration
+    """The affine map from the environment's return to the calibrated score (0 = fixed-time, target = max-pressure)."""
     calibration_info: dict
+    """The calibration's measurements, as its sidecar records them."""
     root: Path
-    baselines: pd.DataFrame  # fixed-time and max-pressure on the evaluation episode: return and traffic metrics
+    """The folder the runs sit in (``data/results/maestro/<preset>/...``)."""
+
+    @classmethod
+    def of(cls, config: Config, preset: str, episodes: pd.DataFrame, generations: pd.DataFrame, sidecars: dict[str, dict],
+           calibration: Calibration, calibration_info: dict, root: Path, baselines: pd.DataFrame) -> "AblationResults":
+        """The results of ``config``'s runs under ``root``; their files and provenance are read from the sidecars."""
+        root = Path(root)
+        found = [root / f"{name}{suffix}" for name in sidecars for suffix in (".csv", ".json", ".generations.jsonl")]
+        found += [path for path in (root / "ablation_calibration.csv", root / "ablation_calibration.json") if path.exists()]
+        engine = f"{config.engine} ({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})"
+        llm = ", ".join(sorted({s["llm"] for s in sidecars.values() if "llm" in s}))
+        provenance = Provenance(preset, engine, f"LLM {llm}", config.seeds,
+                                {"runs": runs_note(config), "score": scale_note(config)})
+        return cls(EXPERIMENT, preset, config, {"episodes": episodes, "generations": generations, "baselines": baselines},
+                   tuple(path for path in found if path.exists()), provenance, sidecars, calibration, calibration_info, root)
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        return self.tables["episodes"]
+
+    @property
+    def generations(self) -> pd.DataFrame:
+        return self.tables["generations"]
+
+    @property
+    def baselines(self) -> pd.DataFrame:
+        return self.tables["baselines"]
+
+    @property
+    def engine(self) -> str:
+        return self.provenance.engine
+
+    @property
+    def llm(self) -> str:
+        return self.provenance.source.removeprefix("LLM ")
 
     @property
     def scale_note(self) -> str:
         """What the scores mean and which policy is evaluated (stated on every table and figure)."""
-        seed = "SUMO seed" if self.config.engine == "sumo" else f"{self.config.engine} run (seeds change nothing on it)"
-        return (f"score: 0 = fixed-time (30 s), {self.config.target_paper:g} = max-pressure, each on the traffic "
-                f"it was measured on (training: that episode's context and {seed}; evaluation: real flow, "
-                f"seed {self.config.eval_seed}); evaluated policy: {self.config.eval_policy}"
-                + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if self.config.eval_policy == "stochastic"
-                   else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))
+        return scale_note(self.config)
 
     @property
-    def engine(self) -> str:
-        versions = sorted({s["engine_version"] for s in self.sidecars.values()})
-        return f"{self.config.engine} ({', '.join(versions)})"
+    def runs_note(self) -> str:
+        """Which seeds, curriculum rule and MADDPG settings the rows come from."""
+        return runs_note(self.config)
 
-    @property
-    def llm(self) -> str:
-        return ", ".join(sorted({s["llm"] for s in self.sidecars.values()}))
+    def replace(self, **changes: Any) -> "AblationResults":
+        """The same results with some of ``config``, ``sidecars`` and the tables (``episodes``, ``generations``,
+        ``baselines``) replaced; files and provenance follow."""
+        known = {"config", "sidecars", *self.tables}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise KeyError(f"cannot replace {unknown}; replaceable: {', '.join(sorted(known))}")
+        now = {"config": self.config, "sidecars": self.sidecars, **self.tables, **changes}
+        return AblationResults.of(now["config"], self.preset, now["episodes"], now["generations"], now["sidecars"],
+                                  self.calibration, self.calibration_info, self.root, now["baselines"])
 
     def for_seeds(self, seeds) -> "AblationResults":
         """The same results restricted to ``seeds`` (e.g. the paper's four, beside all twelve): every table and
@@ -58,31 +99,30 @@ class AblationResults:
         if missing:
             raise ValueError(f"seeds {missing} are not in these results (seeds {list(self.config.seeds)})")
         kept = {name: sidecar for name, sidecar in self.sidecars.items() if int(name.rsplit("seed", 1)[1]) in seeds}
-        return dataclasses.replace(self, config=dataclasses.replace(self.config, seeds=seeds), sidecars=kept,
-                                   episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
-                                   generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
-
-    @property
-    def runs_note(self) -> str:
-        """Which seeds, curriculum rule and MADDPG settings the rows come from."""
-        rule = "" if self.config.curriculum == "paper" else f"; curriculum rule: {self.config.curriculum}"
-        if self.config.maddpg_setting is not None:
-            maddpg = f"; MADDPG: the sweep's {self.config.maddpg_setting!r} setting {self.config.maddpg.given()}"
-        elif self.config.maddpg == PAPER_MADDPG:
-            maddpg = "; MADDPG: the paper's defaults"
-        elif self.config.maddpg.given():
-            maddpg = f"; MADDPG overrides {self.config.maddpg.given()}"
-        else:
-            maddpg = "; MADDPG: marlinkit's defaults"
-        return (f"seeds {list(self.config.seeds)} x {self.config.episodes} episodes of {self.config.episode_seconds} s"
-                + rule + maddpg)
-
-    def provenance(self, note: str | None = None) -> "Provenance":
-        """Preset, engine, LLM and seeds (the footer line); the runs' settings, the score's scale and the evaluated
-        policy, and ``note``, in its details."""
-        from marlinkit.plots import Provenance
-
-        details = {"runs": self.runs_note, "score": self.scale_note, **({"note": note} if note else {})}
-        return Provenance(self.preset, self.engine, f"LLM {self.llm}", self.config.seeds, details)
+        return self.replace(config=dataclasses.replace(self.config, seeds=seeds), sidecars=kept,
+                            episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
+                            generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
 
 
+def scale_note(config: Config) -> str:
+    """What an ablation's scores mean and which policy is evaluated (stated on every table and figure)."""
+    seed = "SUMO seed" if config.engine == "sumo" else f"{config.engine} run (seeds change nothing on it)"
+    return (f"score: 0 = fixed-time (30 s), {config.target_paper:g} = max-pressure, each on the traffic "
+            f"it was measured on (training: that episode's context and {seed}; evaluation: real flow, "
+            f"seed {config.eval_seed}); evaluated policy: {config.eval_policy}"
+            + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if config.eval_policy == "stochastic"
+               else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))
+
+
+def runs_note(config: Config) -> str:
+    """Which seeds, curriculum rule and MADDPG settings an ablation's rows come from."""
+    rule = "" if config.curriculum == "paper" else f"; curriculum rule: {config.curriculum}"
+    if config.maddpg_setting is not None:
+        maddpg = f"; MADDPG: the sweep's {config.maddpg_setting!r} setting {config.maddpg.given()}"
+    elif config.maddpg == PAPER_MADDPG:
+        maddpg = "; MADDPG: the paper's defaults"
+    elif config.maddpg.given():
+        maddpg = f"; MADDPG overrides {config.maddpg.given()}"
+    else:
+        maddpg = "; MADDPG: marlinkit's defaults"
+    return f"seeds {list(config.seeds)} x {config.episodes} episodes of {config.episode_seconds} s" + rule + maddpg

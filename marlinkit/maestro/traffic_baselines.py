@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from marlinkit import executors, paths
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 from marlinkit.envs.traffic.cli import REFERENCE
 from marlinkit.envs.traffic.controllers import difficulty_jobs, run_episode
 from marlinkit.envs.traffic.engines import available_engines
@@ -80,9 +82,11 @@ def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
             for controller in ("fixed-time", "max-pressure")]
 
 
-def run(config: Config, preset: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(baseline table, difficulty table, provenance) of ``config``, computed or loaded from ``preset``'s MAESTRO
-    results (``data/results/maestro/<preset>/``)."""
+def run(config: Config, preset: str) -> Result:
+    """The baselines of ``config``, computed or loaded from ``preset``'s MAESTRO results
+    (``data/results/maestro/<preset>/``). Tables ``baselines`` (one row per engine, controller and episode length
+    on the real flow) and ``difficulty`` (fixed-time per engine, difficulty and seed); the provenance names the
+    engines run and those not installed."""
     engines = [e for e in config.engines if available_engines()[e]]
     skipped = [e for e in config.engines if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
@@ -102,11 +106,16 @@ def run(config: Config, preset: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         tables[name] = store.cached(name, run_config, compute, preset=preset, engines=engines)
     versions = dict(zip(tables["traffic_baselines"]["engine"], tables["traffic_baselines"]["engine_version"]))
     engine_text = ", ".join(ENGINE_LABEL[e].format(v=versions.get(e, "").replace("SUMO ", "")) for e in engines)
-    return tables["traffic_baselines"], tables["traffic_difficulty"], {"engines": engines, "skipped": skipped, "engine_text": engine_text}
+    missing = f" | not installed: {', '.join(skipped)}" if skipped else ""
+    provenance = Provenance(preset, engine=engine_text + missing, source="no LLM (fixed controllers)",
+                            details={"engines": "the paper used CityFlow; numbers never carry across engines"})
+    written = [path for name in tables for path in (store.table_path(name), store.sidecar_path(name))]
+    return Result("traffic_baselines", preset, config,
+                  {"baselines": tables["traffic_baselines"], "difficulty": tables["traffic_difficulty"]}, tuple(written), provenance)
 
 
 def baseline_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The notebook's table: metrics per engine/controller/length, with the FACTS reference where it applies."""
+    """The notebook's table: metrics per engine/controller/length, with the measured fixed-time reference where it applies."""
     table = rows[["engine", "controller", "seconds", "throughput", "vehicles", "avg_travel_time_s", "avg_delay_s",
                   "avg_wait_s", "avg_queue", "wall_s"]].copy()
     ref = [REFERENCE[e]["avg_travel_time_s"] if (c == "fixed-time" and s == 3600) else None

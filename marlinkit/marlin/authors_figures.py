@@ -1,5 +1,5 @@
-"""Fig. 3 under the authors' protocol (``authors_protocol``): the figure per plan source, its smoothing, and the
-provenance of the notebook's figures and tables (``notebooks/marlin/executed_vs_policy.ipynb``)."""
+"""Fig. 3 under the authors' protocol (``authors_protocol``): the figure per plan source and its smoothing
+(``notebooks/marlin/executed_vs_policy.ipynb``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from marlinkit.marlin import grid
 from marlinkit.marlin.algorithm1 import AuthorsSwitchConfig
-from marlinkit.marlin.authors_protocol import PAPER_MARL, Config, Pooled, executed_curve, finished_runs, system_label
+from marlinkit.marlin.authors_protocol import PAPER_MARL, Config, Pooled, executed_curve, system_label
 
 #: The figure's smoothing: each episode's value is the mean over episodes within this fraction of it (a window that
 #: widens along the log episode axis: none for the first ten episodes, +-10 at episode 100, +-160 at 1600).
@@ -102,24 +102,3 @@ def figure(pooled: Pooled, config: Config, plan_source: str, source_label: str):
     fig.legend(handles=lines, loc="lower center", ncol=2, fontsize=6, frameon=False, bbox_to_anchor=(0.5, 0.07))
     fig.tight_layout(rect=(0, 0.22, 1, 1))
     return fig
-
-
-def provenance(config: Config, pooled: Pooled, preset: str, plan_source: str | None = None):
-    """The provenance of the figures and tables: preset, engine, the plan source (``plan_source``'s, else all the
-    section's) and the seeds of the finished runs on the footer line; the protocol and the finished runs in its details."""
-    from marlinkit import plots
-
-    summary = ", ".join(f"{system_label(r.system, r.plan_source)} {r.finished}/{r.planned}" for r in finished_runs(pooled, config).itertuples())
-    paper_marl = pooled.episodes[pooled.episodes.system == PAPER_MARL] if not pooled.episodes.empty else pd.DataFrame()
-    if len(paper_marl):
-        summary += f"; beside them {PAPER_MARL}: {len(paper_marl.groupby(['scenario', 'seed']))} runs of Fig. 3's grid"
-    sources = [plan_source] if plan_source else list(config.plan_sources)
-    source = (grid.footer_source(sources[0]) if len(sources) == 1
-              else "plans: " + ", ".join(sources) + " (surrogate and exact planner), not an LLM")
-    seeds = sorted(pooled.episodes.seed.unique()) if not pooled.episodes.empty else ()
-    details = {"plan sources": ", ".join(config.plan_sources) + " (a surrogate and the exact planner; no LLM)",
-               "protocol": f"authors' switch and copies (MARLIN 1 copy, MARL 6), {config.episodes} episodes",
-               "runs finished": summary}
-    if plan_source:
-        details["plan source"] = grid.plan_source_label(grid.GridConfig(plan_source=plan_source), plan_source)
-    return plots.Provenance(preset, engine="corridor core (numpy)", source=source, seeds=seeds, details=details)

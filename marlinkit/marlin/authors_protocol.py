@@ -25,7 +25,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -37,11 +36,15 @@ from marlinkit.marlin.algorithm1 import PLAN, AuthorsSwitchConfig
 from marlinkit.algos.mappo import MAPPOConfig
 from marlinkit.marlin.grid import GridConfig
 from marlinkit.config_fields import typed
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 
 #: The executed-metric window around a checkpoint ``e``: the mean over episodes ``e - 24 .. e + 25``.
 WINDOW_BEFORE, WINDOW_AFTER = 24, 25
 #: The level of "episodes to 0.95".
 LEVEL = 0.95
+#: The experiment's section name.
+EXPERIMENT = "authors_protocol"
 
 
 @dataclass(frozen=True)
@@ -142,16 +145,37 @@ def queue(config: Config, preset: str, limit_s: float | None = None, log=print) 
     return trained
 
 
-class Pooled(NamedTuple):
-    episodes: pd.DataFrame  # one row per executed episode and copy: plan_source, scenario, system, seed, episode, performance, ...
-    evaluations: pd.DataFrame  # one row per checkpoint evaluation run of the policy alone
-    runs: pd.DataFrame  # finished runs per plan source, scenario and system
+@dataclass(frozen=True)
+class Pooled(Result):
+    """The ``authors_protocol`` :class:`~marlinkit.result.Result`: tables ``episodes`` (one row per executed episode
+    and copy: plan_source, scenario, system, seed, episode, performance, ...), ``evaluations`` (one row per checkpoint
+    evaluation run of the policy alone) and ``runs`` (finished and planned runs per plan source, scenario and system)."""
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        return self.tables["episodes"]
+
+    @property
+    def evaluations(self) -> pd.DataFrame:
+        return self.tables["evaluations"]
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        return self.tables["runs"]
+
+    def source_provenance(self, plan_source: str) -> Provenance:
+        """The provenance of one plan source's figures and tables (its name and seeds on the footer line)."""
+        return provenance(self.config, self.episodes, self.runs, self.preset, plan_source)
 
 
-def load(config: Config, preset: str, training: GridConfig) -> Pooled:
-    """Every finished run of the section under ``preset``'s MARLIN results (runs not yet trained are left out, and
-    counted in ``runs``), and beside them the finished MARL runs of ``training`` (the ``fig3_training`` section)."""
-    episodes, evaluations, counts = [], [], []
+def run(config: Config, preset: str, training: GridConfig, train_s: float | None = 0.0, log=print) -> Pooled:
+    """Every finished run of the section under ``preset``'s MARLIN results, after training the missing units for up
+    to ``train_s`` seconds (:func:`queue`; 0: train nothing, None: train them all). Runs not yet trained are left
+    out, and counted in table ``runs``; beside them the finished MARL runs of ``training`` (the ``fig3_training``
+    section)."""
+    if train_s != 0:
+        queue(config, preset, train_s, log)
+    episodes, evaluations, counts, written = [], [], [], []
     for source, system, seed in job_order(config):
         for scenario in config.scenarios:
             finished = is_finished(config, preset, source, system, seed, scenario)
@@ -161,19 +185,45 @@ def load(config: Config, preset: str, training: GridConfig) -> Pooled:
             if not finished:
                 continue
             name, _, store = _run(config, preset, source, system, seed, scenario)
+            names = [name] if system == "LLM-only" else [name, name + "__eval"]
+            written += [path for table in names for path in (store.table_path(table), store.sidecar_path(table))]
             for shown in sources:
                 episodes.append(store.load(name).assign(plan_source=shown))
                 if system != "LLM-only":
                     evaluations.append(store.load(name + "__eval").assign(plan_source=shown))
-    marl_paper, marl_paper_evaluations = paper_protocol_marl(config, preset, training)
+    marl_paper, marl_paper_evaluations, marl_paper_files = paper_protocol_marl(config, preset, training)
     if not marl_paper.empty:
         episodes.append(marl_paper)
         evaluations.append(marl_paper_evaluations)
+        written += marl_paper_files
     counts = pd.DataFrame(counts)
     table = counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"]).reset_index()
     table = table.rename(columns={"sum": "finished", "count": "planned"})
-    return Pooled(pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame(),
-                  pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(), table)
+    episodes = pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame()
+    tables = {"episodes": episodes, "evaluations": pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(),
+              "runs": table}
+    return Pooled(EXPERIMENT, preset, config, tables, tuple(written), provenance(config, episodes, table, preset))
+
+
+def provenance(config: Config, episodes: pd.DataFrame, runs_table: pd.DataFrame, preset: str,
+               plan_source: str | None = None) -> Provenance:
+    """The provenance of the figures and tables: preset, engine, the plan source (``plan_source``'s, else all the
+    section's) and the seeds of the finished runs on the footer line; the protocol and the finished runs in its details."""
+    summary = ", ".join(f"{system_label(r.system, r.plan_source)} {r.finished}/{r.planned}"
+                        for r in finished_runs(runs_table, config).itertuples())
+    paper_marl = episodes[episodes.system == PAPER_MARL] if not episodes.empty else pd.DataFrame()
+    if len(paper_marl):
+        summary += f"; beside them {PAPER_MARL}: {len(paper_marl.groupby(['scenario', 'seed']))} runs of Fig. 3's grid"
+    sources = [plan_source] if plan_source else list(config.plan_sources)
+    source = (grid.footer_source(sources[0]) if len(sources) == 1
+              else "plans: " + ", ".join(sources) + " (surrogate and exact planner), not an LLM")
+    seeds = sorted(episodes.seed.unique()) if not episodes.empty else ()
+    details = {"plan sources": ", ".join(config.plan_sources) + " (a surrogate and the exact planner; no LLM)",
+               "protocol": f"authors' switch and copies (MARLIN 1 copy, MARL 6), {config.episodes} episodes",
+               "runs finished": summary}
+    if plan_source:
+        details["plan source"] = grid.plan_source_label(grid.GridConfig(plan_source=plan_source), plan_source)
+    return Provenance(preset, engine="corridor core (numpy)", source=source, seeds=seeds, details=details)
 
 
 # The two metrics
@@ -323,9 +373,10 @@ def claims(table: pd.DataFrame, config: Config, reach: pd.DataFrame | None = Non
     return pd.DataFrame(rows)
 
 
-def finished_runs(pooled: Pooled, config: Config) -> pd.DataFrame:
-    """Finished and planned runs per system (MARLIN per plan source, MARL once), over all corridors."""
-    runs_ = pooled.runs[(pooled.runs.system == "MARLIN") | ((pooled.runs.system == "MARL") & (pooled.runs.plan_source == config.plan_sources[0]))]
+def finished_runs(runs_table: pd.DataFrame, config: Config) -> pd.DataFrame:
+    """Finished and planned runs per system (MARLIN per plan source, MARL once), over all corridors (``runs_table``:
+    a :class:`Pooled` result's table ``runs``)."""
+    runs_ = runs_table[(runs_table.system == "MARLIN") | ((runs_table.system == "MARL") & (runs_table.plan_source == config.plan_sources[0]))]
     return runs_.groupby(["system", "plan_source"], sort=False)[["finished", "planned"]].sum().reset_index()
 
 
@@ -333,13 +384,14 @@ def finished_runs(pooled: Pooled, config: Config) -> pd.DataFrame:
 PAPER_MARL = "MARL (15 copies)"
 
 
-def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) -> tuple[pd.DataFrame, pd.DataFrame, list]:
     """The preset's finished MARL runs of Fig. 3's grid ``grid_config`` (15 copies per training, the paper's protocol
-    as we read it), as system ``PAPER_MARL`` (nothing is trained; empty where none is finished)."""
+    as we read it), as system ``PAPER_MARL`` (nothing is trained; empty where none is finished): episodes,
+    evaluations and the files read."""
     from marlinkit import paths
 
     store = runs.ResultStore(paths.results_dir("marlin", preset))
-    episodes, evaluations = [], []
+    episodes, evaluations, read = [], [], []
     for scenario in config.scenarios:
         for seed in grid_config.seeds:
             name = runs.run_name(scenario, grid.system_tag("MARL", grid.ExactJointPlanner.name), f"seed{seed}")
@@ -347,9 +399,10 @@ def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) ->
             if store.is_complete(name, job) and store.is_complete(name + "__eval", job):
                 episodes.append(store.load(name).assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
                 evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
+                read += [path for table in (name, name + "__eval") for path in (store.table_path(table), store.sidecar_path(table))]
     if not episodes:
-        return pd.DataFrame(), pd.DataFrame()
-    return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True)
+        return pd.DataFrame(), pd.DataFrame(), []
+    return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), read
 
 
 def main(section: Callable[[str], Config], argv: list[str] | None = None) -> None:

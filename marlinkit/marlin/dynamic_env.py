@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
 from marlinkit.marlin import algorithm1, grid
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
@@ -51,12 +52,22 @@ class Config(grid.GridConfig):
 
 
 def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
-        source: PlanSource | None = None) -> grid.Results:
+        source: PlanSource | None = None) -> grid.GridResult:
     """Train (or load) MARL and MARLIN through the layout change (plan source as Fig. 5's); the runs are saved in
     ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/dynamic_env``)."""
-    config, source = grid.non_llm_plan_source(config, None, source)
-    return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
-                         progress)
+    trained, source = grid.non_llm_plan_source(config, None, source)
+    results = grid.run_grid(trained, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
+                            progress)
+    return grid.GridResult.of("dynamic_env", results, config, preset, provenance(config, preset))
+
+
+def provenance(config: Config, preset: str) -> Provenance:
+    """The dynamic environment's footer: plan source and seeds; the layout change and the protocol in its details."""
+    return Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source),
+                      seeds=config.seeds,
+                      details={"plan source": grid.plan_source_label(config),
+                               "protocol": f"{config.scenario} -> {config.new_layout} after episode {config.change_episode}; "
+                                           f"{config.n_envs} copies x {config.episodes} episodes"})
 
 
 def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:

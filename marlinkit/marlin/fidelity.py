@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid
 from marlinkit.config_fields import typed
@@ -75,8 +77,16 @@ def variant_config(training: grid.GridConfig, variant: Variant, seeds: tuple[int
     return variant.apply(dataclasses.replace(training, systems=("MARL",), seeds=tuple(seeds)))
 
 
-def run(config: Config, training: grid.GridConfig, preset: str,
-        progress: bool = True) -> dict[str, tuple[grid.Results, grid.GridConfig]]:
+@dataclass(frozen=True)
+class Fidelity(Result):
+    """The ``fidelity`` :class:`~marlinkit.result.Result`: tables ``episodes`` and ``evaluations`` of every variant's
+    MARL runs (column ``variant``; the baseline is named :data:`BASELINE`), and the runs per variant."""
+
+    runs: Mapping[str, tuple[grid.Results, grid.GridConfig]]
+    """Variant name -> its grid's rows and the grid it ran (the figure and table functions read these)."""
+
+
+def run(config: Config, training: grid.GridConfig, preset: str, progress: bool = True) -> Fidelity:
     """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of ``training`` (the
     ``fig3_training`` section) of the same seeds.
 
@@ -88,7 +98,13 @@ def run(config: Config, training: grid.GridConfig, preset: str,
         variant_grid = variant_config(training, variant, config.seeds)
         root = paths.results_dir("marlin", preset) / "fidelity" / llm_config.slug(variant.name)
         out[variant.name] = grid.run_grid(variant_grid, preset, root=root, progress=progress), variant_grid
-    return out
+    tables = {name: pd.concat([results.episodes.assign(variant=variant) if name == "episodes" else
+                               results.evaluations.assign(variant=variant) for variant, (results, _) in out.items()],
+                              ignore_index=True) for name in ("episodes", "evaluations")}
+    provenance = Provenance(preset, engine="corridor core (numpy)", source="no LLM (MARL only)", seeds=config.seeds,
+                            details={"variants": "MARL, one setting changed at a time"})
+    return Fidelity("fidelity", preset, config, tables, tuple(path for results, _ in out.values() for path in results.files),
+                    provenance, out)
 
 
 def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], window: int = 5) -> pd.DataFrame:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,8 @@ from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid, llm_only
 from marlinkit.marlin.algorithm1 import PLAN
-from marlinkit.marlin.grid import GridConfig, Results
+from marlinkit.marlin.grid import GridConfig, GridResult, Results
+from marlinkit.plots import Provenance
 
 
 #: The transcripts of MARLIN's negotiations in training (``data/transcripts/marlin_training__*.jsonl``).
@@ -27,13 +28,25 @@ TRANSCRIPT_PURPOSE = "marlin_training"
 
 #: The ``fig3_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there).
 Config = GridConfig
+#: The experiment's section name.
+EXPERIMENT = "fig3_training"
 
 
-class Training(NamedTuple):
-    results: Results
-    config: Config  # the runs' config (plan source set; with the LLM source, Algorithm 1's thresholds filled in)
-    plan_source: str  # how figures name the plan source
-    protocol: llm_only.Config | None = None  # plan source "llm": the negotiation protocol and LLM-only trials used
+@dataclass(frozen=True)
+class Training(GridResult):
+    """The ``fig3_training`` :class:`~marlinkit.result.Result`: tables ``episodes`` and ``evaluations``; ``config`` is
+    the runs' config (plan source set; with the LLM source, Algorithm 1's thresholds filled in)."""
+
+    plan_source: str
+    """How figures name the plan source."""
+    protocol: llm_only.Config | None = None
+    """Plan source "llm": the negotiation protocol and LLM-only trials used."""
+
+    @classmethod
+    def of(cls, results: Results, config: Config, preset: str, plan_source: str,
+           protocol: llm_only.Config | None = None) -> "Training":
+        return cls(EXPERIMENT, preset, config, grid.result_tables(results), results.files,
+                   provenance(config, preset, plan_source, protocol), plan_source, protocol)
 
 
 def settings(config: Config, plan_steps: str | None = None) -> tuple[Config, PlanSource | None, str]:
@@ -69,7 +82,7 @@ def run(config: Config, preset: str, protocol: llm_only.Config | None = None, ll
         config = dataclasses.replace(config, negotiation=None)
     config, source, label = settings(config, plan_steps)
     if config.plan_source != "llm":
-        return Training(grid.run_grid(config, preset, source=source, progress=progress), config, label)
+        return Training.of(grid.run_grid(config, preset, source=source, progress=progress), config, preset, label)
     if protocol is None:
         raise ValueError("plan_source 'llm' negotiates by an llm_only section's protocol: pass it as protocol")
     protocol_preset = config.negotiation or preset
@@ -78,7 +91,8 @@ def run(config: Config, preset: str, protocol: llm_only.Config | None = None, ll
         raise ValueError(f"preset {protocol_preset!r}: the llm_only section has no trials for {missing}; "
                          "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
     source = llm_only.negotiator(protocol, llm, purpose=TRANSCRIPT_PURPOSE)
-    trials = llm_only.run(protocol, protocol_preset, llm, progress=progress)
+    alone = llm_only.run(protocol, protocol_preset, llm, progress=progress)
+    trials = alone.table("trials")
     measured = trials.groupby("scenario").performance.mean().to_dict()
     config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
                                  llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})
@@ -89,8 +103,8 @@ def run(config: Config, preset: str, protocol: llm_only.Config | None = None, ll
         "performance": trials.performance, "steps": core.EPISODE_STEPS, "wall_time_s": trials.seconds})
     llm_only_rows = llm_only_rows[llm_only_rows.scenario.isin(config.scenarios)]
     episodes = pd.concat([results.episodes, llm_only_rows], ignore_index=True)
-    return Training(Results(episodes, results.evaluations), config, f"LLM negotiation, {llm_config.label(source.backend)}",
-                    protocol)
+    return Training.of(Results(episodes, results.evaluations, results.files + alone.paths), config, preset,
+                       f"LLM negotiation, {llm_config.label(source.backend)}", protocol)
 
 
 def variant_note(training: Training) -> str:
@@ -98,18 +112,15 @@ def variant_note(training: Training) -> str:
     return grid.variant_note(training.config, training.protocol)
 
 
-def provenance(training: Training, preset: str) -> "plots.Provenance":
+def provenance(config: Config, preset: str, plan_source: str, protocol: llm_only.Config | None = None) -> Provenance:
     """The provenance of Fig. 3's and Table I's outputs: preset, engine, plan source and seeds on the footer line;
     the plan source's full name, the grid's variant, copies x episodes and the plan budget in its details."""
-    from marlinkit import plots
-
-    config = training.config
     budget = "unlimited re-planning" if config.plan_budget is None else f"plan budget {config.plan_budget}"
-    llm = training.plan_source.removeprefix("LLM negotiation, ")
-    return plots.Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source, llm),
-                            seeds=config.seeds,
-                            details={"plan source": training.plan_source + variant_note(training),
-                                     "protocol": f"{config.n_envs} copies x {config.episodes} episodes, {budget}"})
+    llm = plan_source.removeprefix("LLM negotiation, ")
+    return Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source, llm),
+                      seeds=config.seeds,
+                      details={"plan source": plan_source + grid.variant_note(config, protocol),
+                               "protocol": f"{config.n_envs} copies x {config.episodes} episodes, {budget}"})
 
 
 # Figure 3 and Table I

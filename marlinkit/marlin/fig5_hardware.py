@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -62,15 +63,27 @@ class Config(grid.GridConfig):
 
 
 def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
-        source: PlanSource | None = None) -> grid.Results:
+        source: PlanSource | None = None) -> grid.GridResult:
     """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise; the runs
     are saved in ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/fig5_hardware``).
 
     The plan source is ``source``, else the config's ``plan_source`` ("surrogate" or "exact").
     """
-    config, source = grid.non_llm_plan_source(config, None, source)
-    return grid.run_grid(config, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
-                         progress)
+    trained, source = grid.non_llm_plan_source(config, None, source)
+    results = grid.run_grid(trained, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
+                            progress)
+    return grid.GridResult.of("fig5_hardware", results, config, preset, provenance(config, preset))
+
+
+def provenance(config: Config, preset: str) -> Provenance:
+    """Fig. 5's footer: the simulated actuation noise named as such, the plan source, the seeds."""
+    noise = config.actuation_noise
+    return Provenance(
+        preset, engine="corridor core + SIMULATED actuation noise", source=grid.footer_source(config.plan_source),
+        seeds=config.seeds,
+        details={"engine": "corridor core (numpy) + SIMULATED actuation noise, not physical robots",
+                 "plan source": grid.plan_source_label(config),
+                 "protocol": f"p_fail {noise.p_fail}, p_slip {noise.p_slip}; {config.n_envs} copies x {config.episodes} episodes"})
 
 
 def fig5_table(results: grid.Results) -> pd.DataFrame:

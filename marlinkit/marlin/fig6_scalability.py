@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
@@ -78,12 +80,13 @@ def _source(system: str, config: Config, llm: str | None):
     return source, llm_config.label(source.backend)
 
 
-def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> pd.DataFrame:
+def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> Result:
     """Episodes per system x number of agents x trial (loaded when already computed with the same settings), saved
-    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``)."""
+    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``). Table ``episodes``: one row per system,
+    number of agents and trial (conflicts, negotiations, resolved, LLM calls, steps, agents inside)."""
     world, episode = crowd.crowd_map_from_ascii(), config.episode_config()
     store = ResultStore(paths.results_dir("marlin", preset))
-    tables = []
+    tables, written = [], []
     for system in config.systems:
         source, llm_label = _source(system, config, llm)
         run_config = {**dataclasses.asdict(config), "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
@@ -103,9 +106,22 @@ def run(config: Config, preset: str, llm: str | None = None, progress: bool = Tr
                               f"{counts['agents_inside']} inside", flush=True)
             return pd.DataFrame(rows)
 
-        tables.append(store.cached(name, run_config, compute, llm=llm_label, engine=ENGINE,
-                                   transcript_file=str(getattr(getattr(source, "backend", None), "path", "")) or None))
-    return pd.concat(tables, ignore_index=True)
+        transcript = str(getattr(getattr(source, "backend", None), "path", "")) or None
+        tables.append(store.cached(name, run_config, compute, llm=llm_label, engine=ENGINE, transcript_file=transcript))
+        written += [store.table_path(name), store.sidecar_path(name), *([transcript] if transcript else [])]
+    table = pd.concat(tables, ignore_index=True)
+    return Result(SECTION, preset, config, {"episodes": table}, tuple(written), provenance(config, preset, table))
+
+
+def provenance(config: Config, preset: str, table: pd.DataFrame) -> Provenance:
+    """Fig. 6's footer: the LLM against the exact joint planner; the walk and negotiation protocol in its details."""
+    llm_label = table.loc[table.system == "llm", "llm"].iloc[0] if (table.system == "llm").any() else None
+    return Provenance(
+        preset, engine=ENGINE, source=f"LLM {llm_label} vs exact joint planner",
+        details={"plan sources": f"{llm_label} vs exact joint planner (upper bound)",
+                 "protocol": f"{config.trials} trial(s) per count; walk biased to the exit p={config.exit_bias}; "
+                             f"<= {config.max_negotiations or 'any'} negotiation(s)/episode of <= {config.max_moves} moves, "
+                             f"{config.max_rounds} round(s), {config.max_new_tokens} tokens"})
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from marlinkit import executors, paths, runs
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
@@ -32,6 +34,35 @@ TRAINERS = ("one-at-a-time", "batched")
 class Results(NamedTuple):
     episodes: pd.DataFrame  # one row per episode and copy (all systems)
     evaluations: pd.DataFrame  # one row per checkpoint evaluation run (MARL, MARLIN)
+    files: tuple[Path, ...] = ()  # the runs' tables and sidecars, as saved
+
+
+def result_tables(results: Results) -> dict[str, pd.DataFrame]:
+    """A grid's tables as a :class:`~marlinkit.result.Result` names them."""
+    return {"episodes": results.episodes, "evaluations": results.evaluations}
+
+
+@dataclass(frozen=True)
+class GridResult(Result):
+    """The :class:`~marlinkit.result.Result` of an experiment that runs one MARLIN grid: tables ``episodes`` (one
+    row per episode and copy, every system) and ``evaluations`` (one row per checkpoint evaluation run)."""
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        return self.tables["episodes"]
+
+    @property
+    def evaluations(self) -> pd.DataFrame:
+        return self.tables["evaluations"]
+
+    @property
+    def results(self) -> Results:
+        """The grid's rows as the figure functions read them."""
+        return Results(self.episodes, self.evaluations, self.paths)
+
+    @classmethod
+    def of(cls, experiment: str, results: Results, config: "GridConfig", preset: str, provenance: Provenance) -> "GridResult":
+        return cls(experiment, preset, config, result_tables(results), results.files, provenance)
 
 
 @dataclass(frozen=True)
@@ -274,8 +305,10 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
             executors.run_jobs(_run_batch, [(batch, config, source) for batch in batches], executor, workers,
                                config.ray_address, progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
-    evaluations = [store.load(name + "__eval") for name, job in jobs if job["system"] != "LLM-only"]
-    return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame())
+    evaluated = [name + "__eval" for name, job in jobs if job["system"] != "LLM-only"]
+    evaluations = [store.load(name) for name in evaluated]
+    saved = [path for name in [name for name, _ in jobs] + evaluated for path in (store.table_path(name), store.sidecar_path(name))]
+    return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(), tuple(saved))
 
 
 #: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
+from marlinkit.result import Result
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
 from marlinkit.llm import config as llm_config
@@ -28,6 +30,8 @@ from marlinkit.runs import ResultStore, run_name
 from marlinkit.files import atomic_write_text, read_json
 
 TRANSCRIPT_PURPOSE = "llm_only"
+#: The experiment's section name.
+EXPERIMENT = "llm_only"
 
 
 def negotiation_config(values: Mapping[str, Any]) -> NegotiationConfig:
@@ -100,9 +104,10 @@ def _run_name(backend) -> str:
     return run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
 
 
-def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> pd.DataFrame:
+def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> Result:
     """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions, saved under
-    ``preset``'s MARLIN results (``data/results/marlin/<preset>/``)."""
+    ``preset``'s MARLIN results (``data/results/marlin/<preset>/``). Table ``trials``: one row per scenario and
+    trial (performance, the plan, the negotiation's statistics)."""
     source = negotiator(config, llm)
     backend = source.backend
     run_config = {**dataclasses.asdict(config), "llm": llm_config.label(backend)}
@@ -129,7 +134,17 @@ def run(config: Config, preset: str, llm: str | None = None, progress: bool = Tr
         return table
 
     path = getattr(backend, "path", None)  # None: a script, not a recorded model
-    return store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
+    table = store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
+    written = [store.table_path(name), store.sidecar_path(name), store.root / f"{name}.transcripts.json", *([path] if path else [])]
+    return Result(EXPERIMENT, preset, config, {"trials": table}, tuple(written),
+                  provenance(config, preset, store.load_sidecar(name)["llm"]))
+
+
+def provenance(config: Config, preset: str, llm: str) -> Provenance:
+    """The LLM-only footer: the LLM; the negotiation protocol against the paper's in its details."""
+    return Provenance(preset, engine="corridor core (numpy)", source=f"LLM {llm}",
+                      details={"protocol": f"{config.trials} trial(s), <= {config.max_moves} moves, {config.max_rounds} round(s)/move, "
+                                           f"{config.max_new_tokens} tokens (paper: 50 trials, 50 moves, 5 rounds, 300 tokens, Llama 3.1 8B)"})
 
 
 def latest_run(config: Config, preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.plots import Provenance
 from marlinkit.errors import ParameterError
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -34,6 +34,8 @@ from marlinkit.config_fields import typed
 from marlinkit.marlin.systems import TrainingConfig
 
 ENGINE = "corridor core (numpy)"
+#: The experiment's section name.
+EXPERIMENT = "workshop"
 EXACT_LABEL = "exact planner: perfect plans, not an LLM"
 
 
@@ -159,11 +161,29 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 # Notebooks 02 and 04: training through grid.run_grid
 
 
-def run_training(section: Config, preset: str, root: Path | None = None, progress: bool = False) -> grid.Results:
+def run_training(section: Config, preset: str, root: Path | None = None, progress: bool = False) -> grid.GridResult:
     """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve (saved under
     ``preset``'s workshop results)."""
     config = dataclasses.replace(section.grid("training"), systems=("MARL",))
-    return grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+    results = grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
+    return grid.GridResult.of(EXPERIMENT, results, section, preset, training_provenance(section, preset))
+
+
+def training_provenance(section: Config, preset: str) -> Provenance:
+    """Notebook 02's footer: MAPPO alone, no LLM."""
+    settings = section.training
+    return Provenance(preset, engine=ENGINE, source="no LLM", seeds=(section.seed,),
+                      details={"training": f"MAPPO on {section.scenario}: {settings.n_envs} copies x {settings.episodes} episodes"})
+
+
+def comparison_provenance(section: Config, preset: str, backend: ChatBackend, plan_budget: int | None = None) -> Provenance:
+    """Notebook 04's footer: the LLM and the exact planner (not an LLM) as MARLIN's plan sources."""
+    settings = section.marlin
+    budget = settings.plan_budget if plan_budget is None else plan_budget
+    return Provenance(preset, engine=ENGINE, source=f"LLM {llm_config.label(backend)} and the exact planner (not an LLM)",
+                      seeds=(section.seed,),
+                      details={"training": f"{section.scenario}: {settings.n_envs} copies x {settings.episodes} episodes, "
+                                           f"plan budget {budget}"})
 
 
 def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBackend:
@@ -195,10 +215,13 @@ def negotiator(section: Config, backend: ChatBackend) -> Negotiation:
     return Negotiation(backend, section.negotiation_limits().negotiation_config())
 
 
-class Comparison(NamedTuple):
-    episodes: pd.DataFrame  # grid.run_grid rows plus "curve" (MARL, MARLIN (<source>), <source> (alone))
-    evaluations: pd.DataFrame  # checkpoint evaluations plus "curve"
-    thresholds: dict[str, float]  # plan-source label -> the LLM-only performance Algorithm 1 compared against
+@dataclass(frozen=True)
+class Comparison(grid.GridResult):
+    """Notebook 04's :class:`~marlinkit.result.Result`: tables ``episodes`` (``grid.run_grid`` rows plus ``curve``:
+    MARL, MARLIN (<source>), <source> (alone)) and ``evaluations`` (checkpoint evaluations plus ``curve``)."""
+
+    thresholds: dict[str, float]
+    """Plan-source label -> the LLM-only performance Algorithm 1 compared against."""
 
 
 def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False,
@@ -219,17 +242,21 @@ def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Pat
     root = Path(root or results_root(preset)) / "marlin"
     sources = {f"{backend.name} negotiation": ("llm", negotiator(section, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
-    episodes, evaluations, thresholds = [], [], {}
+    episodes, evaluations, thresholds, written = [], [], {}, []
     for label, (folder, source) in sources.items():
-        alone = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder, progress).episodes
+        alone_runs = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder, progress)
+        alone = alone_runs.episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
         trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems), llm_only_performance={section.scenario: thresholds[label]}),
                                 preset, source, root / folder, progress)
+        written += [*alone_runs.files, *trained.files]
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
             out.append(table.assign(curve=np.select([table.system == "MARL", table.system == "LLM-only"],
                                                     ["MARL", f"{label} (alone)"], f"MARLIN ({label})")))
-    return Comparison(pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), thresholds)
+    tables = {"episodes": pd.concat(episodes, ignore_index=True), "evaluations": pd.concat(evaluations, ignore_index=True)}
+    return Comparison(EXPERIMENT, preset, section, tables, tuple(written),
+                      comparison_provenance(section, preset, backend, plan_budget), thresholds)
 
 
 def comparison_table(comparison: Comparison) -> pd.DataFrame:

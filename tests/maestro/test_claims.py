@@ -39,7 +39,7 @@ def test_a_claim_decides_by_direction_and_test(smollm2):
     direction and a p rather than 'A7 is A2'."""
     episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
     episodes.loc[episodes["ablation"] == "A8", "ablation"] = "A7"
-    swapped = type(smollm2)(**{**smollm2.__dict__, "episodes": episodes})
+    swapped = smollm2.replace(episodes=episodes)
     text, verdict, p = claims.stability(swapped)
     assert text.startswith("CV") and verdict in ("holds", "holds, not significant", "contradicted") and 0 < p <= 1
     final = claims.final_by_seed(swapped).groupby("ablation")["score"].std()

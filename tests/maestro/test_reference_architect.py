@@ -148,7 +148,7 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
                            "surrogate-not-an-LLM-v1.jsonl" for a in ("A2", "A7")]
     assert pd.Series([runs[a]["provenance"]["engine"] for a in runs]).eq("cityflow").all()
     # the tables take A0 (not in the paper's ablation: its paper columns are blank) and the claims read these runs
-    results = AblationResults(cfg, "smoke", pd.concat([runs[a]["table"] for a in runs], ignore_index=True),
+    results = AblationResults.of(cfg, "smoke", pd.concat([runs[a]["table"] for a in runs], ignore_index=True),
                               pd.DataFrame(), {a: {"engine_version": "CityFlow", "llm": runs[a]["provenance"]["llm"]}
                                                for a in runs}, calibration, measured, tmp_path,
                               pd.DataFrame([{"controller": k, **v} for k, v in measured.items() if isinstance(v, dict)]))

@@ -29,7 +29,7 @@ def _results(means: dict[str, list[float]]) -> AblationResults:
                              **{f"eval_{k}_{policy}": 100.0 + mean for k in (*report._METRICS, "score", "return", "vehicles")
                                 for policy in ("stochastic", "greedy")}})
     sidecar = {"engine_version": "test", "llm": "scripted"}
-    return AblationResults(config, "smoke", pd.DataFrame(rows), pd.DataFrame(), {"run": sidecar},
+    return AblationResults.of(config, "smoke", pd.DataFrame(rows), pd.DataFrame(), {"run": sidecar},
                            Calibration(1.0, 0.0), {}, Path("."), pd.DataFrame({"controller": []}))
 
 
@@ -100,10 +100,10 @@ def test_table4_and_table7_captions_define_their_quantities():
 def test_acceptance_counts_rewards_retired_in_training():
     results = _results({"A2": [1.0, 2.0], "A7": [3.0, 5.0]})
     base = {"mode": "llm_reward", "fallback": False, "reason": "accepted", "accepted": True}
-    results.generations = pd.DataFrame([
+    results = results.replace(generations=pd.DataFrame([
         {**base, "kind": "reward"}, {**base, "kind": "reward", "accepted": False, "reason": "syntax: no"},
         {**base, "kind": "retire", "fallback": True, "accepted": False, "reason": "retired during training: budget"},
-        {**base, "kind": "context", "mode": "llm_adaptive"}])
+        {**base, "kind": "context", "mode": "llm_adaptive"}]))
     table = report.acceptance(results).set_index("kind")
     assert table.loc["reward", "calls"] == 2 and table.loc["reward", "retired in training"] == 1
     assert table.loc["context", "retired in training"] == 0 and "retire" not in table.index
@@ -115,10 +115,10 @@ def test_statistics_on_a_subset_of_seeds_read_only_those_seeds():
     import pytest
 
     full = _results({"A2": [1.0, 2.0, 3.0, 9.0], "A7": [3.0, 5.0, 4.0, -7.0]})
-    full = dataclasses.replace(full, config=dataclasses.replace(full.config, seeds=SEEDS),
-                               generations=pd.DataFrame({"seed": list(SEEDS), "kind": "context"}),
-                               sidecars={f"{a}__seed{s}": {"engine_version": "test", "llm": "scripted"}
-                                         for a in ("A2", "A7") for s in SEEDS})
+    full = AblationResults.of(dataclasses.replace(full.config, seeds=SEEDS), full.preset, full.episodes,
+                              pd.DataFrame({"seed": list(SEEDS), "kind": "context"}),
+                              {f"{a}__seed{s}": {"engine_version": "test", "llm": "scripted"} for a in ("A2", "A7") for s in SEEDS},
+                              full.calibration, full.calibration_info, full.root, full.baselines)
     two = full.for_seeds((200, 300))
     assert two.config.seeds == (200, 300) and set(two.episodes.seed) == {200, 300} and set(two.generations.seed) == {200, 300}
     assert sorted(two.sidecars) == ["A2__seed200", "A2__seed300", "A7__seed200", "A7__seed300"]
@@ -132,10 +132,10 @@ def test_curriculum_movement_counts_what_the_rule_did_and_where_the_window_stood
     results = _results({"A2": [0.0]})
     n = 30
     scores = [170.0] * 6 + [0.0] * (n - 6)  # two windows above the drop bar (156.75), none above the raise bar (173.25)
-    results.episodes = frame = pd.DataFrame({
+    results = results.replace(episodes=(frame := pd.DataFrame({
         "ablation": "A2", "seed": 200, "episode": range(n), "score": scores,
         "difficulty": [0.3] * 10 + [0.35] * (n - 10),
-        "difficulty_event": ["down"] * 3 + [None] * 6 + ["plateau"] + [None] * (n - 10)})
+        "difficulty_event": ["down"] * 3 + [None] * 6 + ["plateau"] + [None] * (n - 10)})))
     row = report.curriculum_movement(results).iloc[0]
     assert row["raise bar"] == 165 * 1.05 and row["drop bar"] == 165 * 0.95
     assert row["drop decisions"] == 3 and row["raises (plateau)"] == 1 and row["raises (score)"] == 0
@@ -167,7 +167,7 @@ def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_na
     assert labels["A7 (full MAESTRO): identical to A2"] == "--" and labels["A2 (LLM curriculum + template)"] == "-"
     assert not any("identical" in label for label in labels if label.startswith("A8"))
     plt.close(fig)
-    provenance = results.provenance()
+    provenance = results.provenance
     assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in provenance.details["runs"]
     assert provenance.footer().endswith(plots.seeds_text(results.config.seeds)) and "LLM scripted" in provenance.footer()
 
@@ -200,8 +200,6 @@ def test_the_legend_leaves_the_clipped_axis_note_readable():
 
 
 def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measured_wall_time():
-    import dataclasses
-
     results = _results({"A2": [1.0, 2.0]})
     timing = {"sim_s": 1.0, "eval_s": 0.5, "baseline_s": 0.5, "train_s": 3.0, "llm_curriculum_s": 2.0,
               "llm_reward_s": 0.0, "reward_eval_s": 0.0}
@@ -210,15 +208,14 @@ def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measu
     generations = pd.DataFrame({"kind": ["context"] * 3, "fallback": [False] * 3, "llm_seconds": [2.0] * 3,
                                 "cached": [False, True, True]})
     walls = {"A2__seed200": {"wall_s": 200.0}, "A2__seed300": {"wall_s": 180.0}}
-    table = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations,
-                                                      sidecars=walls)).set_index("Component")
+    table = report.cost_breakdown(results.replace(episodes=episodes, generations=generations, sidecars=walls)).set_index("Component")
     assert float(table.loc[report.OVERHEAD, "Total (s, all runs)"]) == 380.0 - timed
     assert float(table.loc["Total", "Total (s, all runs)"]) == 380.0  # the runs' own wall time
     assert table.loc[report.OVERHEAD, "paper total"] == "—"
     curriculum = table.loc["LLM curriculum calls"]  # replayed calls: recorded latency, milliseconds of wall time
     assert (curriculum["Calls (all runs)"], curriculum["of them replayed"], curriculum["Model latency per call (s)"]) == (3, 2, "2.00")
     assert "replayed" in report.caption("table5", results)
-    untimed = report.cost_breakdown(dataclasses.replace(results, episodes=episodes, generations=generations))
+    untimed = report.cost_breakdown(results.replace(episodes=episodes, generations=generations))
     assert report.OVERHEAD not in set(untimed["Component"])  # sidecars without wall_s: no rest to count
 
 
@@ -265,10 +262,10 @@ def test_every_footer_says_which_maddpg_settings_trained_the_runs():
     import dataclasses
 
     results = _results({"A2": [1.0]})
-    paper = dataclasses.replace(results, config=presets.ablation_config("paper", seeds=[200]))
+    paper = results.replace(config=presets.ablation_config("paper", seeds=[200]))
     assert paper.runs_note.endswith("MADDPG: the paper's defaults")  # Lowe et al.'s cadence, pinned by the preset
     assert results.runs_note.endswith("MADDPG overrides {'batch_size': 32, 'learning_starts': 32, 'update_every': 15}")
-    ours = dataclasses.replace(results, config=dataclasses.replace(results.config, maddpg={}))
+    ours = results.replace(config=dataclasses.replace(results.config, maddpg={}))
     assert ours.runs_note.endswith("MADDPG: marlinkit's defaults")  # an update every 25 steps: not the paper's
 
 

@@ -254,8 +254,9 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     assert len(order) == 3 + 10 + 3 + 3 + 10
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 0, "finished runs are not trained again"
-    pooled = authors_protocol.load(config, "smoke", presets.get("smoke", "fig3_training"))
+    pooled = authors_protocol.run(config, "smoke", presets.get("smoke", "fig3_training"))
     assert pooled.runs.finished.all() and (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").is_dir()
+    assert len(pooled.paths) == 2 * (1 + 3 * 2) and all(path.is_file() for path in pooled.paths)  # LLM-only; 3 trained, with __eval
     table = authors_protocol.executed_vs_policy(pooled, config)
     assert list(table.columns) == ["scenario", "episode", "system", "metric", "mean", "sd", "runs"]
     marlin = table[table.system == "MARLIN exact"].set_index(["episode", "metric"])
@@ -268,8 +269,9 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     assert (medians.loc[5:9] == 1.0).all() and medians.loc[1:4].max() < 0.9 and marlin.loc[(12, "policy"), "mean"] < 0.5
     claims = authors_protocol.claims(table, config)
     assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
-    provenance = authors_figures.provenance(config, pooled, "smoke")
+    provenance = pooled.provenance
     assert provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1" and provenance.footer().startswith("preset smoke")
+    assert pooled.source_provenance("exact").details["plan source"].startswith("exact")
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
     smooth = authors_figures.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
     assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5

@@ -79,18 +79,22 @@ def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
     section = lambda **overrides: presets.get("smoke", "fig6_scalability", systems=["exact"], agents=[2, 4], **overrides)  # noqa: E731
-    first = fig6_scalability.run(section(), "smoke", progress=False)
+    result = fig6_scalability.run(section(), "smoke", progress=False)
+    first = result.table("episodes")
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()
+    assert result.paths and all(path.exists() and path.parent == tmp_path / "marlin" / "smoke" for path in result.paths)
     real = crowd.run_episode
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("a finished run was recomputed"))
-    pd.testing.assert_frame_equal(fig6_scalability.run(section(), "smoke", progress=False), first)
+    pd.testing.assert_frame_equal(fig6_scalability.run(section(), "smoke", progress=False).table("episodes"), first)
     monkeypatch.setattr(crowd, "run_episode", real)
-    assert len(fig6_scalability.run(section(trials=2), "smoke", progress=False)) == 4
+    assert len(fig6_scalability.run(section(trials=2), "smoke", progress=False).table("episodes")) == 4
 
 
 def test_the_smoke_preset_replays_its_llm_negotiation_from_the_committed_transcript(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    table = fig6_scalability.run(presets.get("smoke", "fig6_scalability"), "smoke", progress=False)
+    result = fig6_scalability.run(presets.get("smoke", "fig6_scalability"), "smoke", progress=False)
+    table = result.table("episodes")
+    assert result.provenance.source.startswith("LLM ") and result.provenance.source.endswith(" vs exact joint planner")
     llm, exact = (table[table.system == s].iloc[0] for s in ("llm", "exact"))
     assert llm.negotiations == exact.negotiations == 1 and llm.llm_calls > 0 and exact.llm_calls == 0
     summary = fig6_scalability.summary(table)

@@ -51,7 +51,7 @@ def run(config: Config, preset: str, root: Path | None = None, progress: bool = 
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
     generations = pd.concat([load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
-    return AblationResults(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
+    return AblationResults.of(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
                            calibration, calibration_info, store.root, store.load("ablation_calibration"))
 
 
