@@ -176,10 +176,14 @@ $(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt t
 # audit and MARLIN's executed-vs-policy notebooks (~9 CPU-s each) have their code tested by tests/ in `make test` too.
 NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb maestro_framework.ipynb paper_audit.ipynb) \
                   notebooks/marlin/executed_vs_policy.ipynb
+# `make test` spreads test files and notebooks over TEST_WORKERS processes (pytest-xdist; `--dist loadfile` keeps a
+# file's tests, and a notebook's cells, in order in one process); TEST_WORKERS=0 runs it all in this process.
 NBVAL := $(PY) -m pytest --nbval-lax -p no:cacheprovider
+TEST_WORKERS ?= 2
+PARALLEL := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 test: $(STAMP) data
-	$(PY) -m pytest tests -m "not slow"
-	$(NBVAL) notebooks/claims_ledger.ipynb $(filter-out $(NOTEBOOKS_SLOW),$(NOTEBOOKS))
+	$(PY) -m pytest tests -m "not slow" $(PARALLEL)
+	$(NBVAL) $(PARALLEL) notebooks/claims_ledger.ipynb $(filter-out $(NOTEBOOKS_SLOW),$(NOTEBOOKS))
 
 test-all: $(STAMP) data
 	$(PY) -m pytest tests
