@@ -37,7 +37,6 @@ from marlinkit.algos.mappo import MAPPOConfig
 from marlinkit.marlin.grid import GridConfig
 from marlinkit.config_fields import typed
 from marlinkit.plots import Provenance
-from marlinkit.result import Result
 
 #: The executed-metric window around a checkpoint ``e``: the mean over episodes ``e - 24 .. e + 25``.
 WINDOW_BEFORE, WINDOW_AFTER = 24, 25
@@ -146,18 +145,10 @@ def queue(config: Config, preset: str, limit_s: float | None = None, log=print) 
 
 
 @dataclass(frozen=True)
-class Pooled(Result):
+class Pooled(grid.GridResult):
     """The ``authors_protocol`` :class:`~marlinkit.result.Result`: tables ``episodes`` (one row per executed episode
     and copy: plan_source, scenario, system, seed, episode, performance, ...), ``evaluations`` (one row per checkpoint
     evaluation run of the policy alone) and ``runs`` (finished and planned runs per plan source, scenario and system)."""
-
-    @property
-    def episodes(self) -> pd.DataFrame:
-        return self.tables["episodes"]
-
-    @property
-    def evaluations(self) -> pd.DataFrame:
-        return self.tables["evaluations"]
 
     @property
     def runs(self) -> pd.DataFrame:
