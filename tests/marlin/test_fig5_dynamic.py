@@ -30,6 +30,8 @@ def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     noise = {"p_fail": 1.0, "p_slip": 0.0}  # robots that never move: every score must be 0
     config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2)
     results = fig5_hardware.run(config, "smoke", root=tmp_path, progress=False)
+    assert results.experiment == "fig5_hardware" and "SIMULATED actuation noise" in results.provenance.footer()
+    assert results.paths and all(path.parent == tmp_path and path.is_file() for path in results.paths)
     evaluations = results.evaluations
     assert sorted(evaluations.checkpoint.unique()) == [1, 3, 5] and set(evaluations.system) == {"MARL", "MARLIN"}
     assert (evaluations.performance == 0.0).all() and (evaluations.layout == "maze_like").all()
