@@ -96,6 +96,11 @@ REAL_FLOW_DIFFICULTY = 0.4
 #: averaged per seed, then over the 4 seeds. ``mean``: over all 200 episodes (per seed 61.8, 66.3, 62.9, 78.9);
 #: ``final``: over episodes 180-199 (108.8, 106.1, 106.5, 115.9). Measured by
 #: ``python -c "from marlinkit.maestro import sweep; print(sweep.learner_levels())"`` (a test recomputes both).
+#: Measured on SUMO: on CityFlow, the engine the reference-architect ablation runs on, the same learner scores
+#: higher. Its A0 run (plain MADDPG, the same cadence, no curriculum, template reward, real flow) at seed 200
+#: averages 93.8 over all 200 episodes and 134.2 over episodes 180-199, against 61.8 and 108.8 for seed 200 here
+#: (``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/A0__seed200.csv``
+#: beside ``data/maestro_sweep/ue25__seed200.csv``, column ``score`` against the sweep's calibrated training return).
 PLAIN_MADDPG_SCORE = {"mean": 67.46, "final": 109.3}
 
 #: Named settings of the difficulty rule (``marlinkit.maestro.ablation.Config.curriculum``):
