@@ -66,7 +66,7 @@ class Result:
         shapes = ", ".join(f"{name} ({len(table)} rows)" for name, table in self.tables.items()) or "none"
         return "\n".join([f"{self.experiment} at preset {self.preset}: {type(self.config).__module__}.{type(self.config).__name__}",
                           f"tables: {shapes}",
-                          f"files: {len(self.paths)}" + (f" under {common_folder(self.paths)}" if self.paths else ""),
+                          f"files: {len(self.paths)}" + (f" in {folders(self.paths)}" if self.paths else ""),
                           f"provenance: {self.provenance.footer()}"])
 
     def __repr__(self) -> str:
@@ -78,16 +78,12 @@ def files(found: Iterable[str | Path]) -> tuple[Path, ...]:
     return tuple(sorted({Path(path) for path in found}))
 
 
-def common_folder(found: Iterable[Path]) -> str:
-    """The deepest folder holding every path, shown relative to the repository when it sits inside it."""
-    parts = [Path(path).parent.parts for path in found]
-    common = []
-    for level in zip(*parts):
-        if len(set(level)) > 1:
-            break
-        common.append(level[0])
-    folder = Path(*common) if common else Path(".")
-    try:
-        return str(folder.resolve().relative_to(repo_paths.REPO_ROOT))
-    except ValueError:
-        return str(folder)
+def folders(found: Iterable[Path], most: int = 3) -> str:
+    """The folders holding ``found``, each shown relative to the repository when it sits inside it (at most ``most``)."""
+    shown = []
+    for folder in sorted({Path(path).parent for path in found}):
+        try:
+            shown.append(str(folder.resolve().relative_to(repo_paths.REPO_ROOT)))
+        except ValueError:
+            shown.append(str(folder))
+    return ", ".join(shown[:most]) + (f" and {len(shown) - most} more" if len(shown) > most else "")
