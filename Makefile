@@ -221,6 +221,10 @@ endef
 $(BUILD_ROOT)/%.ipynb: notebooks/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
 
+# The executed-vs-policy notebook reads Fig. 3's finished MARL runs (15 copies) beside the authors' protocol and trains
+# none of them: it runs after Fig. 3's notebook, or a fresh results folder (`make verify`) would leave them out.
+$(BUILD_ROOT)/marlin/executed_vs_policy.ipynb: $(BUILD_ROOT)/marlin/fig3_training.ipynb
+
 # The paper preset's other rows of Fig. 3 and Table I: MARLIN under the authors' code variant of
 # Algorithm 1's switch, with the exact planner, with its plan steps kept out of MAPPO's updates, and with smollm2's
 # plans; their outputs carry the suffixes __code_switch, __exact_planner, __separate_plan_steps and __llm__quick_negotiation.

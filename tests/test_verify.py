@@ -124,14 +124,16 @@ def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_differenc
     assert verify.run(args)["exit_code"] == 0
 
 
-def test_the_paper_presets_folder_inside_figures_is_not_part_of_the_quick_comparison(folders):
+def test_the_paper_presets_folder_and_ledger_inside_figures_are_not_part_of_the_quick_comparison(folders):
     reference, scratch = folders
     write_outputs(scratch)
     (reference / "paper" / "marlin").mkdir(parents=True)
     (reference / "paper" / "marlin" / "table1_ttests.csv").write_text("scenario\nmaze_like\n")
-    assert "paper/marlin/table1_ttests.csv" in by_path(verify.compare_trees(reference, scratch))  # missing from the rerun
-    checks = verify.compare_trees(reference, scratch, skip=("paper",))
-    assert not any(c.path.startswith("paper/") for c in checks)
+    (reference / "claims.csv").write_text("paper,claim\nMARLIN,learns faster\n")  # the paper preset's claims ledger
+    missing = by_path(verify.compare_trees(reference, scratch))
+    assert "paper/marlin/table1_ttests.csv" in missing and "claims.csv" in missing  # neither is the quick preset's
+    checks = verify.compare_trees(reference, scratch, skip=verify.PAPER_IN_FIGURES)
+    assert not any(c.path.startswith("paper/") or c.path == "claims.csv" for c in checks)
     assert verify.summary(checks, 0, images_informational=False)[1]  # the rest is the same file by file
     assert verify.reference_root("paper") == verify.reference_root("quick") / "paper"
 
