@@ -161,7 +161,7 @@ def test_fast_path_equals_a_per_lane_reference(make_env):
 def test_max_pressure_beats_fixed_time_on_the_real_flow():
     fixed = run_episode("fixed-time", seconds=360)
     pressure = run_episode("max-pressure", seconds=360, min_green_s=10)
-    assert fixed["vehicles"] == pressure["vehicles"] == 299  # FACTS: 299 depart in the first 360 s
+    assert fixed["vehicles"] == pressure["vehicles"] == 299  # the measured reference: 299 depart in the first 360 s
     assert pressure["avg_queue"] < 0.5 * fixed["avg_queue"]
     assert pressure["avg_delay_s"] < fixed["avg_delay_s"] and pressure["throughput"] > fixed["throughput"]
 

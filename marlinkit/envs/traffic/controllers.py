@@ -1,6 +1,6 @@
 """Baseline signal controllers and the function that runs one controlled episode.
 
-* :class:`FixedTime`: cycles the 4 phases, ``green_s`` seconds each (the FACTS reference
+* :class:`FixedTime`: cycles the 4 phases, ``green_s`` seconds each (the measured reference run's
   configuration is 30 s with no yellow).
 * :class:`MaxPressure`: every second, requests the phase whose served lanes have the largest
   pressure (vehicles waiting to be served minus vehicles per lane on the roads they feed; Varaiya
@@ -70,7 +70,8 @@ def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str 
 
     ``context`` (a :class:`TrafficContext` as a dict), or ``difficulty`` (mapped by
     :func:`context_for_difficulty` with this seed and length), replaces the data-set ``flow``. The defaults
-    are the FACTS reference configuration: no yellow, no minimum green, 30 s fixed-time phases.
+    are the measured reference run's configuration (documentation: Sources and measured facts): no yellow, no
+    minimum green, 30 s fixed-time phases.
     """
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
 

@@ -20,7 +20,8 @@ scheduled to depart before T, whether or not it could enter the network yet):
 * ``avg_wait_s``: vehicle-seconds spent halted (speed < 0.1 m/s) on the 192 observed incoming
   lanes plus vehicle-seconds waiting to be inserted, divided by the population.
 * ``avg_queue``: mean over seconds of the halted vehicles summed over the 192 observed lanes
-  (the FACTS reference's "mean queue (veh on 192 lanes)"); ``avg_queue_per_lane`` divides by 192.
+  (the measured reference run's "mean queue (veh on 192 lanes)", documentation: Sources and measured facts);
+  ``avg_queue_per_lane`` divides by 192.
 """
 
 from __future__ import annotations
