@@ -42,10 +42,9 @@ class AblationResults(Result):
         """The results of ``config``'s runs under ``root``; their files and provenance are read from the sidecars."""
         root = Path(root)
         found = [root / f"{name}{suffix}" for name in sidecars for suffix in (".csv", ".json", ".generations.jsonl")]
-        found += [path for path in (root / "ablation_calibration.csv", root / "ablation_calibration.json") if path.exists()]
+        found += [root / "ablation_calibration.csv", root / "ablation_calibration.json"]
         engine = f"{config.engine} ({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})"
-        llm = ", ".join(sorted({s["llm"] for s in sidecars.values() if "llm" in s}))
-        provenance = Provenance(preset, engine, f"LLM {llm}", config.seeds,
+        provenance = Provenance(preset, engine, f"LLM {sidecar_llms(sidecars)}", config.seeds,
                                 {"runs": runs_note(config), "score": scale_note(config)})
         return cls(EXPERIMENT, preset, config, {"episodes": episodes, "generations": generations, "baselines": baselines},
                    tuple(path for path in found if path.exists()), provenance, sidecars, calibration, calibration_info, root)
@@ -68,7 +67,7 @@ class AblationResults(Result):
 
     @property
     def llm(self) -> str:
-        return self.provenance.source.removeprefix("LLM ")
+        return sidecar_llms(self.sidecars)
 
     @property
     def scale_note(self) -> str:
@@ -102,6 +101,11 @@ class AblationResults(Result):
         return self.replace(config=dataclasses.replace(self.config, seeds=seeds), sidecars=kept,
                             episodes=self.episodes[self.episodes.seed.isin(seeds)].reset_index(drop=True),
                             generations=self.generations[self.generations.seed.isin(seeds)].reset_index(drop=True))
+
+
+def sidecar_llms(sidecars: dict[str, dict]) -> str:
+    """The LLMs (or the reference architect) the runs' sidecars name, sorted and joined."""
+    return ", ".join(sorted({s["llm"] for s in sidecars.values() if "llm" in s}))
 
 
 def scale_note(config: Config) -> str:

@@ -98,8 +98,7 @@ def run(config: Config, training: grid.GridConfig, preset: str, progress: bool =
         variant_grid = variant_config(training, variant, config.seeds)
         root = paths.results_dir("marlin", preset) / "fidelity" / llm_config.slug(variant.name)
         out[variant.name] = grid.run_grid(variant_grid, preset, root=root, progress=progress), variant_grid
-    tables = {name: pd.concat([results.episodes.assign(variant=variant) if name == "episodes" else
-                               results.evaluations.assign(variant=variant) for variant, (results, _) in out.items()],
+    tables = {name: pd.concat([getattr(results, name).assign(variant=variant) for variant, (results, _) in out.items()],
                               ignore_index=True) for name in ("episodes", "evaluations")}
     provenance = Provenance(preset, engine="corridor core (numpy)", source="no LLM (MARL only)", seeds=config.seeds,
                             details={"variants": "MARL, one setting changed at a time"})
