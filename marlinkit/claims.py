@@ -202,10 +202,11 @@ def maestro_claims(root: Path = PAPER_FIGURES) -> list[Claim]:
             if not str(r.verdict).startswith("not testable") or small is None:
                 verdict, p = str(r.verdict), (None if r.p in ("", "—") else float(r.p))
                 ours = f"reference architect (a surrogate, not an LLM): {r.reference_architect}; smollm2: {r.smollm2}"
-            else:  # the reference architect's runs are not committed yet: smollm2's runs decide
+            else:  # the reference architect's runs cannot decide yet (missing, too few seeds): smollm2's runs decide
                 verdict, p = small.group(1), None
+                why = "" if str(r.reference_architect) == str(r.verdict) else f"; its verdict: {r.verdict}"
                 ours = (f"smollm2: {_SMOLLM2_VERDICT.sub('', str(r.smollm2))}; reference architect (a surrogate, "
-                        f"not an LLM): {r.reference_architect}")
+                        f"not an LLM): {r.reference_architect}{why}")
             out.append(Claim("MAESTRO", str(r.claim), str(r.paper), ours, verdict, _rel(own), str(r.test), p))
         return out
     return [_pending("MAESTRO", "MAESTRO's claims", "the paper's Tables 1-7 and Appendix A", own,

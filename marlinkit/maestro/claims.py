@@ -3,9 +3,11 @@
 For each claim: the paper's number, ours under the reference architect (a surrogate, not an LLM:
 :mod:`marlinkit.maestro.reference_queue`'s runs), ours under SmolLM2 (the ``ue25_openblas`` ablation, same
 MADDPG cadence, SUMO), and a verdict with its test and p. The verdict is the reference architect's (the row
-whose architect writes working rewards and whose curriculum moves); where its runs are not committed yet it is
-"not testable (runs missing)". Only complete runs are read (:func:`committed`), never computed, so the table is a
-function of the committed runs: the same runs, the same bytes.
+whose architect writes working rewards and whose curriculum moves). A claim's cell gives its numbers once every
+configuration it compares has a committed run, with the seeds each has; a verdict and p need :data:`MIN_SEEDS`
+seeds of each, and until then the verdict is "not testable" with the seeds committed ("runs missing" with none).
+Only complete runs are read (:func:`committed`), never computed, so the table is a function of the committed
+runs: the same runs, the same bytes.
 
 Every number is over seeds, each seed's value the mean of its final window (the last 20 training episodes,
 :func:`marlinkit.maestro.report.final_by_seed`), on the calibrated score (0 = fixed-time, 165 = max-pressure on
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,6 +40,8 @@ MISSING = "not testable (runs missing)"
 #: The late half of training, where the curriculum's difficulty is read (the issue's bar: mean d above 0.4 in A2).
 LATE_EPISODES = (100, 199)
 DIFFICULTY_BAR = 0.4
+#: Seeds per configuration a test needs (with fewer, a claim reports its numbers and no verdict).
+MIN_SEEDS = 2
 #: The two ablation rows: overrides of the paper preset's ``ablation`` section (the command line resolves them with
 #: :func:`marlinkit.presets.ablation_config` and hands :func:`write` their configs).
 ROWS: dict[str, dict[str, Any]] = {
@@ -75,8 +80,24 @@ def _groups(results: AblationResults, column: str) -> dict[str, np.ndarray]:
     return {a: final.loc[final["ablation"] == a, column].to_numpy() for a in ablation.ABLATIONS if a in set(final["ablation"])}
 
 
-def _has(groups: dict[str, np.ndarray], *names: str) -> bool:
-    return all(len(groups.get(a, [])) >= 2 for a in names)
+def _counts(groups: dict[str, Any], names: tuple[str, ...]) -> dict[str, int]:
+    return {a: len(groups.get(a, ())) for a in names}
+
+
+def _seeds(groups: dict[str, Any], *names: str) -> str:
+    """How many seeds each configuration of a claim has, e.g. ``seeds A2 2, A7 1``."""
+    return "seeds " + ", ".join(f"{a} {n}" for a, n in _counts(groups, names).items())
+
+
+def _gate(groups: dict[str, Any], *names: str) -> str | None:
+    """Why a claim cannot be tested on ``groups`` (per configuration, its seeds' values), None when it can: the
+    claim's configurations need a committed seed each to be reported, and two each to be tested."""
+    counts = _counts(groups, names)
+    if min(counts.values()) == 0:
+        return MISSING
+    if min(counts.values()) < MIN_SEEDS:
+        return f"not testable ({_seeds(groups, *names)} committed; a test needs {MIN_SEEDS} each)"
+    return None
 
 
 def _verdict(direction: bool, p: float | None) -> str:
@@ -85,8 +106,12 @@ def _verdict(direction: bool, p: float | None) -> str:
     return "holds" if p is not None and p < ALPHA else "holds, not significant"
 
 
-def _fmt(x: float, digits: int = 2) -> str:
+def _fmt(x: float | None, digits: int = 2) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _sd(values: np.ndarray) -> float:
+    return float(values.std(ddof=1)) if len(values) >= MIN_SEEDS else math.nan
 
 
 def _identical(results: AblationResults, first: str, second: str) -> bool:
@@ -98,6 +123,8 @@ def _identical(results: AblationResults, first: str, second: str) -> bool:
 
 
 # ----- the claims: each takes results (or None) and returns (ours, verdict, p) ---------------------------------
+# Each reports its numbers once every configuration it compares has a committed seed, with the seeds per
+# configuration; a verdict and p need two seeds of each.
 
 Outcome = tuple[str, str, float | None]
 
@@ -107,74 +134,96 @@ def stability(results: AblationResults | None) -> Outcome:
     from scipy.stats import levene
 
     groups = _groups(results, "score") if results is not None else {}
-    if not _has(groups, "A2", "A7"):
+    gate = _gate(groups, "A2", "A7")
+    if gate == MISSING:
         return MISSING, MISSING, None
     if _identical(results, "A2", "A7"):
         return "A7 = A2 to the bit (no generated reward accepted)", "not testable (A7 is A2)", None
     a2, a7 = groups["A2"], groups["A7"]
-    cv = {a: stats.coefficient_of_variation(v) if v.mean() > 0 else np.nan for a, v in (("A2", a2), ("A7", a7))}
-    sharpe = stats.sharpe_ratio(a7, a2.mean()) if a7.std(ddof=1) > 0 else np.nan
+    cv = {a: stats.coefficient_of_variation(v) if len(v) >= MIN_SEEDS and v.mean() > 0 else np.nan
+          for a, v in (("A2", a2), ("A7", a7))}
+    sharpe = stats.sharpe_ratio(a7, a2.mean()) if _sd(a7) > 0 else np.nan
+    text = (f"CV {_fmt(100 * cv['A7'])} % vs {_fmt(100 * cv['A2'])} % (mean {a7.mean():.2f} vs {a2.mean():.2f}, "
+            f"SD {_fmt(_sd(a7))} vs {_fmt(_sd(a2))}), Sharpe {_fmt(sharpe)}; {_seeds(groups, 'A7', 'A2')}")
+    if gate:
+        return text, gate, None
     p = float(levene(a7, a2, center="median").pvalue)
-    text = (f"CV {_fmt(100 * cv['A7'])} % vs {_fmt(100 * cv['A2'])} % (SD {_fmt(a7.std(ddof=1))} vs "
-            f"{_fmt(a2.std(ddof=1))}), Sharpe {_fmt(sharpe)}; {len(a7)}/{len(a2)} seeds")
-    return text, _verdict(a7.std(ddof=1) < a2.std(ddof=1), p), p
+    return text, _verdict(_sd(a7) < _sd(a2), p), p
 
 
 def traffic(results: AblationResults | None) -> Outcome:
     """A7 better than A2 on evaluation delay (lower) and throughput (higher), real flow; p: the larger of the two."""
     delay = _groups(results, "eval_avg_delay_s") if results is not None else {}
     flow = _groups(results, "eval_throughput") if results is not None else {}
-    if not _has(delay, "A2", "A7"):
+    gate = _gate(delay, "A2", "A7")
+    if gate == MISSING:
         return MISSING, MISSING, None
     if _identical(results, "A2", "A7"):
         return "A7 = A2 to the bit (no generated reward accepted)", "not testable (A7 is A2)", None
     change = {k: 100 * (g["A7"].mean() / g["A2"].mean() - 1) for k, g in (("delay", delay), ("throughput", flow))}
-    p = max(stats.mann_whitney(delay["A7"], delay["A2"]).p_value, stats.mann_whitney(flow["A7"], flow["A2"]).p_value)
     text = (f"delay {delay['A7'].mean():.1f} vs {delay['A2'].mean():.1f} s ({change['delay']:+.1f} %), throughput "
-            f"{flow['A7'].mean():.1f} vs {flow['A2'].mean():.1f} ({change['throughput']:+.1f} %)")
+            f"{flow['A7'].mean():.1f} vs {flow['A2'].mean():.1f} ({change['throughput']:+.1f} %); "
+            f"{_seeds(delay, 'A7', 'A2')}")
+    if gate:
+        return text, gate, None
+    p = max(stats.mann_whitney(delay["A7"], delay["A2"]).p_value, stats.mann_whitney(flow["A7"], flow["A2"]).p_value)
     return text, _verdict(change["delay"] < 0 and change["throughput"] > 0, p), float(p)
 
 
 def a8_highest(results: AblationResults | None) -> Outcome:
     """A8 has the highest mean final score of A2, A7, A8; test: A8 vs the next best."""
     groups = _groups(results, "score") if results is not None else {}
-    if not _has(groups, "A2", "A7", "A8"):
+    gate = _gate(groups, "A2", "A7", "A8")
+    if gate == MISSING:
         return MISSING, MISSING, None
     means = {a: groups[a].mean() for a in ("A2", "A7", "A8")}
     best_other = max(("A2", "A7"), key=means.get)
+    text = (", ".join(f"{a} {means[a]:.2f}" for a in ("A2", "A7", "A8")) + f" (A8 vs {best_other}); "
+            + _seeds(groups, "A2", "A7", "A8"))
+    if gate:
+        return text, gate, None
     p = float(stats.mann_whitney(groups["A8"], groups[best_other]).p_value)
-    text = ", ".join(f"{a} {means[a]:.2f}" for a in ("A2", "A7", "A8")) + f" (A8 vs {best_other})"
     return text, _verdict(means["A8"] > means[best_other], p), p
 
 
 def curriculum_rises(results: AblationResults | None) -> Outcome:
-    """The curriculum raises the difficulty: per A2 seed, mean d over episodes 100-199; Wilcoxon against 0.3."""
+    """The curriculum raises the difficulty: per A2 seed, mean d over episodes 100-199; Wilcoxon against 0.3.
+    Only runs that reached episode 199 count."""
     from scipy.stats import wilcoxon
 
     if results is None:
         return MISSING, MISSING, None
     e = results.episodes
-    late = e[(e["ablation"] == "A2") & e["episode"].between(*LATE_EPISODES)]
-    if late.empty or late["seed"].nunique() < 2 or late.groupby("seed")["episode"].max().min() < LATE_EPISODES[1]:
+    a2 = e[e["ablation"] == "A2"]
+    complete = a2.groupby("seed")["episode"].max() >= LATE_EPISODES[1]
+    a2 = a2[a2["seed"].isin(complete[complete].index)]
+    per_seed = a2[a2["episode"].between(*LATE_EPISODES)].groupby("seed")["difficulty"].mean().to_numpy()
+    gate = _gate({"A2": per_seed}, "A2")
+    if gate == MISSING:
         return MISSING, MISSING, None
-    per_seed = late.groupby("seed")["difficulty"].mean().to_numpy()
-    changes = e[e["ablation"] == "A2"].groupby("seed")["difficulty"].apply(lambda d: int((d.diff().fillna(0) != 0).sum()))
+    changes = a2.groupby("seed")["difficulty"].apply(lambda d: int((d.diff().fillna(0) != 0).sum()))
+    text = (f"A2 mean d over episodes {LATE_EPISODES[0]}-{LATE_EPISODES[1]}: {per_seed.mean():.3f} "
+            f"(seeds {per_seed.min():.3f}-{per_seed.max():.3f}); {changes.mean():.0f} changes per run; "
+            f"{_seeds({'A2': per_seed}, 'A2')}")
+    if gate:
+        return text, gate, None
     above = per_seed - 0.3
     p = float(wilcoxon(above, alternative="greater").pvalue) if np.any(above != 0) else 1.0
-    text = (f"A2 mean d over episodes {LATE_EPISODES[0]}-{LATE_EPISODES[1]}: {per_seed.mean():.3f} "
-            f"(seeds {per_seed.min():.3f}-{per_seed.max():.3f}); {changes.mean():.0f} changes per run")
     return text, _verdict(per_seed.mean() > DIFFICULTY_BAR, p), p
 
 
 def beats_no_curriculum(results: AblationResults | None) -> Outcome:
     """Curriculum + shaping (A7) better than no curriculum (A0, the real flow): final evaluation score on the real flow."""
-    groups = _groups(results, "eval_score") if results is not None else {}
     if results is not None and "A0" not in results.config.ablations:
         return "no A0 run (the ablation has none)", "not testable (no A0 run)", None
-    if not _has(groups, "A0", "A7"):
+    groups = _groups(results, "eval_score") if results is not None else {}
+    gate = _gate(groups, "A0", "A7")
+    if gate == MISSING:
         return MISSING, MISSING, None
+    text = f"evaluation score A7 {groups['A7'].mean():.2f} vs A0 {groups['A0'].mean():.2f}; {_seeds(groups, 'A7', 'A0')}"
+    if gate:
+        return text, gate, None
     p = float(stats.mann_whitney(groups["A7"], groups["A0"]).p_value)
-    text = f"evaluation score A7 {groups['A7'].mean():.2f} vs A0 {groups['A0'].mean():.2f}"
     return text, _verdict(groups["A7"].mean() > groups["A0"].mean(), p), p
 
 
@@ -189,13 +238,16 @@ def target_sooner(results: AblationResults | None) -> Outcome:
         window = run.sort_values("episode")["score"].rolling(5).mean().to_numpy()
         reached = np.flatnonzero(window >= target)
         first.setdefault(a, []).append(int(reached[0]) if len(reached) else episodes)
-    if not all(len(first.get(a, [])) >= 2 for a in ("A2", "A7")):
+    gate = _gate(first, "A2", "A7")
+    if gate == MISSING:
         return MISSING, MISSING, None
     never = {a: sum(v == episodes for v in values) for a, values in first.items()}
     text = (f"target {target:g}: median episode A7 {np.median(first['A7']):.0f}, A2 {np.median(first['A2']):.0f} "
-            f"(never reached: A7 {never['A7']}, A2 {never['A2']} seeds)")
+            f"(never reached: A7 {never['A7']}, A2 {never['A2']} seeds); {_seeds(first, 'A7', 'A2')}")
     if _identical(results, "A2", "A7"):
         return text + "; A7 = A2 to the bit", "not testable (A7 is A2)", None
+    if gate:
+        return text, gate, None
     p = float(stats.mann_whitney(first["A7"], first["A2"]).p_value)
     return text, _verdict(np.median(first["A7"]) < np.median(first["A2"]), p), p
 
@@ -244,7 +296,8 @@ DETAILS = {"reference_architect": ("A0/A2/A7/A8 with the reference architect (a 
            "smollm2": "A2/A7/A8 with SmolLM2-135M, SUMO, the paper's target 165, MADDPG ue25_openblas",
            "values": ("each seed's value is the mean of its last 20 training episodes (score: 0 = fixed-time, 165 = "
                       "max-pressure on the same traffic)"),
-           "verdict": "the reference architect's; 'not testable (runs missing)' until its runs are committed"}
+           "verdict": (f"the reference architect's; 'not testable' with the seeds committed while a configuration has "
+                       f"fewer than {MIN_SEEDS}")}
 
 
 def write(configs: dict[str, ablation.Config], out_dir: Path | None = None, preset: str = "paper") -> list[Path]:

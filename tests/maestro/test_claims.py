@@ -56,3 +56,18 @@ def test_the_table_is_a_function_of_the_committed_runs(smollm2, tmp_path):
     assert [p.name for p in written] == ["claims.csv", "claims.md", "claims.tex", "claims.table.json"]
     expected = claims.claims_table(claims.committed(CONFIGS["reference_architect"]), smollm2)
     pd.testing.assert_frame_equal(pd.read_csv(written[0], dtype=str, keep_default_na=False), expected.astype(str))
+
+
+def test_a_claim_short_of_seeds_reports_its_numbers_and_no_verdict(smollm2):
+    """With one seed of a configuration a claim gives its numbers and the seeds it has, and no verdict or p; with none
+    of it, the runs are missing."""
+    episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
+    episodes.loc[(episodes["ablation"] == "A8") & (episodes["seed"] == 200), "ablation"] = "A7"
+    one_seed = smollm2.replace(episodes=episodes)
+    text, verdict, p = claims.stability(one_seed)
+    assert text.startswith("CV — % vs ") and text.endswith("; seeds A7 1, A2 12") and p is None
+    assert verdict == "not testable (seeds A2 12, A7 1 committed; a test needs 2 each)"
+    text, verdict, p = claims.a8_highest(one_seed)
+    assert "seeds A2 12, A7 1, A8 11" in text and verdict.startswith("not testable (seeds A2 12, A7 1, A8 11") and p is None
+    none = smollm2.replace(episodes=episodes[episodes["ablation"] != "A7"])
+    assert claims.traffic(none) == (claims.MISSING, claims.MISSING, None)

@@ -157,5 +157,8 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     assert table2.loc[ablation.ABLATIONS["A0"].label, "paper Mean ± SD"] == "— ± —"
     assert report.table7(results)["paper success"].tolist() == ["—", "75%", "100%"]
     assert "A0" in report.table1(results, seed=200)["Condition"].iloc[-3]
-    assert claims.beats_no_curriculum(results) == (claims.MISSING, claims.MISSING, None)  # one seed: no test yet
+    text, verdict, p = claims.beats_no_curriculum(results)  # one seed each: its numbers, no test yet
+    assert text.startswith("evaluation score A7 ") and text.endswith("; seeds A7 1, A0 1") and p is None
+    assert verdict == "not testable (seeds A0 1, A7 1 committed; a test needs 2 each)"
+    assert claims.a8_highest(results) == (claims.MISSING, claims.MISSING, None)  # no A8 run
     assert "cityflow run (seeds change nothing on it)" in results.scale_note and "SUMO" not in results.scale_note
