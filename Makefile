@@ -72,14 +72,28 @@ else
 EXECUTED  += $(UE25_ROWS)
 endif
 # MAESTRO's ablation with the reference architect (a surrogate, not an LLM; A0/A2/A7/A8 x the preset's 12 seeds on
-# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas): once all 48 of its runs are committed
-# (`python -m marlinkit.maestro.reference_queue run` trains them, resumable); until then make skips these rows and says so.
+# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; `python -m marlinkit.maestro.reference_queue run`
+# trains them, resumable). Once all 48 runs are committed these rows run over the preset's seeds; before, over the
+# seeds whose four runs are all committed (none: make skips them), and make says which. They rerun when a run lands.
 REFERENCE_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(REFERENCE_SUFFIX).ipynb)
 REFERENCE_ALL  := 48
 REFERENCE_RUNS_DIR ?= data/results/maestro/paper/$(REFERENCE_SUFFIX)
-REFERENCE_RUNS := $(words $(wildcard $(REFERENCE_RUNS_DIR)/A*__seed*.json))
+REFERENCE_SIDECARS := $(wildcard $(REFERENCE_RUNS_DIR)/A*__seed*.json)
+REFERENCE_RUNS := $(words $(REFERENCE_SIDECARS))
+REFERENCE_SEEDS := $(sort $(foreach s,$(patsubst $(REFERENCE_RUNS_DIR)/A2__seed%.json,%,$(wildcard $(REFERENCE_RUNS_DIR)/A2__seed*.json)),\
+    $(if $(and $(wildcard $(REFERENCE_RUNS_DIR)/A0__seed$(s).json),$(wildcard $(REFERENCE_RUNS_DIR)/A7__seed$(s).json),\
+               $(wildcard $(REFERENCE_RUNS_DIR)/A8__seed$(s).json)),$(s))))
 ifneq ($(REFERENCE_RUNS),$(REFERENCE_ALL))
-REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect until its $(REFERENCE_ALL) runs are committed: $(REFERENCE_RUNS) are (python -m marlinkit.maestro.reference_queue run trains the rest)
+ifeq ($(REFERENCE_SEEDS),)
+REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit.maestro.reference_queue run trains the rest)
+else
+# papermill reads the seeds as YAML: a flow list, its commas from a variable (a literal one would split make's calls)
+COMMA := ,
+REFERENCE_SEED_LIST := [$(subst $(eval) ,$(COMMA) ,$(strip $(REFERENCE_SEEDS)))]
+REFERENCE_SEEDS_ARG := -y 'SEEDS: $(REFERENCE_SEED_LIST)'
+REFERENCE_NOTE := PRESET=paper makes the MAESTRO ablation with the reference architect over seeds $(REFERENCE_SEED_LIST) only, those with all four runs committed: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) are (python -m marlinkit.maestro.reference_queue run trains the rest)
+EXECUTED  += $(REFERENCE_ROWS)
+endif
 else
 EXECUTED  += $(REFERENCE_ROWS)
 endif
@@ -252,8 +266,8 @@ $(MAESTRO_CLAIMS): $(PACKAGE_SOURCES) $(filter $(BUILD_ROOT)/maestro/ablation_re
 	@mkdir -p $(@D)
 	$(PY) -m marlinkit.maestro.claims --out $(@D)
 # The ablation with the reference architect (a surrogate, not an LLM), A0 and CityFlow (marlinkit.maestro.reference_queue).
-$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference
-$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
+$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference $(REFERENCE_SEEDS_ARG)
+$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(REFERENCE_SIDECARS)
 	$(NOTEBOOK_RECIPE)
 
 $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py $(STAMP)

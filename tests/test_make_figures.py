@@ -77,7 +77,7 @@ def test_each_paper_row_is_named_after_the_outputs_its_parameters_write(tmp_path
 def _maestro_rows(out: str) -> list[tuple[str, str, str]]:
     """(notebook, suffix, parameters) of each MAESTRO variant row in `make -n figures` output."""
     return re.findall(r"notebooks/maestro/(ablation_results|cost_breakdown)\.ipynb \S+/\1(__\w+)\.partial\.ipynb "
-                      r"((?:-p \S+ \S+ ?)*)", out)
+                      r"(.*)$", out, flags=re.MULTILINE)
 
 
 @pytest.mark.slow
@@ -112,27 +112,38 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
 
 
 @pytest.mark.slow
-def test_the_reference_architect_rows_wait_for_their_48_runs_and_are_named_after_their_outputs(tmp_path):
-    """The reference-architect ablation (A0/A2/A7/A8 x 12 seeds, `reference_queue`) runs at PRESET=paper once all 48 of
-    its runs are committed (counted in REFERENCE_RUNS_DIR); before, make says how many are and skips it. Its rows pass
-    ARCHITECT=reference and carry the suffix its outputs get; the MAESTRO claims table is made at PRESET=paper."""
+def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_are_named_after_their_outputs(tmp_path):
+    """The reference-architect ablation (A0/A2/A7/A8 x 12 seeds, `reference_queue`) runs at PRESET=paper over the seeds
+    whose four runs are committed (counted in REFERENCE_RUNS_DIR), and says so; with no such seed make skips it and
+    says how many runs are in; with all 48 it runs over the preset's seeds. Its rows pass ARCHITECT=reference and carry
+    the suffix its outputs get; the MAESTRO claims table is made at PRESET=paper."""
     from marlinkit.maestro import ablation, reference_queue
 
     config = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference"))
     runs = tmp_path / "runs"
     runs.mkdir()
-    for a, s in reference_queue.queue(config.seeds)[:7]:
-        (runs / f"{a}__seed{s}.json").write_text("{}")
-    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
-    assert "reference architect until its 48 runs are committed: 7 are" in out
-    assert not [row for row in _maestro_rows(out) if "reference" in row[1]]
+
+    def commit(first: int, last: int) -> str:
+        for a, s in reference_queue.queue(config.seeds)[first:last]:
+            (runs / f"{a}__seed{s}.json").write_text("{}")
+        return _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")[1]
+
+    def rows(out: str) -> list[tuple[str, str, dict[str, str]]]:
+        found = [(nb, suffix, {**dict(re.findall(r"-p (\S+) (\S+)", parameters)),
+                               **dict(re.findall(r"-y '(SEEDS): (\[[^]]*\])'", parameters))})
+                 for nb, suffix, parameters in _maestro_rows(out) if "reference" in suffix]
+        assert all(suffix == ablation.output_suffix(config) for _, suffix, _ in found), found
+        return found
+
+    out = commit(0, 3)  # A2, A0, A8 of seed 200: no seed has all four
+    assert "reference architect: 3 of its 48 runs are committed, no seed has all four" in out and not rows(out)
     assert "marlinkit.maestro.claims --out" in out
-    for a, s in reference_queue.queue(config.seeds)[7:]:
-        (runs / f"{a}__seed{s}.json").write_text("{}")
-    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")
-    rows = [row for row in _maestro_rows(out) if "reference" in row[1]]
-    assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"]
-    for notebook, suffix, parameters in rows:
-        assert dict(re.findall(r"-p (\S+) (\S+)", parameters))["ARCHITECT"] == "reference"
-        assert suffix == ablation.output_suffix(config), notebook
-    assert "skips the MAESTRO ablation with the reference architect" not in out
+    out = commit(3, 11)  # seed 200 and 300 complete, seed 400's A2 A0 A8
+    assert "reference architect over seeds [200, 300] only, those with all four runs committed: 11 of its 48" in out
+    made = rows(out)
+    assert sorted(nb for nb, _, _ in made) == ["ablation_results", "cost_breakdown"]
+    assert all(p["ARCHITECT"] == "reference" and p["SEEDS"] == "[200, 300]" for _, _, p in made), made
+    out = commit(11, 48)
+    made = rows(out)
+    assert len(made) == 2 and all(p["ARCHITECT"] == "reference" and "SEEDS" not in p for _, _, p in made), made
+    assert "reference architect" not in "".join(line for line in out.splitlines() if line.startswith("echo"))
