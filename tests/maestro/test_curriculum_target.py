@@ -51,3 +51,23 @@ def test_replayed_on_the_committed_a2_scores_only_the_plain_maddpg_target_leaves
         late[setting] = np.mean([curriculum.replayed_difficulty(pd.read_csv(f)["score"], rule)[100:200].mean() for f in UE25_A2])
     assert late["paper"] < 0.31 and late["plain_maddpg_final"] < 0.31
     assert late["plain_maddpg"] > 0.4
+
+
+REFERENCE = paths.results_dir("maestro", "paper") / "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg"
+
+
+@pytest.mark.skipif(not (REFERENCE / "A0__seed200.csv").exists() or not (REFERENCE / "A2__seed200.csv").exists(),
+                    reason="the committed reference-architect A0 and A2 runs of seed 200 (CityFlow)")
+def test_on_cityflow_a_target_measured_there_would_keep_the_curriculum_near_the_floor():
+    """On CityFlow plain MADDPG (A0, the real flow) trains higher than on SUMO, but the curriculum's learner (A2) trains
+    near the SUMO-measured target: A0's mean training score as the target would put A2's windows under its drop bar,
+    and d (replayed on A2's own scores) stays near the floor where the run's target moves it."""
+    a0, a2 = (pd.read_csv(REFERENCE / f"{a}__seed200.csv") for a in ("A0", "A2"))
+    cityflow_target = round(float(a0["score"].mean()), 2)
+    assert cityflow_target == 93.77 and round(float(a0["score"].tail(20).mean()), 1) == 134.2
+    assert abs(a2["score"].mean() - curriculum.PLAIN_MADDPG_SCORE["mean"]) < 5  # 72.22 against 67.46
+    run_target = curriculum.rule_config("plain_maddpg")
+    replayed = curriculum.replayed_difficulty(a2["score"], run_target)
+    np.testing.assert_array_equal(replayed, a2["difficulty"].to_numpy())  # the rule the run used, replayed exactly
+    moved = curriculum.replayed_difficulty(a2["score"], dataclasses.replace(run_target, target=cityflow_target))
+    assert replayed[100:200].mean() == pytest.approx(0.3945) and moved[100:200].mean() == pytest.approx(0.329, abs=5e-4)
