@@ -67,8 +67,7 @@ def committed(cfg: ablation.Config, preset: str = "paper") -> AblationResults | 
     if not names:
         return None
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
-    generations = pd.concat([ablation.load_generations(store.root / f"{n}.generations.jsonl", n) for n in names],
-                            ignore_index=True)
+    generations = ablation.load_all_generations(store.root, names)
     seeds = tuple(sorted(set(episodes["seed"])))
     return AblationResults.of(dataclasses.replace(cfg, seeds=seeds), preset, episodes, generations,
                            {n: store.load_sidecar(n) for n in names}, calibration, info, store.root,

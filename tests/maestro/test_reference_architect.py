@@ -162,3 +162,18 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     assert verdict == "not testable (seeds A0 1, A7 1 committed; a test needs 2 each)"
     assert claims.a8_highest(results) == (claims.MISSING, claims.MISSING, None)  # no A8 run
     assert "cityflow run (seeds change nothing on it)" in results.scale_note and "SUMO" not in results.scale_note
+
+
+def test_the_committed_runs_read_back_with_a0s_empty_generation_log():
+    """A0 has no architect and logs nothing; read with the runs that do, the logs keep their boolean columns, so the
+    acceptance table counts calls rather than failing on ``~`` of Python objects."""
+    root = ablation.results_root("paper", presets.ablation_config("paper", record=False, **reference_queue.settings()))
+    names = ["A0__seed200", "A2__seed200", "A7__seed200"]
+    if not all((root / f"{n}.generations.jsonl").exists() for n in names):
+        pytest.skip("the committed reference-architect runs of seed 200")
+    assert (root / "A0__seed200.generations.jsonl").read_text() == ""
+    generations = ablation.load_all_generations(root, names)
+    assert generations["accepted"].dtype == bool and generations["fallback"].dtype == bool
+    assert set(generations["ablation"]) == {"A2", "A7"} and generations["accepted"].all()
+    counts = generations.groupby(["ablation", "kind"]).size().to_dict()
+    assert counts == {("A2", "context"): 68, ("A7", "context"): 83, ("A7", "reward"): 22}

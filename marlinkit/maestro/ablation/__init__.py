@@ -68,13 +68,14 @@ from marlinkit.maestro.ablation.loop import dual_loop
 from marlinkit.maestro.ablation.parts import RunParts
 from marlinkit.maestro.ablation.records import (FOLLOWER_COLUMNS, NO_SCORE, REAL_FLOW, TIMING_COLUMNS, EpisodeRecord,
                                                 LoopState, Timer, prompt_stats)
-from marlinkit.maestro.ablation.runner import find_leader, load_generations, run, run_job, save_run
+from marlinkit.maestro.ablation.runner import (find_leader, load_all_generations, load_generations, run, run_job,
+                                              save_run)
 from marlinkit.maestro.results import AblationResults
 from marlinkit.runs import run_name
 
 __all__ = ["ABLATIONS", "EVAL_POLICIES", "FOLLOWER_COLUMNS", "NO_SCORE", "PAPER", "REAL_FLOW", "REFERENCE_LLM",
            "TIMING_COLUMNS", "Ablation", "AblationResults", "Config", "EpisodeRecord", "FollowLeader", "Leader",
            "LeaderLeft", "LoopState", "RunParts", "Timer", "TrainMADDPG", "architect_backend", "architect_config",
-           "dual_loop", "find_leader", "leader_of", "load_generations", "maddpg_config",
+           "dual_loop", "find_leader", "leader_of", "load_all_generations", "load_generations", "maddpg_config",
            "output_suffix", "prompt_stats", "results_root", "rule_config", "run", "run_config", "run_job", "run_name",
            "save_run", "setting_suffix", "shared_transcripts", "transcript_name"]

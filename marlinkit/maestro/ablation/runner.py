@@ -50,7 +50,7 @@ def run(config: Config, preset: str, root: Path | None = None, progress: bool = 
                                    on_result=lambda _, out: save_run(store, out))
     names = [run_name(a, f"seed{s}") for a, s in runs]
     episodes = pd.concat([store.load(n) for n in names], ignore_index=True)
-    generations = pd.concat([load_generations(store.root / f"{n}.generations.jsonl", n) for n in names], ignore_index=True)
+    generations = load_all_generations(store.root, names)
     return AblationResults.of(cfg, preset, episodes, generations, {n: store.load_sidecar(n) for n in names},
                            calibration, calibration_info, store.root, store.load("ablation_calibration"))
 
@@ -93,3 +93,11 @@ def load_generations(path: Path, name: str) -> pd.DataFrame:
     ablation, seed = name.split("__")
     frame = pd.DataFrame(read_jsonl(path))
     return frame.assign(ablation=ablation, seed=int(seed.removeprefix("seed")))
+
+
+def load_all_generations(root: Path, names: list[str]) -> pd.DataFrame:
+    """The generation logs of runs ``names`` in ``root``, one table. A run with no architect (A0) logs nothing; its
+    empty table is left out of the concatenation, which would otherwise turn the logs' boolean columns to objects
+    (``~accepted`` then reads -1 and -2)."""
+    frames = [load_generations(Path(root) / f"{n}.generations.jsonl", n) for n in names]
+    return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
