@@ -97,10 +97,13 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
     for run in runs[:5]:
         shutil.copy(run, partial)
     _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"UE25_RUNS_DIR={partial}")
-    assert not _maestro_rows(out) and "ue25_openblas: 5 of its 36 runs are committed" in out
+    def ue25_rows(out: str) -> list[tuple[str, str, str]]:  # the reference architect's rows have their own test
+        return [row for row in _maestro_rows(out) if "reference_architect" not in row[1]]
+
+    assert not ue25_rows(out) and "ue25_openblas: 5 of its 36 runs are committed" in out
     for args in (("PRESET=paper",), ("PRESET=paper", f"UE25_RUNS_DIR={partial}", "RECORD=1")):
         _, out = _dry_run(tmp_path / "build", *args)
-        rows = _maestro_rows(out)
+        rows = ue25_rows(out)
         assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"], args
         for notebook, suffix, parameters in rows:
             given = dict(re.findall(r"-p (\S+) (\S+)", parameters))
