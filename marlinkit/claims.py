@@ -10,7 +10,9 @@ Verdicts (one vocabulary for both papers):
 * ``holds``: our result has the paper's direction, and the stated test is significant where one applies;
 * ``holds, not significant``: the direction holds, the test does not reach p < 0.05;
 * ``mixed``: the direction holds in some cells and is reversed in others;
-* ``contradicted``: our result has the opposite direction, or misses the paper's stated criterion;
+* ``contradicted``: our result has the opposite direction (significantly, where a test applies), or misses the
+  paper's stated criterion;
+* ``contradicted, not significant``: the opposite direction or no difference, the test does not reach p < 0.05;
 * ``not testable``: the runs cannot test it (the reason is in ``ours``);
 * ``pending``: the runs that test it are not committed yet.
 """
@@ -33,7 +35,7 @@ LEDGER_PATH = paths.FIGURES_DIR / "claims.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
 #: How marlinkit.maestro.claims appends smollm2's own verdict to its cell.
-_SMOLLM2_VERDICT = re.compile(r" \((holds, not significant|holds|contradicted)\)$")
+_SMOLLM2_VERDICT = re.compile(r" \((holds, not significant|holds|contradicted, not significant|contradicted)\)$")
 CORRIDORS = ("single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like")
 
 
@@ -87,8 +89,10 @@ def _marlin_direction(table: pd.DataFrame, episode: int, at_least: bool) -> tupl
             f"significantly ahead in {ahead_sig}/5, significantly behind in {behind_sig}/5")
     if int(against.sum()) == 0 and int(favour.sum()) == len(rows):
         verdict = "holds" if at_least or ahead_sig == len(rows) else "holds, not significant"
-    elif int(favour.sum()) == 0 or behind_sig > len(rows) // 2:
+    elif behind_sig > len(rows) // 2:
         verdict = "contradicted"
+    elif int(favour.sum()) == 0:
+        verdict = "contradicted" if behind_sig else "contradicted, not significant"
     else:
         verdict = "mixed"
     p = float(rows.p_value_seeds.min()) if rows.p_value_seeds.notna().any() else None

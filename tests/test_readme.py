@@ -34,8 +34,8 @@ def test_the_ledger_is_what_the_committed_tables_give():
     recomputed = pd.read_csv(__import__("io").StringIO(claims.ledger().to_csv(index=False)), keep_default_na=False)
     pd.testing.assert_frame_equal(committed, recomputed)
     assert set(committed.paper) == {"MARLIN", "MAESTRO"}
-    vocabulary = ("holds", "holds, not significant", "mixed", "contradicted", "not testable", "pending")
-    assert all(v.startswith(vocabulary) for v in committed.verdict), sorted(set(committed.verdict))
+    vocabulary = ("holds", "holds, not significant", "mixed", "contradicted", "contradicted, not significant", "pending")
+    assert all(v in vocabulary or v.startswith("not testable (") for v in committed.verdict), set(committed.verdict)
     for evidence, verdict in zip(committed.evidence, committed.verdict):
         assert verdict == "pending" or (paths.REPO_ROOT / evidence).exists(), evidence
 
@@ -108,13 +108,15 @@ def _check_maestro_fallback(tmp_path: Path) -> None:
              "smollm2": "d 0.303; seeds A2 12 (contradicted)", "test": "t", "p": "—",
              "verdict": "not testable (seeds A2 1 committed; a test needs 2 each)"},
             {"claim": "missing", "paper": "x", "reference_architect": "not testable (runs missing)",
-             "smollm2": "A8 55 (contradicted)", "verdict": "not testable (runs missing)", "test": "t", "p": "—"},
+             "smollm2": "A8 55 (contradicted, not significant)", "verdict": "not testable (runs missing)", "test": "t",
+             "p": "—"},
             {"claim": "decided", "paper": "x", "reference_architect": "d 0.45; seeds A2 4",
              "smollm2": "d 0.303 (contradicted)", "verdict": "holds, not significant", "test": "t", "p": "0.0625"}]
     pd.DataFrame(rows).to_csv(tmp_path / "maestro" / "claims.csv", index=False)
     short, missing, decided = claims.maestro_claims(tmp_path)
     assert short.verdict == "contradicted" and short.ours.startswith("smollm2: d 0.303; seeds A2 12; reference")
     assert short.ours.endswith("d 0.394; seeds A2 1; its verdict: not testable (seeds A2 1 committed; a test needs 2 each)")
-    assert missing.verdict == "contradicted" and missing.ours.endswith("not an LLM): not testable (runs missing)")
+    assert missing.verdict == "contradicted, not significant" and missing.ours.startswith("smollm2: A8 55; reference")
+    assert missing.ours.endswith("not an LLM): not testable (runs missing)")
     assert decided.verdict == "holds, not significant" and decided.p == 0.0625
     assert decided.ours.startswith("reference architect (a surrogate, not an LLM): d 0.45")

@@ -14,7 +14,8 @@ Every number is over seeds, each seed's value the mean of its final window (the 
 the same traffic) unless stated. Tests are two-sided Mann-Whitney U (exact) between configurations, Brown-Forsythe
 (Levene, median-centred) for a difference in spread, and a one-sided Wilcoxon signed-rank test of the per-seed
 mean difficulty against the floor 0.3. Verdicts (the claims ledger's vocabulary): ``holds`` (the paper's direction
-and p < 0.05), ``holds, not significant``, ``contradicted`` (the opposite direction), ``not testable (...)``.
+and p < 0.05), ``holds, not significant``, ``contradicted`` (the opposite direction and p < 0.05), ``contradicted,
+not significant`` (the opposite direction, or no difference, and p >= 0.05), ``not testable (...)``.
 """
 
 from __future__ import annotations
@@ -100,9 +101,11 @@ def _gate(groups: dict[str, Any], *names: str) -> str | None:
 
 
 def _verdict(direction: bool, p: float | None) -> str:
-    if not direction:
-        return "contradicted"
-    return "holds" if p is not None and p < ALPHA else "holds, not significant"
+    """``holds`` or ``contradicted`` when the test is significant, each with ", not significant" when it is not: a
+    claim that a handful of seeds fails to support is not thereby refuted."""
+    significant = p is not None and p < ALPHA
+    word = "holds" if direction else "contradicted"
+    return word if significant else f"{word}, not significant"
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -228,13 +231,15 @@ def beats_no_curriculum(results: AblationResults | None) -> Outcome:
 
 def target_sooner(results: AblationResults | None) -> Outcome:
     """A7 reaches the rule's target sooner than A2: the first episode whose 5-episode window mean score reaches the
-    target, per seed (a seed that never reaches it counts as the run's length); Mann-Whitney A7 vs A2."""
+    target, per seed (a seed that never reaches it counts as the run's length); Mann-Whitney A7 vs A2. Not testable
+    when every run's first window already reaches the target: the measure is then at its floor for both."""
     if results is None:
         return MISSING, MISSING, None
-    target, episodes = ablation.rule_config(results.config).target, results.config.episodes
+    rule = ablation.rule_config(results.config)
+    target, episodes = rule.target, results.config.episodes
     first: dict[str, list[int]] = {}
     for (a, _), run in results.episodes[results.episodes["ablation"].isin(["A2", "A7"])].groupby(["ablation", "seed"]):
-        window = run.sort_values("episode")["score"].rolling(5).mean().to_numpy()
+        window = run.sort_values("episode")["score"].rolling(rule.window).mean().to_numpy()
         reached = np.flatnonzero(window >= target)
         first.setdefault(a, []).append(int(reached[0]) if len(reached) else episodes)
     gate = _gate(first, "A2", "A7")
@@ -247,6 +252,9 @@ def target_sooner(results: AblationResults | None) -> Outcome:
         return text + "; A7 = A2 to the bit", "not testable (A7 is A2)", None
     if gate:
         return text, gate, None
+    if all(v == rule.window - 1 for values in first.values() for v in values):
+        return text, (f"not testable (every run's first {rule.window}-episode window already reaches the target "
+                      f"{target:g})"), None
     p = float(stats.mann_whitney(first["A7"], first["A2"]).p_value)
     return text, _verdict(np.median(first["A7"]) < np.median(first["A2"]), p), p
 
