@@ -34,9 +34,24 @@ PAPER_FIGURES = paths.FIGURES_DIR / "paper"
 LEDGER_PATH = paths.FIGURES_DIR / "claims.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
-#: How marlinkit.maestro.claims appends smollm2's own verdict to its cell.
-_SMOLLM2_VERDICT = re.compile(r" \((holds, not significant|holds|contradicted, not significant|contradicted)\)$")
+#: The significance level of every test behind a verdict.
+ALPHA = 0.05
+#: The verdicts a test decides: the direction names them, significance (p < :data:`ALPHA`) qualifies them.
+TESTED_VERDICTS = ("holds", "holds, not significant", "contradicted", "contradicted, not significant")
+#: The ledger's vocabulary; "not testable" carries its reason in parentheses, "not testable (...)".
+VERDICTS = TESTED_VERDICTS + ("mixed", "not testable", "pending")
+#: How marlinkit.maestro.claims appends smollm2's own verdict to its cell (longest alternative first).
+_SMOLLM2_VERDICT = re.compile(
+    r" \((" + "|".join(re.escape(v) for v in sorted(TESTED_VERDICTS, key=len, reverse=True)) + r")\)$")
 CORRIDORS = ("single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like")
+
+
+def verdict_for(direction: bool, p: float | None) -> str:
+    """``holds`` or ``contradicted`` when the test is significant, each with ", not significant" when it is not (or
+    there is no p): a claim that a handful of seeds fails to support is not thereby refuted."""
+    significant = p is not None and p < ALPHA
+    word = "holds" if direction else "contradicted"
+    return word if significant else f"{word}, not significant"
 
 
 @dataclass(frozen=True)

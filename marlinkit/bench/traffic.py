@@ -15,7 +15,7 @@ The modes run side by side: each of ``--episodes`` rounds runs one episode of ev
 back in the same process (after one untimed warm-up round), so other jobs on the machine slow
 all three alike. The overhead of a round is its env (or reads) time over its raw time, on
 process CPU time; the median over rounds is reported with its range, and on wall time as well.
-Goal of the issue: ``env`` within 25 % of ``raw``.
+The goal: ``env`` within 25 % of ``raw``.
 """
 
 from __future__ import annotations

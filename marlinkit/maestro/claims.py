@@ -13,9 +13,9 @@ Every number is over seeds, each seed's value the mean of its final window (the 
 :func:`marlinkit.maestro.report.final_by_seed`), on the calibrated score (0 = fixed-time, 165 = max-pressure on
 the same traffic) unless stated. Tests are two-sided Mann-Whitney U (exact) between configurations, Brown-Forsythe
 (Levene, median-centred) for a difference in spread, and a one-sided Wilcoxon signed-rank test of the per-seed
-mean difficulty against the floor 0.3. Verdicts (the claims ledger's vocabulary): ``holds`` (the paper's direction
-and p < 0.05), ``holds, not significant``, ``contradicted`` (the opposite direction and p < 0.05), ``contradicted,
-not significant`` (the opposite direction, or no difference, and p >= 0.05), ``not testable (...)``.
+mean difficulty against the floor 0.3. Verdicts are the claims ledger's (:data:`marlinkit.claims.VERDICTS`): one of
+:data:`marlinkit.claims.TESTED_VERDICTS`, named by the direction and qualified by the test
+(:func:`marlinkit.claims.verdict_for`), or ``not testable (...)`` with its reason.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ import pandas as pd
 
 from marlinkit import paper_values as pv
 from marlinkit import paths, stats
+from marlinkit.claims import ALPHA, verdict_for
 from marlinkit.maestro import ablation
 from marlinkit.maestro.report import final_by_seed
 from marlinkit.maestro.results import AblationResults
 
-ALPHA = 0.05
 COLUMNS = ("claim", "paper", "reference_architect", "smollm2", "verdict", "test", "p")
 MISSING = "not testable (runs missing)"
-#: The late half of training, where the curriculum's difficulty is read (the issue's bar: mean d above 0.4 in A2).
+#: The late half of training, where the curriculum's difficulty is read (the bar a moving curriculum must clear: mean d above 0.4 in A2).
 LATE_EPISODES = (100, 199)
 DIFFICULTY_BAR = 0.4
 #: Seeds per configuration a test needs (with fewer, a claim reports its numbers and no verdict).
@@ -100,14 +100,6 @@ def _gate(groups: dict[str, Any], *names: str) -> str | None:
     return None
 
 
-def _verdict(direction: bool, p: float | None) -> str:
-    """``holds`` or ``contradicted`` when the test is significant, each with ", not significant" when it is not: a
-    claim that a handful of seeds fails to support is not thereby refuted."""
-    significant = p is not None and p < ALPHA
-    word = "holds" if direction else "contradicted"
-    return word if significant else f"{word}, not significant"
-
-
 def _fmt(x: float | None, digits: int = 2) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
@@ -150,7 +142,7 @@ def stability(results: AblationResults | None) -> Outcome:
     if gate:
         return text, gate, None
     p = float(levene(a7, a2, center="median").pvalue)
-    return text, _verdict(_sd(a7) < _sd(a2), p), p
+    return text, verdict_for(_sd(a7) < _sd(a2), p), p
 
 
 def traffic(results: AblationResults | None) -> Outcome:
@@ -169,7 +161,7 @@ def traffic(results: AblationResults | None) -> Outcome:
     if gate:
         return text, gate, None
     p = max(stats.mann_whitney(delay["A7"], delay["A2"]).p_value, stats.mann_whitney(flow["A7"], flow["A2"]).p_value)
-    return text, _verdict(change["delay"] < 0 and change["throughput"] > 0, p), float(p)
+    return text, verdict_for(change["delay"] < 0 and change["throughput"] > 0, p), float(p)
 
 
 def a8_highest(results: AblationResults | None) -> Outcome:
@@ -185,7 +177,7 @@ def a8_highest(results: AblationResults | None) -> Outcome:
     if gate:
         return text, gate, None
     p = float(stats.mann_whitney(groups["A8"], groups[best_other]).p_value)
-    return text, _verdict(means["A8"] > means[best_other], p), p
+    return text, verdict_for(means["A8"] > means[best_other], p), p
 
 
 def curriculum_rises(results: AblationResults | None) -> Outcome:
@@ -211,7 +203,7 @@ def curriculum_rises(results: AblationResults | None) -> Outcome:
         return text, gate, None
     above = per_seed - 0.3
     p = float(wilcoxon(above, alternative="greater").pvalue) if np.any(above != 0) else 1.0
-    return text, _verdict(per_seed.mean() > DIFFICULTY_BAR, p), p
+    return text, verdict_for(per_seed.mean() > DIFFICULTY_BAR, p), p
 
 
 def beats_no_curriculum(results: AblationResults | None) -> Outcome:
@@ -226,7 +218,7 @@ def beats_no_curriculum(results: AblationResults | None) -> Outcome:
     if gate:
         return text, gate, None
     p = float(stats.mann_whitney(groups["A7"], groups["A0"]).p_value)
-    return text, _verdict(groups["A7"].mean() > groups["A0"].mean(), p), p
+    return text, verdict_for(groups["A7"].mean() > groups["A0"].mean(), p), p
 
 
 def target_sooner(results: AblationResults | None) -> Outcome:
@@ -256,7 +248,7 @@ def target_sooner(results: AblationResults | None) -> Outcome:
         return text, (f"not testable (every run's first {rule.window}-episode window already reaches the target "
                       f"{target:g})"), None
     p = float(stats.mann_whitney(first["A7"], first["A2"]).p_value)
-    return text, _verdict(np.median(first["A7"]) < np.median(first["A2"]), p), p
+    return text, verdict_for(np.median(first["A7"]) < np.median(first["A2"]), p), p
 
 
 PT2 = pv.MAESTRO_TABLE2

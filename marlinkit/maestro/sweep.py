@@ -280,7 +280,7 @@ def summary(df, last: int = 20):
 def over_seeds(df, last: int = 20, goal_pct: float = -25.0):
     """Per setting, over its seeds: the stochastic policy's real-flow delay in the last ``last`` episodes of each run
     (mean and SD over seeds, worst seed), its change against fixed-time, and whether every seed is ``goal_pct`` % or
-    more ahead of fixed-time (the issue's bar: -25 %).
+    more ahead of fixed-time (the sweep's bar: -25 %).
 
     A setting's seeds are compared at the same length: when one of its runs is partial, every run of that setting
     is cut to the shortest one's episodes (``episodes``); ``longest`` says how far its longest run went.

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from marlinkit import presets
+from marlinkit.claims import ALPHA, TESTED_VERDICTS, verdict_for
 from marlinkit.maestro import claims
 
 #: The two rows' configs, as the command line resolves them.
@@ -19,6 +20,14 @@ def smollm2():
     if results is None or len(results.sidecars) < 36:
         pytest.skip("the committed ue25_openblas ablation (36 runs)")
     return results
+
+
+@pytest.fixture(scope="module")
+def swapped(smollm2):
+    """The committed runs with A8 relabelled A7, so that A7 differs from A2 and the A7/A2 claims can decide."""
+    episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
+    episodes.loc[episodes["ablation"] == "A8", "ablation"] = "A7"
+    return smollm2.replace(episodes=episodes)
 
 
 def test_the_smollm2_row_reads_the_committed_runs_and_missing_runs_are_not_testable(smollm2, tmp_path):
@@ -34,18 +43,15 @@ def test_the_smollm2_row_reads_the_committed_runs_and_missing_runs_are_not_testa
     assert row["curriculum + shaping better than no curriculum (A0)"] == "no A0 run (the ablation has none)"
 
 
-def test_a_claim_decides_by_direction_and_test(smollm2):
+def test_a_claim_decides_by_direction_and_test(swapped):
     """On the committed runs with A8 relabelled A7 (so A7 differs from A2): the stability and traffic claims compute a
     direction and a p rather than 'A7 is A2'."""
-    episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
-    episodes.loc[episodes["ablation"] == "A8", "ablation"] = "A7"
-    swapped = smollm2.replace(episodes=episodes)
     text, verdict, p = claims.stability(swapped)
     assert text.startswith("CV") and 0 < p <= 1
-    assert verdict in ("holds", "holds, not significant", "contradicted", "contradicted, not significant")
+    assert verdict in TESTED_VERDICTS
     final = claims.final_by_seed(swapped).groupby("ablation")["score"].std()
     assert verdict.startswith("contradicted") == (final["A7"] >= final["A2"])
-    assert verdict.endswith("not significant") == (p >= claims.ALPHA)
+    assert verdict.endswith("not significant") == (p >= ALPHA)
     text, verdict, p = claims.traffic(swapped)
     assert text.startswith("delay") and 0 < p <= 1
 
@@ -78,16 +84,16 @@ def test_a_claim_short_of_seeds_reports_its_numbers_and_no_verdict(smollm2):
 def test_a_verdict_is_significant_only_with_its_test():
     """The direction names the verdict and the test qualifies it, both ways: a few seeds that fail to support a claim
     do not refute it."""
-    assert claims._verdict(True, 0.01) == "holds" and claims._verdict(True, 0.2) == "holds, not significant"
-    assert claims._verdict(False, 0.01) == "contradicted" and claims._verdict(False, 1.0) == "contradicted, not significant"
-    assert claims._verdict(True, None) == "holds, not significant"
+    assert verdict_for(True, 0.01) == "holds" and verdict_for(True, 0.2) == "holds, not significant"
+    assert verdict_for(False, 0.01) == "contradicted" and verdict_for(False, 1.0) == "contradicted, not significant"
+    assert verdict_for(True, None) == "holds, not significant" and verdict_for(True, ALPHA) == "holds, not significant"
+    assert {verdict_for(d, p) for d in (True, False) for p in (0.01, 0.5)} == set(TESTED_VERDICTS)
 
 
-def test_target_reached_is_not_testable_when_every_run_starts_above_the_target(smollm2):
+def test_target_reached_is_not_testable_when_every_run_starts_above_the_target(smollm2, swapped):
     """A target every run's first window already reaches cannot separate A7 from A2 (CityFlow's untrained policies
     score above 67.46 on the floor traffic); a run that reaches it later makes the claim testable again."""
-    episodes = smollm2.episodes[smollm2.episodes["ablation"] != "A7"].copy()
-    episodes.loc[episodes["ablation"] == "A8", "ablation"] = "A7"
+    episodes = swapped.episodes.copy()
     episodes["score"] = 200.0  # above the target 165 from the first episode in every run
     text, verdict, p = claims.target_sooner(smollm2.replace(episodes=episodes))
     assert text.startswith("target 165: median episode A7 4, A2 4 (never reached: A7 0, A2 0 seeds)")
