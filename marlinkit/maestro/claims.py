@@ -38,8 +38,9 @@ from marlinkit.maestro.results import AblationResults
 
 COLUMNS = ("claim", "paper", "reference_architect", "smollm2", "verdict", "test", "p")
 MISSING = "not testable (runs missing)"
-#: The late half of training, where the curriculum's difficulty is read (the bar a moving curriculum must clear: mean d above 0.4 in A2).
+#: The late half of training, where the curriculum's difficulty is read.
 LATE_EPISODES = (100, 199)
+#: The bar a moving curriculum must clear: A2's mean d over :data:`LATE_EPISODES` above it.
 DIFFICULTY_BAR = 0.4
 #: Seeds per configuration a test needs (with fewer, a claim reports its numbers and no verdict).
 MIN_SEEDS = 2
