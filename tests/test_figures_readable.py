@@ -53,6 +53,17 @@ def test_fig4_draws_each_seed_once_and_labels_apart():
         assert len(labels) == len(SEEDS) and np.min(np.diff(heights)) > 1.0, "seed labels overlap"
 
 
+def test_fig4_keeps_every_seed_label_inside_the_axes_when_the_top_scores_crowd():
+    # four seeds within 0.3 of the maximum: their labels are pushed up past the data, and must stay drawn inside
+    scores = {("A2", 200): 10.0, ("A2", 300): 99.7, ("A2", 400): 99.8, ("A2", 500): 100.0}
+    results = _ablation_results({key: [0.3, 0.3, 0.3] for key in scores}, scores)
+    fig, ax = plt.subplots()
+    figures.final_boxplot(ax, results)
+    low, high = ax.get_ylim()
+    heights = [t.get_position()[1] for t in ax.texts]
+    assert max(heights) > 100.0 and all(low < h < high for h in heights)
+
+
 def test_fig4_flags_a_seed_whose_final_window_holds_an_ill_conditioned_score():
     scores = {("A2", s): 50.0 + s / 100 for s in SEEDS}
     results = _ablation_results({key: [0.3, 0.3, 0.3] for key in scores}, scores)

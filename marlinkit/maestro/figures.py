@@ -147,17 +147,23 @@ def final_boxplot(ax, results: AblationResults) -> None:
     span = float(np.ptp(final["score"])) if len(final) > 1 else 1.0
     bad = ill_conditioned(results)
     flagged = set(map(tuple, bad.loc[bad["in final window"], ["ablation", "seed"]].to_numpy().tolist()))
+    label_ys = [np.asarray(ax.get_ylim())]
     for k, a in enumerate(names, 1):
         rows = final[final["ablation"] == a].sort_values("seed")
         xs = k + np.linspace(-0.1, 0.1, len(rows)) if len(rows) > 1 else np.array([k])
         ys = rows["score"].to_numpy()
         ax.scatter(xs, ys, color=COLORS[a], zorder=3, s=25)
-        for seed, x, y, label_y in zip(rows["seed"], xs, ys, _spread(ys, 0.06 * span)):
+        spread = _spread(ys, 0.06 * span)
+        label_ys.append(spread)
+        for seed, x, y, label_y in zip(rows["seed"], xs, ys, spread):
             flag = (a, seed) in flagged
             ax.annotate(f"{seed}{' *' if flag else ''}", (x, y), xytext=(k + 0.3, label_y), textcoords="data", fontsize=7,
                         va="center", color=COLORS[a], fontweight="bold" if flag else "normal",
                         arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.5})
     ax.set_xlim(0.5, len(names) + 0.6)
+    # the spread labels can run past the data; keep every one inside the axes
+    every = np.concatenate(label_ys)
+    ax.set_ylim(every.min() - 0.04 * span, every.max() + 0.04 * span)
     ax.set_ylabel(f"score, last {results.config.final_window} episodes")
     ax.set_xlabel("configuration (box: quartiles over seeds; markers: the seeds, labelled)"
                   + ("\n* final window holds ill-conditioned scores (Table 2's note)"
