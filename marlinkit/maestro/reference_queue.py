@@ -10,7 +10,9 @@ CityFlow, the paper's engine (:data:`SETTINGS`). Runs go to
 one thread), the paper's 4 seeds (200-500) of every configuration first, seed by seed in the order
 :data:`ORDER` (A7 last: it follows A2 until its first generated reward is accepted). It is resumable: a
 finished run is skipped, an interrupted one continues from its last checkpoint (every 10 episodes), and
-the architect's replies are recorded in ``data/transcripts/`` as an LLM's are. ``status`` lists what is
+the architect's replies are recorded in ``data/transcripts/`` as an LLM's are. ``run --seeds 1100 --ablations A0 A8``
+runs some configurations of a seed, so a queue on a second core can take the others (A7 only after its seed's
+A2, or behind it in one queue). ``status`` lists what is
 finished; ``timing`` measures an episode of the loop on SUMO and on CityFlow (A0, the real flow: the same
 traffic on both), each in a fresh process, and prints both.
 """
@@ -93,13 +95,38 @@ def in_progress(cfg: ablation.Config) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None) -> None:
+def pick(ablations: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The configurations a queue runs, in :data:`ORDER`: all of them (``ablations`` None), else those named."""
+    unknown = sorted(set(ablations or ()) - set(ORDER))
+    if unknown:
+        raise ValueError(f"unknown configuration(s) {', '.join(unknown)}: the queue runs {', '.join(ORDER)}")
+    return tuple(a for a in ORDER if a in (ablations or ORDER))
+
+
+def a7_waiting(seeds: tuple[int, ...], chosen: tuple[str, ...], done: list[str]) -> list[int]:
+    """The seeds whose A7 a queue of configurations ``chosen`` must not start: A7 copies its seed's A2 replies
+    (:func:`marlinkit.maestro.ablation.shared_transcripts`), so it runs after that A2 (in ``done``, the finished runs)
+    or behind it in the same queue, never beside it in another."""
+    from marlinkit.runs import run_name
+
+    if "A7" not in chosen or "A2" in chosen:
+        return []
+    return [s for s in seeds if run_name("A2", f"seed{s}") not in done]
+
+
+def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None, ablations: tuple[str, ...] | None = None) -> None:
     """Run the queue of ``cfg`` (the queue's configuration, recording), one seed's configurations at a time (each run
-    in a fresh process, saved as it finishes)."""
-    for seed in dict.fromkeys(s for _, s in queue(seeds or cfg.seeds)):
+    in a fresh process, saved as it finishes). ``ablations`` runs some of the configurations (:func:`pick`), so that
+    two queues, one per core, can share a seed; an A7 whose A2 is unfinished elsewhere is refused before any run."""
+    chosen, seeds = pick(ablations), tuple(dict.fromkeys(s for _, s in queue(seeds or cfg.seeds)))
+    waiting = a7_waiting(seeds, chosen, finished(cfg))
+    if waiting:
+        raise ValueError(f"A7 of seed(s) {', '.join(map(str, waiting))} copies its seed's A2 replies: finish that A2 "
+                         "first, or run A2 and A7 in one queue (--ablations A2 A7)")
+    for seed in seeds:
         started = time.perf_counter()
-        print(f"reference-architect ablation: seed {seed} ({', '.join(ORDER)})", flush=True)
-        ablation.run(dataclasses.replace(cfg, seeds=(seed,), workers=1), PRESET)
+        print(f"reference-architect ablation: seed {seed} ({', '.join(chosen)})", flush=True)
+        ablation.run(dataclasses.replace(cfg, seeds=(seed,), ablations=chosen, workers=1), PRESET)
         print(f"reference-architect ablation: seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
 
 
@@ -137,12 +164,15 @@ def main(config: Callable[..., ablation.Config], argv: list[str] | None = None) 
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run", help="run the queue (resumable)")
     run_parser.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: the preset's 12)")
+    run_parser.add_argument("--ablations", nargs="+", choices=ORDER, default=None,
+                            help="configurations (default: all four); two queues can split a seed, A7 after its A2")
     sub.add_parser("status", help="list the finished runs")
     timing_parser = sub.add_parser("timing", help="seconds per episode on SUMO and on CityFlow")
     timing_parser.add_argument("--episodes", type=int, default=4)
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(config(True, **settings()), tuple(args.seeds) if args.seeds else None)
+        run(config(True, **settings()), tuple(args.seeds) if args.seeds else None,
+            tuple(args.ablations) if args.ablations else None)
     elif args.command == "status":
         cfg = config(True, **settings())
         done = finished(cfg)

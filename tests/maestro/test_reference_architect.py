@@ -121,6 +121,24 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     assert ablation.run_config(cfg, "A0", 200, curriculum_env.Calibration(1.0, 0.0))["architect"] is None
 
 
+def test_two_queues_can_split_a_seed_but_a7_never_runs_beside_its_a2(monkeypatch):
+    assert reference_queue.pick() == reference_queue.ORDER
+    assert reference_queue.pick(("A7", "A0")) == ("A0", "A7")  # the queue's order, whatever the command line's
+    with pytest.raises(ValueError, match="unknown configuration.*A9"):
+        reference_queue.pick(("A0", "A9"))
+    done = ["A2__seed1100", "A0__seed1100"]
+    assert reference_queue.a7_waiting((1100, 1300), ("A7",), done) == [1300]
+    assert reference_queue.a7_waiting((1100, 1300), ("A2", "A7"), []) == []  # A2 runs first in the same queue
+    assert reference_queue.a7_waiting((1300,), ("A0", "A8"), []) == []
+    # refused before any run (no committed A2 for a seed outside the preset), and a typo is the parser's error
+    cfg = presets.ablation_config("paper", record=True, **reference_queue.settings())
+    monkeypatch.setattr(ablation, "run", lambda *args: pytest.fail("a run started"))  # a refusal that failed stops here
+    with pytest.raises(ValueError, match="A7 of seed.s. 12345 copies its seed's A2 replies"):
+        reference_queue.run(cfg, (12345,), ("A0", "A7"))
+    with pytest.raises(SystemExit):
+        reference_queue.main(lambda record, **overrides: cfg, ["run", "--seeds", "1300", "--ablations", "A9"])
+
+
 @pytest.mark.slow
 def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeypatch):
     """Tiny runs in this process: A0 trains on the real flow with no architect; A2's contexts and A7's reward come
