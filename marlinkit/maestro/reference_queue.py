@@ -104,14 +104,14 @@ def pick(ablations: tuple[str, ...] | None = None) -> tuple[str, ...]:
 
 
 def a7_waiting(seeds: tuple[int, ...], chosen: tuple[str, ...], done: list[str]) -> list[int]:
-    """The seeds whose A7 a queue of configurations ``chosen`` must not start: A7 copies its seed's A2 replies
+    """The seeds whose A7 a queue of configurations ``chosen`` must not start: A7 follows its seed's A2
+    (:func:`marlinkit.maestro.ablation.leader_of`) and copies its replies
     (:func:`marlinkit.maestro.ablation.shared_transcripts`), so it runs after that A2 (in ``done``, the finished runs)
     or behind it in the same queue, never beside it in another."""
     from marlinkit.runs import run_name
 
-    if "A7" not in chosen or "A2" in chosen:
-        return []
-    return [s for s in seeds if run_name("A2", f"seed{s}") not in done]
+    leaders = {ablation.leader_of(a) for a in chosen} - {None, *chosen}
+    return [s for s in seeds if any(run_name(lead, f"seed{s}") not in done for lead in leaders)]
 
 
 def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None, ablations: tuple[str, ...] | None = None) -> None:
