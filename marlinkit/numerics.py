@@ -70,7 +70,8 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """This processor's model name (``/proc/cpuinfo``), as every result sidecar records it."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -133,7 +134,7 @@ def state() -> dict[str, Any]:
         "aten_cpu_capability": capability,
         "torch_threads": threads,
         "environment": {key: os.environ.get(key) for key in PINNED_ENVIRONMENT},
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "machine": platform.machine(),
     }
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from marlinkit import paths, provenance, verify, verify_paper
+from marlinkit import numerics, paths, provenance, verify, verify_paper
 from marlinkit.marlin import batched, systems
 from marlinkit.marlin.grid import GridConfig
 from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
@@ -79,7 +79,7 @@ def _verify(root: Path, tmp_path: Path, capsys, episodes: int) -> tuple[dict, st
     return out, capsys.readouterr().out
 
 
-def test_a_committed_run_changed_in_one_digit_fails_by_name(tmp_path, capsys):
+def test_a_committed_run_changed_in_one_digit_fails_by_name(tmp_path, capsys, monkeypatch):
     name = "single_slot__marl__seed0"
     table = _copy_run(name, tmp_path / "results")
     out, text = _verify(tmp_path / "results", tmp_path, capsys, episodes=2)
@@ -97,6 +97,11 @@ def test_a_committed_run_changed_in_one_digit_fails_by_name(tmp_path, capsys):
     assert f"DIFFERS  marlin/paper: marl" in text and name in text
     assert "first difference: row 17 (episode 2), column 'performance'" in text
     assert "damaged" in text  # and its table no longer matches its sidecar's SHA-256
+    made = json.loads((table.parent / f"{name}.json").read_text())["numerics"]["cpu"]
+    assert f"made and recomputed on the same processor model ({made})" in text or "made on another processor" in text
+    monkeypatch.setattr(numerics, "cpu_model", lambda: "Another Processor")  # a difference says where each ran
+    out, text = _verify(tmp_path / "results", tmp_path, capsys, episodes=2)
+    assert out["exit_code"] == 1 and f"made on another processor ({made}), recomputed on Another Processor" in text
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlinkit import paths, provenance
+from marlinkit import numerics, paths, provenance
 from marlinkit.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries, recompute
 from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
                                          choose, committed_table, compare_prefix, default_seed_choice, discover,
@@ -167,6 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                without_timing)
                 details.append(log_details)
                 status = "differs" if log_status == "differs" else status
+            if status != "same":
+                details.append(_processors(run))
         if status != "same":
             failed = True
             differing.append(run.label)
@@ -219,6 +221,18 @@ def _calibrate(run: CommittedRun, scratch: Path, problems: list[str]):
         else:
             print(f"  ok       {repo_relative(committed)} (recomputed whole, byte for byte)", flush=True)
     return cfg, calibration
+
+
+def _processors(run: CommittedRun) -> str:
+    """Which processor made a differing run and which recomputed it: the pinned numerics make most runs the same bytes
+    on any x86-64 processor with AVX2, not yet every one, so a difference on another processor may come from there."""
+    made = (run.sidecar.get("numerics") or {}).get("cpu")
+    here = numerics.cpu_model()
+    if made is None:
+        return f"recomputed on {here}; the run's sidecar does not record its processor"
+    if made == here:
+        return f"made and recomputed on the same processor model ({here})"
+    return f"made on another processor ({made}), recomputed on {here}"
 
 
 def _compare_generations(run: CommittedRun, recomputed: str, episodes: int, without_timing) -> tuple[str, str]:
