@@ -10,9 +10,9 @@ CityFlow, the paper's engine (:data:`SETTINGS`). Runs go to
 one thread), the paper's 4 seeds (200-500) of every configuration first, seed by seed in the order
 :data:`ORDER` (A7 last: it follows A2 until its first generated reward is accepted). It is resumable: a
 finished run is skipped, an interrupted one continues from its last checkpoint (every 10 episodes), and
-the architect's replies are recorded in ``data/transcripts/`` as an LLM's are. ``run --seeds 1100 --ablations A0 A8``
-runs some configurations of a seed, so a queue on a second core can take the others (A7 only after its seed's
-A2, or behind it in one queue). ``status`` lists what is
+the architect's replies are recorded in ``data/transcripts/`` as an LLM's are.
+``run --seeds 1100 --ablations A0 A8`` runs some configurations of a seed, so a queue on a second core can
+take the others (A7 only after its seed's A2, or behind it in one queue). ``status`` lists what is
 finished; ``timing`` measures an episode of the loop on SUMO and on CityFlow (A0, the real flow: the same
 traffic on both), each in a fresh process, and prints both.
 """

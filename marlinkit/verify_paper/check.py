@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                without_timing)
                 details.append(log_details)
                 status = "differs" if log_status == "differs" else status
-            if status != "same":
-                details.append(_processors(run))
+        if status == "differs":
+            details.append(_processors(run))
         if status != "same":
             failed = True
             differing.append(run.label)
