@@ -28,6 +28,7 @@ COMMANDS = {
     "data": "marlinkit.envs.traffic.fetch",
     "verify": "marlinkit.verify",
     "maestro-sweep": "marlinkit.maestro.sweep",
+    "numerics-trace": "marlinkit.numerics_trace",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

@@ -23,6 +23,12 @@ threads                ``OMP_NUM_THREADS=1``,       one intra-op thread: MKL's r
                        ``MKL_NUM_THREADS=1``        reproducible only at a fixed thread count
 =====================  ===========================  ==========================================
 
+No variable pins MKL's vector maths (torch's ``log`` and ``sqrt`` of CPU tensors): it picks its code by the
+processor's vendor whatever ``MKL_CBWR`` says, so code whose bytes must match across vendors avoids those operations
+(:mod:`marlinkit.algos.portable_math`, which MADDPG uses). NumPy's OpenBLAS reads ``OPENBLAS_CORETYPE`` when it
+loads: :func:`state` asks the library which core it runs (``openblas_core``), and a core other than the pinned one
+makes ``pinned`` false.
+
 If torch was imported before marlinkit, the MKL branch is still set through MKL's own
 ``mkl_cbwr_set`` when no MKL routine has run yet; :func:`state` reports what actually holds, and
 every result sidecar records it. ``MARLINKIT_NUMERICS=native`` switches the pinning off (faster on
@@ -81,6 +87,36 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_vendor() -> str:
+    """This processor's vendor string (``GenuineIntel``, ``AuthenticAMD``; ``/proc/cpuinfo``), or "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def openblas_core() -> str | None:
+    """The kernel family NumPy's OpenBLAS actually runs, as the library itself reports it (``Haswell`` when
+    pinned), or None where NumPy carries no OpenBLAS of its own."""
+    import numpy
+
+    libs = Path(numpy.__file__).parent.parent / "numpy.libs"
+    for lib in sorted(libs.glob("libscipy_openblas*.so*")):
+        try:
+            handle = ctypes.CDLL(str(lib))
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+            if hasattr(handle, name):
+                function = getattr(handle, name)
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return None
+
+
 def _pin_environment() -> None:
     """Set the pinned variables, overriding any inherited value (a pin that yields is no pin)."""
     if MODE != "pinned" or platform.machine() not in ("x86_64", "AMD64"):
@@ -127,14 +163,19 @@ def state() -> dict[str, Any]:
     branch = mkl_branch()
     threads = torch.get_num_threads()
     pinned = MODE == "pinned" and branch in ("COMPATIBLE", None) and capability == "AVX2" and threads == 1
+    core = openblas_core()
+    if MODE == "pinned" and core is not None and core.lower() != PINNED_ENVIRONMENT["OPENBLAS_CORETYPE"].lower():
+        pinned = False
     return {
         "mode": MODE,
         "pinned": pinned,
         "mkl_branch": branch,
+        "openblas_core": core,
         "aten_cpu_capability": capability,
         "torch_threads": threads,
         "environment": {key: os.environ.get(key) for key in PINNED_ENVIRONMENT},
         "cpu": cpu_model(),
+        "vendor": cpu_vendor(),
         "machine": platform.machine(),
     }
 

@@ -1,5 +1,6 @@
 """Shared test settings."""
 
+import marlinkit  # noqa: F401  (first: its numerics pins must be set before NumPy's OpenBLAS and torch load)
 import pytest
 import torch
 

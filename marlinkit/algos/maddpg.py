@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
+from marlinkit.algos import portable_math
 from marlinkit.algos.maddpg_ops import (clip_grad_norm_per_agent, critic_target, gumbel_softmax, sample_gumbel,
                                         seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
@@ -174,8 +175,9 @@ class MADDPG:
             nets["target_critic"][-1].load_state_dict(nets["critic"][-1].state_dict())
         for k in names:
             setattr(self, k, nets[k][0] if len(self.seeds) == 1 else StackedMLP.concatenate(nets[k]))
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
+        # Adam in the basic operations (torch's own takes MKL's vendor-dependent square root): portable_math.Adam
+        self.actor_opt = portable_math.Adam(self.actor.parameters(), lr=config.actor_lr)
+        self.critic_opt = portable_math.Adam(self.critic.parameters(), lr=config.critic_lr)
         self.generators = [torch.Generator().manual_seed(seed) for seed in self.seeds]  # Gumbel noise
         self.rngs = [np.random.default_rng(seed) for seed in self.seeds]  # replay sampling
 

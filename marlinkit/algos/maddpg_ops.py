@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from marlinkit.algos import portable_math
+
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy, PyTorch and cuDNN as MAESTRO §5.3 lists them."""
@@ -21,9 +23,10 @@ def seed_everything(seed: int) -> None:
 
 
 def sample_gumbel(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """Standard Gumbel noise g = -log(-log U), drawn from ``generator`` (so updates are reproducible)."""
+    """Standard Gumbel noise g = -log(-log U), drawn from ``generator`` (so updates are reproducible), with
+    :func:`~marlinkit.algos.portable_math.log`: the same bits on every processor, unlike ``torch.log``."""
     uniform = torch.rand(shape, generator=generator).clamp_(1e-10, 1.0 - 1e-7)
-    return -torch.log(-torch.log(uniform))
+    return -portable_math.log(-portable_math.log(uniform))
 
 
 def gumbel_softmax(logits: torch.Tensor, gumbels: torch.Tensor, temperature: float, hard: bool = True) -> torch.Tensor:
@@ -61,9 +64,10 @@ def substitute_own_action(buffer_actions: torch.Tensor, policy_actions: torch.Te
 
 
 def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """Scale each agent's slice of the gradients to global norm <= max_norm; returns the norms (N,)."""
+    """Scale each agent's slice of the gradients to global norm <= max_norm; returns the norms (N,).
+    The square root is :func:`~marlinkit.algos.portable_math.sqrt` (correctly rounded; ``torch.sqrt`` is not)."""
     grads = [p.grad for p in parameters]
-    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))
+    norms = portable_math.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))
     scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))

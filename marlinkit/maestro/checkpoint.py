@@ -26,10 +26,10 @@ import numpy as np
 
 from marlinkit.files import atomic_write
 
-#: Bumped when the layout changes: a checkpoint of another layout is ignored (the run starts over).
-FORMAT = 3
-#: Layouts :func:`resume` still reads: 2 held the buffer's rows inside the main file.
-READABLE = (2, 3)
+#: Bumped when the layout, or the numerics a resumed run would continue, change: a checkpoint of another format is
+#: ignored (the run starts over). 4: MADDPG's vendor-independent numerics (:mod:`marlinkit.algos.portable_math`);
+#: a checkpoint of format 3 holds a learner trained by other numerics, and resuming it would mix the two in one run.
+FORMAT = 4
 _NETWORKS = ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt")
 _BUFFER = ("obs", "next_obs", "actions", "rewards", "terminated")
 
@@ -122,17 +122,11 @@ def resume(path: Path, learner, buffer, config_hash: str) -> dict[str, Any] | No
     if not path.exists():
         return None
     saved = torch.load(path, weights_only=False, mmap=True)
-    if saved.get("format") not in READABLE or saved.get("config_hash") != config_hash:
+    if saved.get("format") != FORMAT or saved.get("config_hash") != config_hash:
         return None
-    if "buffer_chunks" in saved:
-        for chunk in saved["buffer_chunks"]:
-            _load_rows(path, chunk, buffer)
-        buffer.size = saved["buffer_size"]
-    else:  # layout 2: the rows inside the main file, as tensors (or arrays, in checkpoints saved before tensors)
-        for k in _BUFFER:
-            rows = saved["buffer"][k]
-            getattr(buffer, k)[: len(rows)] = rows.numpy() if isinstance(rows, torch.Tensor) else rows
-        buffer.size = len(saved["buffer"]["obs"])
+    for chunk in saved["buffer_chunks"]:
+        _load_rows(path, chunk, buffer)
+    buffer.size = saved["buffer_size"]
     buffer.pos = saved["buffer_pos"]
     for k in _NETWORKS:
         getattr(learner, k).load_state_dict(saved[k])

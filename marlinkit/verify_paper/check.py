@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from marlinkit import numerics, paths, provenance
-from marlinkit.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries, recompute
+from marlinkit.verify_paper import epochs
+from marlinkit.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries
 from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
                                          choose, committed_table, compare_prefix, default_seed_choice, discover,
                                          repo_relative)
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     committed, others = discover(runs_root, args.sweep_root)
     if not committed:
         raise FileNotFoundError(f"no committed {PRESET} runs under {runs_root} or {args.sweep_root}")
-    chosen = {f: r for f, r in choose(committed, seed_choice).items() if not args.family or any(t in f for t in args.family)}
+    checkable = [r for r in committed if epochs.here_can_check(r)]  # a closed epoch's runs on their own vendor
+    chosen = {f: r for f, r in choose(checkable, seed_choice).items() if not args.family or any(t in f for t in args.family)}
     print(f"verify {PRESET}: {len(committed)} committed runs in {len({r.family for r in committed})} families; one run per "
           f"family chosen by seed choice {seed_choice}"
           + (" (today's UTC day number; --seed-choice N or SEED_CHOICE=N repeats a choice)" if args.seed_choice is None else "")
@@ -142,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:  # MAESTRO in a process per run (libsumo: one simulation per process), MARLIN on a pool of processes
         for fresh in (True, False):
             batch = [i for i in ranked if (jobs[i][0].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
-            done = executors.run_jobs(recompute, [jobs[i] for i in batch], "local", max(1, min(args.workers, len(batch))),
+            done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local", max(1, min(args.workers, len(batch))),
                                       progress=True, desc=f"verify paper prefixes ({'MAESTRO' if fresh else 'MARLIN'})",
                                       fresh_process=fresh)
             results.update({order[i]: out for i, out in zip(batch, done)})
@@ -167,6 +169,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                without_timing)
                 details.append(log_details)
                 status = "differs" if log_status == "differs" else status
+        if "code" in out:
+            epoch = epochs.epoch_of(run)
+            details.append(f"recomputed by commit {out['code'][:12]}'s code: the run belongs to the closed numerics "
+                           f"epoch {epoch['name']!r} ({epoch['why']})")
         if status == "differs":
             details.append(_processors(run))
         if status != "same":
@@ -176,7 +182,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         lines.append(f"  {'ok' if status == 'same' else status.upper():<8} {family:<{width}}  {run.name}  ({seconds})")
         lines.extend(f"             {d}" for d in details if d)
     print(f"prefixes ({len(chosen)} families, one run each):")
-    print("\n".join(lines))
+    print("\n".join(lines + epochs.elsewhere([r for r in committed if not args.family
+                                                or any(t in r.family for t in args.family)])))
     for problem in problems:
         print(f"  DIFFERS  {problem}")
     if others:
