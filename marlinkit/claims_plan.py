@@ -315,13 +315,22 @@ def _settings(raw: Any, problems: list[str]) -> Settings | None:
     return settings
 
 
+#: The vocabularies whose entries the plan describes with their paper ("both" for a name serving both).
+_PAPER_OF = {"stand_ins": {k: v[0] if len(v) == 1 else "both" for k, v in STAND_INS.items()},
+             "protocols": PROTOCOLS, "gates": GATES}
+
+
 def _descriptions(raw: dict[str, Any], table: str, problems: list[str]) -> dict[str, str]:
-    """A table of names -> descriptions (``[stand_ins.<name>] description = ...`` or ``[verdicts] name = ...``)."""
+    """A table of names -> descriptions (``[stand_ins.<name>] description = ...`` or ``[verdicts] name = ...``); a
+    stand-in's, protocol's or gate's ``paper`` is the one the code gives it."""
     out = {}
     for name, value in raw.get(table, {}).items():
         text = value.get("description") if isinstance(value, dict) else value
         if not isinstance(text, str) or not text.strip():
             problems.append(f"{table}: {name}: a description")
+        expected = _PAPER_OF.get(table, {}).get(name)
+        if expected and (not isinstance(value, dict) or value.get("paper") != expected):
+            problems.append(f"{table}: {name}: paper is {expected!r}")
         out[name] = text if isinstance(text, str) else ""
     return out
 

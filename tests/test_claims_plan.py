@@ -82,98 +82,58 @@ def test_smallest_attainable_p(test, n, alternative, expected):
     assert floor == (None if expected is None else pytest.approx(expected))
 
 
-def test_a_missing_field_is_named(data):
-    del entry(data, "marlin-ahead-at-100")["test"]
-    assert "claim 'marlin-ahead-at-100': test: missing" in refused(data)
+DELETE = object()
 
 
-def test_an_unknown_field_is_named(data):
-    entry(data, "marlin-ahead-at-100")["tset"] = "paired-t"
-    assert "claim 'marlin-ahead-at-100': tset: unknown field" in refused(data)
-
-
-def test_an_unknown_test_is_refused(data):
-    entry(data, "maestro-a7-above-a2-mean")["test"] = "t-test-ish"
+@pytest.mark.parametrize(("claim_id", "field", "value", "expected"), [
+    pytest.param("marlin-ahead-at-100", "test", DELETE, "claim 'marlin-ahead-at-100': test: missing",
+                 id="missing field"),
+    pytest.param("marlin-ahead-at-100", "tset", "paired-t", "claim 'marlin-ahead-at-100': tset: unknown field",
+                 id="unknown field"),
+    pytest.param("maestro-a7-above-a2-mean", "test", "t-test-ish",
+                 "claim 'maestro-a7-above-a2-mean': test: 't-test-ish' is not one of", id="unknown test"),
+    pytest.param("marlin-executed-ahead-at-100", "test", "paired-t",
+                 "claim 'marlin-executed-ahead-at-100': test: 'paired-t' needs paired data", id="paired on unpaired"),
+    pytest.param("marlin-ahead-at-850", "protocol_tests", DELETE,
+                 "claim 'marlin-ahead-at-850': test: 'paired-t' under 'authors-protocol' needs paired data, and the "
+                 "runs there are 'unpaired'", id="paired under the authors' protocol"),
+    pytest.param("marlin-at-or-above-at-1600", "protocol_tests", {"authors-protocol": "welch-t"},
+                 "protocol_tests: 'welch-t' is not a test for a non-inferiority claim", id="protocol test kind"),
+    pytest.param("marlin-at-or-above-at-1600", "margin", DELETE,
+                 "claim 'marlin-at-or-above-at-1600': margin: a non-inferiority claim needs a declared margin",
+                 id="no-loss claim without a margin"),
+    pytest.param("maestro-difficulty-range", "margin_reason", DELETE,
+                 "claim 'maestro-difficulty-range': margin_unit, margin_reason", id="margin without its reason"),
+    pytest.param("maestro-a8-above-a2", "alternative", "two-sided",
+                 "claim 'maestro-a8-above-a2': alternative: a directional", id="directional claim two-sided"),
+    pytest.param("marlin-at-or-above-at-1600", "test", "paired-t",
+                 "claim 'marlin-at-or-above-at-1600': test: a non-inferiority claim is tested with one of",
+                 id="no-loss claim tested for superiority"),
+    pytest.param("marlin-ahead-at-100", "test", "wilcoxon-signed-rank",
+                 "claim 'marlin-ahead-at-100': test: wilcoxon-signed-rank (greater) on n = 5 cannot go below "
+                 "p = 0.0312, above Holm's first threshold 0.01 in family 'marlin-ahead-100' (5 tests)",
+                 id="rank test that cannot reach significance"),
+    pytest.param("marlin-ahead-at-850", "stand_ins", ["reference-architect"],
+                 "claim 'marlin-ahead-at-850': stand_ins: 'reference-architect' belongs to",
+                 id="other paper's stand-in"),
+    pytest.param("maestro-a8-highest-mean", "protocols", ["training-own", "greedy-heldout"],
+                 "claim 'maestro-a8-highest-mean': protocols: a comparison of learners", id="training traffic first"),
+    pytest.param("maestro-a8-above-a2", "gates", [], "claim 'maestro-a8-above-a2': gates:", id="no random gate"),
+    pytest.param("marlin-scalability", "experiment", DELETE,
+                 "claim 'marlin-scalability': not_testable_reason, experiment", id="untestable without experiment"),
+    pytest.param("maestro-curriculum-raises-difficulty-target-67", "earlier_choice_of", "maestro-nothing",
+                 "earlier_choice_of: 'maestro-nothing' is not another claim's id", id="earlier choice of nothing"),
+    pytest.param("maestro-a7-cv-lower", "family", "stability",
+                 "claim 'maestro-a7-cv-lower': family: 'stability' is not declared", id="undeclared family"),
+])
+def test_a_malformed_claim_is_refused_naming_claim_and_field(data, claim_id, field, value, expected):
+    claim = entry(data, claim_id)
+    if value is DELETE:
+        del claim[field]
+    else:
+        claim[field] = value
     problems = refused(data)
-    assert any(p.startswith("claim 'maestro-a7-above-a2-mean': test: 't-test-ish' is not one of") for p in problems)
-
-
-def test_a_paired_test_on_unpaired_data_is_refused(data):
-    entry(data, "marlin-executed-ahead-at-100")["test"] = "paired-t"
-    problems = refused(data)
-    assert any("marlin-executed-ahead-at-100': test: 'paired-t' needs paired data" in p for p in problems)
-
-
-def test_a_paired_test_under_the_authors_protocol_is_refused(data):
-    del entry(data, "marlin-ahead-at-850")["protocol_tests"]
-    problems = refused(data)
-    assert any("marlin-ahead-at-850': test: 'paired-t' under 'authors-protocol' needs paired data, and the runs "
-               "there are 'unpaired'" in p for p in problems)
-
-
-def test_a_protocol_test_must_fit_the_claim(data):
-    entry(data, "marlin-at-or-above-at-1600")["protocol_tests"] = {"authors-protocol": "welch-t"}
-    assert any("protocol_tests: 'welch-t' is not a test for a non-inferiority claim" in p for p in refused(data))
-
-
-def test_a_non_inferiority_claim_without_a_margin_is_refused(data):
-    del entry(data, "marlin-at-or-above-at-1600")["margin"]
-    problems = refused(data)
-    assert any("marlin-at-or-above-at-1600': margin: a non-inferiority claim needs a declared margin" in p
-               for p in problems)
-
-
-def test_a_margin_without_its_reason_is_refused(data):
-    del entry(data, "maestro-difficulty-range")["margin_reason"]
-    assert any("maestro-difficulty-range': margin_unit, margin_reason" in p for p in refused(data))
-
-
-def test_a_directional_claim_tested_two_sided_is_refused(data):
-    entry(data, "maestro-a8-above-a2")["alternative"] = "two-sided"
-    assert any("maestro-a8-above-a2': alternative: a directional" in p for p in refused(data))
-
-
-def test_a_no_loss_claim_tested_for_superiority_is_refused(data):
-    entry(data, "marlin-at-or-above-at-1600")["test"] = "paired-t"
-    assert any("marlin-at-or-above-at-1600': test: a non-inferiority claim is tested with one of" in p
-               for p in refused(data))
-
-
-def test_a_rank_test_that_cannot_reach_significance_is_refused(data):
-    entry(data, "marlin-ahead-at-100")["test"] = "wilcoxon-signed-rank"
-    problems = refused(data)
-    assert any("marlin-ahead-at-100': test: wilcoxon-signed-rank (greater) on n = 5 cannot go below p = 0.0312" in p
-               and "family 'marlin-ahead-100' (5 tests)" in p for p in problems)
-
-
-def test_a_stand_in_of_the_other_paper_is_refused(data):
-    entry(data, "marlin-ahead-at-850")["stand_ins"] = ["reference-architect"]
-    assert any("marlin-ahead-at-850': stand_ins: 'reference-architect' belongs to" in p for p in refused(data))
-
-
-def test_a_learner_comparison_judged_on_training_traffic_is_refused(data):
-    entry(data, "maestro-a8-highest-mean")["protocols"] = ["training-own", "greedy-heldout"]
-    assert any("maestro-a8-highest-mean': protocols: a comparison of learners" in p for p in refused(data))
-
-
-def test_a_learner_evaluation_without_the_random_gate_is_refused(data):
-    entry(data, "maestro-a8-above-a2")["gates"] = []
-    assert any("maestro-a8-above-a2': gates:" in p for p in refused(data))
-
-
-def test_an_untestable_claim_names_its_experiment(data):
-    del entry(data, "marlin-scalability")["experiment"]
-    assert any("marlin-scalability': not_testable_reason, experiment" in p for p in refused(data))
-
-
-def test_an_earlier_choice_points_at_an_existing_row(data):
-    entry(data, "maestro-curriculum-raises-difficulty-target-67")["earlier_choice_of"] = "maestro-nothing"
-    assert any("earlier_choice_of: 'maestro-nothing' is not another claim's id" in p for p in refused(data))
-
-
-def test_an_undeclared_family_is_refused(data):
-    entry(data, "maestro-a7-cv-lower")["family"] = "stability"
-    assert any("maestro-a7-cv-lower': family: 'stability' is not declared" in p for p in refused(data))
+    assert any(expected in p for p in problems), problems
 
 
 def test_a_duplicate_id_is_refused(data):
@@ -203,3 +163,13 @@ def test_the_command_line_validates_the_plan(tmp_path, capsys):
     bad.write_text(head + tail, encoding="utf-8")
     assert claims_plan.main(["--plan", str(bad)]) == 1
     assert "cannot go below p = 0.0312" in capsys.readouterr().out
+
+
+def test_a_vocabulary_entry_keeps_the_paper_the_code_gives_it(data):
+    data["stand_ins"]["smollm2"]["paper"] = "MARLIN"
+    assert "stand_ins: smollm2: paper is 'both'" in refused(data)
+
+
+def test_every_vocabulary_entry_is_described(data):
+    del data["protocols"]["greedy-real"]
+    assert any(p.startswith("protocols: describes exactly") for p in refused(data))
