@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from functools import partial
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -35,6 +36,11 @@ from marlinkit.algos.maddpg_ops import (clip_grad_norm_per_agent, critic_target,
                                         seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.stacked_mlp import PRODUCTS, Mode, StackedMLP
+
+
+#: Which networks the agents share (:attr:`MADDPGConfig.sharing`).
+Sharing = Literal["none", "shared-local"]
+SHARING: tuple[str, ...] = get_args(Sharing)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,15 @@ class MADDPGConfig:
     """Where the batched update's matrix products run (our choice; :data:`~marlinkit.algos.stacked_mlp.PRODUCTS`):
     "torch" (MKL's pinned branch: every committed run) or "openblas" (NumPy's pinned OpenBLAS: faster, other bits).
     Not part of a run's key while it is "torch" (:meth:`key`)."""
+    sharing: Sharing = "none"
+    """Which networks the agents share (our named departure; :data:`SHARING`): "none", the paper's, one actor and one
+    centralised critic per agent, the critic reading every observation and action; "shared-local", one actor and one
+    critic for all agents (:mod:`~marlinkit.algos.maddpg_shared`), the critic reading the agent's own observation,
+    its identity and every agent's action. Not part of a run's key while it is "none"."""
+    decision_s: int = 1
+    """Environment steps each chosen action is held (the paper: a decision every second, 1); a transition spans one
+    decision and its reward is the mean over those steps. ``update_every`` still counts environment steps. Not part
+    of a run's key while it is 1."""
 
     def __post_init__(self) -> None:
         for name in ("actor_lr", "critic_lr", "hidden", "batch_size", "buffer_size", "update_every",
@@ -89,13 +104,18 @@ class MADDPGConfig:
             raise ValueError("need batch_size <= buffer_size and learning_starts >= 0")
         if self.products not in PRODUCTS:
             raise ValueError(f"MADDPGConfig.products must be one of {PRODUCTS}, got {self.products!r}")
+        if self.sharing not in SHARING:
+            raise ValueError(f"MADDPGConfig.sharing must be one of {SHARING}, got {self.sharing!r}")
+        if not (isinstance(self.decision_s, int) and self.decision_s >= 1):
+            raise ValueError(f"MADDPGConfig.decision_s must be an int >= 1, got {self.decision_s!r}")
 
     def key(self) -> dict:
         """The fields a run's results depend on, for its key: all of them, ``products`` only when not the
         default (runs made before the setting existed keep their keys)."""
         fields = asdict(self)
-        if fields["products"] == "torch":
-            del fields["products"]
+        for name, default in (("products", "torch"), ("sharing", "none"), ("decision_s", 1)):
+            if fields[name] == default:
+                del fields[name]
         return fields
 
 
@@ -279,6 +299,16 @@ class MADDPG:
         return total / (self.n * len(self.seeds))
 
 
+def make_learner(n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig,
+                 seeds: tuple[int, ...] | None = None):
+    """The learner ``config.sharing`` names: :class:`MADDPG` (the paper's) or the parameter-shared one."""
+    if config.sharing == "shared-local":
+        from marlinkit.algos.maddpg_shared import SharedMADDPG
+
+        return SharedMADDPG(n_agents, obs_dim, n_actions, config, seeds)
+    return MADDPG(n_agents, obs_dim, n_actions, config, seeds)
+
+
 # --- environment loop --------------------------------------------------------------------------
 
 def env_dims(env) -> tuple[list[str], int, int]:
@@ -325,36 +355,51 @@ def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, b
     returns, steps, updates, sim_s, train_s = np.zeros(len(envs)), 0, 0, 0.0, 0.0
     while envs[0].agents:
         started = time.perf_counter()
-        actions = learner.act(obs, explore, generator)  # (S, N)
+        actions = learner.act(obs, explore, generator)  # (S, N): held for cfg.decision_s steps
         acted = time.perf_counter()
-        for env, action in zip(envs, actions):
-            if hasattr(env, "step_async"):
-                env.step_async(dict(zip(agents, action.tolist())))
-        results = [env.step_wait() if hasattr(env, "step_async") else env.step(dict(zip(agents, action.tolist())))
-                   for env, action in zip(envs, actions)]
+        held, reward = 0, None
+        while held < cfg.decision_s and envs[0].agents:
+            next_obs, step_reward, terminated = _step_all(envs, agents, actions)
+            returns += [float(r.mean()) for r in step_reward]
+            reward = step_reward if reward is None else [a + b for a, b in zip(reward, step_reward)]
+            held += 1
+        if held > 1:
+            reward = [r / np.float32(held) for r in reward]
         sim_s += time.perf_counter() - acted
-        next_obs, reward, terminated = [], [], []
-        for env, (obs_dict, rewards, terminations, _, _) in zip(envs, results):
-            if set(obs_dict) != set(agents) and env.agents:
-                raise ValueError("MADDPG needs every agent alive until the episode ends")
-            next_obs.append(_stack(obs_dict, agents))
-            reward.append(_stack(rewards, agents).ravel())
-            terminated.append(_stack(terminations, agents).ravel())
-        if any(bool(env.agents) != bool(envs[0].agents) for env in envs):
-            raise ValueError("stacked seeds need episodes of one length")
-        returns += [float(r.mean()) for r in reward]
-        steps += 1
+        steps += held
         updating = time.perf_counter()
         if buffers is not None:
             for k, buffer in enumerate(buffers):
                 buffer.add(obs[k], actions[k], reward[k], next_obs[k], terminated[k])
             total = step_count + steps
-            if total >= cfg.learning_starts and total % cfg.update_every == 0 and buffers[0].size >= cfg.batch_size:
-                learner.update(learner.sample(buffers, cfg.batch_size), learner.noise(cfg.batch_size))
-                updates += 1
+            due = total // cfg.update_every - (total - held) // cfg.update_every  # multiples of update_every passed
+            if total >= cfg.learning_starts and due and buffers[0].size >= cfg.batch_size:
+                for _ in range(due):
+                    learner.update(learner.sample(buffers, cfg.batch_size), learner.noise(cfg.batch_size))
+                    updates += 1
         train_s += (acted - started) + (time.perf_counter() - updating)
         obs = np.stack(next_obs)
     return [{"return": float(r), "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s} for r in returns]
+
+
+def _step_all(envs: list, agents: list[str], actions: np.ndarray) -> tuple[list, list, list]:
+    """One step of every env with its agents' actions (in parallel where an env steps asynchronously): the next
+    observations, rewards and terminations, one array per env."""
+    for env, action in zip(envs, actions):
+        if hasattr(env, "step_async"):
+            env.step_async(dict(zip(agents, action.tolist())))
+    results = [env.step_wait() if hasattr(env, "step_async") else env.step(dict(zip(agents, action.tolist())))
+               for env, action in zip(envs, actions)]
+    next_obs, reward, terminated = [], [], []
+    for env, (obs_dict, rewards, terminations, _, _) in zip(envs, results):
+        if set(obs_dict) != set(agents) and env.agents:
+            raise ValueError("MADDPG needs every agent alive until the episode ends")
+        next_obs.append(_stack(obs_dict, agents))
+        reward.append(_stack(rewards, agents).ravel())
+        terminated.append(_stack(terminations, agents).ravel())
+    if any(bool(env.agents) != bool(envs[0].agents) for env in envs):
+        raise ValueError("stacked seeds need episodes of one length")
+    return next_obs, reward, terminated
 
 
 #: How an evaluation picks actions: the argmax of the actor's logits ("greedy"), or a sample of the
@@ -394,7 +439,7 @@ def train(env, config: MADDPGConfig, episodes: int, eval_env=None, eval_episodes
         raise ValueError("episodes and eval_episodes must be >= 1")
     seed_everything(config.seed)
     agents, obs_dim, n_actions = env_dims(env)
-    learner = MADDPG(len(agents), obs_dim, n_actions, config)
+    learner = make_learner(len(agents), obs_dim, n_actions, config)
     buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
     rows, step_count = [], 0
     for episode in range(episodes):

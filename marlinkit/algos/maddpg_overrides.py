@@ -46,6 +46,10 @@ class MADDPGOverrides:
     """Weight of the squared-logit penalty in the actor loss."""
     products: str | None = None
     """Where the batched update's matrix products run ("torch" or "openblas")."""
+    sharing: str | None = None
+    """Which networks the agents share ("none", the paper's, or "shared-local")."""
+    decision_s: int | None = None
+    """Environment steps each chosen action is held."""
 
     @classmethod
     def of(cls, value: MADDPGOverrides | dict[str, Any] | None) -> MADDPGOverrides:

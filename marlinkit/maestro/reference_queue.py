@@ -166,15 +166,22 @@ def main(config: Callable[..., ablation.Config], argv: list[str] | None = None) 
     run_parser.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: the preset's 12)")
     run_parser.add_argument("--ablations", nargs="+", choices=ORDER, default=None,
                             help="configurations (default: all four); two queues can split a seed, A7 after its A2")
-    sub.add_parser("status", help="list the finished runs")
+    for sub_parser in (run_parser, sub.add_parser("status", help="list the finished runs")):
+        sub_parser.add_argument("--maddpg-setting", default=SETTINGS["maddpg_setting"],
+                                help=f"MADDPG setting (marlinkit.maestro.sweep.SETTINGS; default "
+                                     f"{SETTINGS['maddpg_setting']})")
+        sub_parser.add_argument("--curriculum", default=SETTINGS["curriculum"],
+                                help=f"curriculum target (marlinkit.maestro.curriculum.SETTINGS; default "
+                                     f"{SETTINGS['curriculum']})")
     timing_parser = sub.add_parser("timing", help="seconds per episode on SUMO and on CityFlow")
     timing_parser.add_argument("--episodes", type=int, default=4)
     args = parser.parse_args(argv)
+    chosen = {"maddpg_setting": args.maddpg_setting, "curriculum": args.curriculum} if args.command != "timing" else {}
     if args.command == "run":
-        run(config(True, **settings()), tuple(args.seeds) if args.seeds else None,
+        run(config(True, **settings(**chosen)), tuple(args.seeds) if args.seeds else None,
             tuple(args.ablations) if args.ablations else None)
     elif args.command == "status":
-        cfg = config(True, **settings())
+        cfg = config(True, **settings(**chosen))
         done = finished(cfg)
         print(f"{len(done)} of {len(queue(cfg.seeds))} runs finished: {', '.join(done) or 'none'}")
         for name, state in in_progress(cfg).items():

@@ -82,6 +82,12 @@ SETTINGS: dict[str, Setting] = {
                              "OpenBLAS products (the same arithmetic to float precision, ~2x faster updates, other "
                              "bits; MADDPGConfig.products); the setting the ablation at the paper's length runs by",
                              MADDPGOverrides(**_UE25, products="openblas")),
+    "shared5": Setting("a departure from the paper's MADDPG: one actor and one critic shared by the 16 intersections "
+                       "(the critic reads the agent's own observation, its identity and every agent's action), a "
+                       "decision every 5 s held in between, an update per decision on 128 transitions, lr 1e-3, "
+                       "gamma 0.9 per decision, 128 hidden units (marlinkit.algos.maddpg_shared)",
+                       MADDPGOverrides(sharing="shared-local", decision_s=5, update_every=5, batch_size=128,
+                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128)),
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
@@ -139,7 +145,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import torch
 
     from marlinkit import numerics, provenance
-    from marlinkit.algos.maddpg import EVAL_POLICIES, MADDPG, env_dims, evaluate, run_episode, seed_everything
+    from marlinkit.algos.maddpg import EVAL_POLICIES, env_dims, evaluate, make_learner, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.files import atomic_write_text
@@ -164,7 +170,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
         base = baseline_episodes(base_env, eval_seed, {"context": None})
         seed_everything(seed)
         agents, obs_dim, n_actions = env_dims(env)
-        learner = MADDPG(len(agents), obs_dim, n_actions, config)
+        learner = make_learner(len(agents), obs_dim, n_actions, config)
         buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
         saved = checkpoint.resume(saving, learner, buffer, hashed) if checkpoint_every else None
         rows, steps = (saved["rows"], saved["steps"]) if saved is not None else ([], 0)

@@ -22,13 +22,13 @@ class TrainMADDPG:
     are evaluated on the real flow. With ``checkpoint_every``, the run resumes from its last checkpoint."""
 
     def __init__(self, parts: RunParts):
-        from marlinkit.algos.maddpg import MADDPG, env_dims
+        from marlinkit.algos.maddpg import env_dims, make_learner
         from marlinkit.algos.replay_buffer import ReplayBuffer
 
         mcfg = parts.maddpg
         agents, obs_dim, n_actions = env_dims(parts.base)
         self.parts = parts
-        self.learner = MADDPG(len(agents), obs_dim, n_actions, mcfg)
+        self.learner = make_learner(len(agents), obs_dim, n_actions, mcfg)
         self.buffer = ReplayBuffer(mcfg.buffer_size, len(agents), obs_dim)
         self.checkpoints = bool(parts.cfg.checkpoint_every)
         self.followed = None  # the run this one follows (None: trained in full)
@@ -100,6 +100,12 @@ class TrainMADDPG:
         env.context = training_context
         return out
 
+    def actor_bytes(self) -> bytes:
+        """The trained actor as ``<run>.actor.pt`` holds it."""
+        from marlinkit.maestro.heldout import actor_bytes
+
+        return actor_bytes(self.learner)
+
     def save(self, state: LoopState, elapsed_s: float) -> None:
         """A checkpoint every ``checkpoint_every`` episodes (none after the last)."""
         p = self.parts
@@ -170,6 +176,11 @@ class FollowLeader:
 
     def finish(self, record: EpisodeRecord) -> None:
         return None  # the leader's row holds its evaluation
+
+    def actor_bytes(self) -> bytes | None:
+        """The leader's actor (this run trained as it did throughout), None where the leader saved none."""
+        path = self.parts.checkpoint_path.parent / f"{self.followed}.actor.pt"
+        return path.read_bytes() if path.exists() else None
 
     def save(self, state: LoopState, elapsed_s: float) -> None:
         return None

@@ -69,7 +69,8 @@ def dual_loop(cfg: Config, ablation: str, seed: int, calibration: Calibration, r
 
 
 def run_output(run: RunParts, inner: TrainMADDPG | FollowLeader, state: LoopState, wall_s: float) -> dict[str, Any]:
-    """A finished run's table, configuration, generation log (JSON lines) and sidecar provenance."""
+    """A finished run's table, configuration, generation log (JSON lines), sidecar provenance and trained actor
+    (the bytes of ``<run>.actor.pt``, :func:`marlinkit.maestro.heldout.actor_bytes`)."""
     from marlinkit.llm import config as llm_config
 
     counts = {f"{kind}_{what}": n for kind in ("context", "reward")
@@ -80,4 +81,5 @@ def run_output(run: RunParts, inner: TrainMADDPG | FollowLeader, state: LoopStat
             "generations": "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in run.log.records),
             "provenance": {"engine": cfg.engine, "engine_version": inner.engine_version,
                            "llm": llm_config.label(run.backend), "llm_setting": cfg.llm, "wall_s": wall_s, **counts,
-                           "followed": inner.followed}}
+                           "followed": inner.followed},
+            "actor": inner.actor_bytes()}

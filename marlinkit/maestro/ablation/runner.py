@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from marlinkit import executors
-from marlinkit.files import atomic_write_text, read_jsonl
+from marlinkit.files import atomic_write_bytes, atomic_write_text, read_jsonl
 from marlinkit.maestro import checkpoint
 from marlinkit.maestro.ablation.config import Config, leader_of, results_root, run_config
 from marlinkit.maestro.ablation.inner import Leader, LeaderLeft
@@ -74,6 +74,8 @@ def save_run(store: ResultStore, out: dict[str, Any]) -> str:
     """Write one finished run's files (the sidecar last: it marks the run complete) and drop its checkpoint."""
     name = out["name"]
     atomic_write_text(store.root / f"{name}.generations.jsonl", out["generations"])
+    if out.get("actor") is not None:  # the trained actor, for evaluations on other traffic without retraining
+        atomic_write_bytes(store.root / f"{name}.actor.pt", out["actor"])
     store.save(name, out["table"], out["config"], **out["provenance"])
     checkpoint.remove(store.root / f"{name}.checkpoint.pt")
     return name

@@ -1,0 +1,164 @@
+"""Held-out evaluation of MAESTRO's policies: traffic no run trained on, both protocols, beside the baselines.
+
+Every policy is scored on the calibrated scale of the traffic it plays (0 = fixed-time, 165 = max-pressure on that
+same traffic, :func:`~marlinkit.maestro.curriculum_env.calibrated_score`):
+
+* **traffic** (:data:`TRAFFIC`): ``real`` (the flow the ablation evaluates on, and A0 trains on), the data set's
+  other two flows ``real_5816`` and ``real_5734`` at the project's episode length, and five curriculum contexts
+  ``context:<seed>@<d>`` from seeds no run trains on (runs use seeds below 1,600), at difficulties spanning the
+  paper's range 0.3-0.9;
+* **protocol**: ``greedy`` (the paper's deterministic evaluation, the argmax of the actor) and ``stochastic``
+  (the Gumbel-softmax policy it trains, noise from a generator seeded per episode);
+* **baselines**: ``random`` (a uniform phase request every second, :data:`RANDOM_DRAWS` seeded draws; the protocol
+  column reads ``stochastic``), ``fixed-time`` and ``max-pressure`` (0 and 165 by construction, listed so every
+  table and figure can draw them).
+
+A trained run is evaluated from its saved actor (``<run>.actor.pt``: the actor's weights and the MADDPG settings that
+rebuild it), so a new evaluation needs no retraining.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from marlinkit.envs.traffic.context import context_for_difficulty
+
+#: The held-out curriculum contexts: (seed, difficulty).
+CONTEXTS: tuple[tuple[int, float], ...] = ((90001, 0.3), (90002, 0.45), (90003, 0.6), (90004, 0.75), (90005, 0.9))
+TRAFFIC: tuple[str, ...] = ("real", "real_5816", "real_5734", *(f"context:{s}@{d}" for s, d in CONTEXTS))
+PROTOCOLS = ("greedy", "stochastic")
+RANDOM_DRAWS = 10
+#: The columns of ``heldout_evaluation.csv``.
+COLUMNS = ("configuration", "seed", "traffic", "protocol", "score")
+EVAL_SEED = 1_000_000
+
+
+def make_env(traffic: str, engine: str = "cityflow", seconds: int = 360):
+    """The traffic environment playing ``traffic`` (a name of :data:`TRAFFIC`, or any ``context:<seed>@<d>``)."""
+    from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
+
+    if traffic.startswith("context:"):
+        seed, difficulty = traffic[len("context:"):].split("@")
+        context = context_for_difficulty(float(difficulty), int(seed), seconds)
+        return TrafficSignalEnv(TrafficEnvConfig(engine=engine, context=context, episode_seconds=seconds))
+    return TrafficSignalEnv(TrafficEnvConfig(engine=engine, flow=traffic, episode_seconds=seconds))
+
+
+@functools.cache
+def calibration(traffic: str, engine: str = "cityflow", seconds: int = 360) -> tuple[float, float]:
+    """Fixed-time's and max-pressure's returns on ``traffic``: the score's 0 and 165."""
+    from marlinkit.envs.traffic.controllers import controller_episode
+
+    env = make_env(traffic, engine, seconds)
+    try:
+        return controller_episode(env, "fixed-time", EVAL_SEED)[0], controller_episode(env, "max-pressure", EVAL_SEED)[0]
+    finally:
+        env.close()
+
+
+def score(traffic: str, episode_return: float, engine: str = "cityflow", seconds: int = 360) -> float:
+    from marlinkit.maestro.curriculum_env import calibrated_score
+
+    return float(calibrated_score(episode_return, *calibration(traffic, engine, seconds)))
+
+
+def play(env, choose: Callable[[Any], dict]) -> float:
+    """One episode of ``choose(env) -> actions``: the return (the sum over seconds of the agents' mean reward)."""
+    env.reset(seed=EVAL_SEED)
+    total = 0.0
+    while env.agents:
+        _, rewards, *_ = env.step(choose(env))
+        total += float(np.mean(list(rewards.values())))
+    return total
+
+
+def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDOM_DRAWS) -> list[dict[str, Any]]:
+    """The random switcher (a uniform phase request every second, draw k seeded with k) and both baselines."""
+    rows = []
+    for traffic in TRAFFIC:
+        env = make_env(traffic, engine, seconds)
+        try:
+            for draw in range(draws):
+                rng = np.random.default_rng(draw)
+                ret = play(env, lambda e, rng=rng: {a: int(rng.integers(4)) for a in e.possible_agents})
+                rows.append({"configuration": "random", "seed": draw, "traffic": traffic, "protocol": "stochastic",
+                             "score": score(traffic, ret, engine, seconds)})
+        finally:
+            env.close()
+        for name, value in (("fixed-time", 0.0), ("max-pressure", 165.0)):
+            rows += [{"configuration": name, "seed": 0, "traffic": traffic, "protocol": p, "score": value}
+                     for p in PROTOCOLS]
+    return rows
+
+
+def actor_bytes(learner) -> bytes:
+    """A trained learner's actor and the MADDPG settings that rebuild it, as the bytes of ``<run>.actor.pt``."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({"maddpg": {**learner.config.key(), "seed": learner.config.seed}, "n_agents": learner.n,
+                "obs_dim": learner.obs_dim, "n_actions": learner.n_actions,
+                "actor": learner.actor.state_dict()}, buffer)
+    return buffer.getvalue()
+
+
+def load_actor(path: Path):
+    """The learner a ``.actor.pt`` file saved (its actor trained, the rest fresh)."""
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPGConfig, make_learner
+
+    saved = torch.load(path, weights_only=True)
+    learner = make_learner(saved["n_agents"], saved["obs_dim"], saved["n_actions"], MADDPGConfig(**saved["maddpg"]))
+    learner.actor.load_state_dict(saved["actor"])
+    return learner
+
+
+def learner_rows(configuration: str, seed: int, learner, engine: str = "cityflow",
+                 seconds: int = 360) -> list[dict[str, Any]]:
+    """A trained learner on every held-out traffic under both protocols."""
+    from marlinkit.algos.maddpg import evaluate
+
+    rows = []
+    for traffic in TRAFFIC:
+        env = make_env(traffic, engine, seconds)
+        try:
+            for protocol in PROTOCOLS:
+                ret = evaluate(env, learner, EVAL_SEED, policy=protocol)
+                rows.append({"configuration": configuration, "seed": seed, "traffic": traffic, "protocol": protocol,
+                             "score": score(traffic, ret, engine, seconds)})
+        finally:
+            env.close()
+    return rows
+
+
+def train_peer(seed: int, episodes: int, engine: str = "cityflow", seconds: int = 360, progress=None):
+    """The parameter-shared DQN (:mod:`marlinkit.algos.shared_dqn`) trained on the real flow, as A0 trains: its
+    learner and one row per training episode (return and calibrated score)."""
+    from marlinkit.algos.maddpg import env_dims, run_episode
+    from marlinkit.algos.replay_buffer import ReplayBuffer
+    from marlinkit.algos.shared_dqn import DQNConfig, SharedDQN
+
+    config = DQNConfig(seed=seed)
+    env = make_env("real", engine, seconds)
+    try:
+        agents, obs_dim, n_actions = env_dims(env)
+        learner = SharedDQN(len(agents), obs_dim, n_actions, config)
+        buffer = ReplayBuffer(config.buffer_size, len(agents), obs_dim)
+        rows, steps = [], 0
+        for episode in range(episodes):
+            learner.set_episode(episode)
+            out = run_episode(env, learner, seed + episode, True, buffer, steps)
+            steps += out["steps"]
+            rows.append({"episode": episode, "return": out["return"], "score": score("real", out["return"], engine,
+                                                                                      seconds)})
+            if progress is not None:
+                progress(episode, rows[-1])
+    finally:
+        env.close()
+    return learner, rows
