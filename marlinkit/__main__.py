@@ -29,6 +29,7 @@ COMMANDS = {
     "verify": "marlinkit.verify",
     "maestro-sweep": "marlinkit.maestro.sweep",
     "numerics-trace": "marlinkit.numerics_trace",
+    "heldout": "marlinkit.maestro.heldout",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.bench.corridor",

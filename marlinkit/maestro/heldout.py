@@ -19,6 +19,7 @@ rebuild it), so a new evaluation needs no retraining.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import io
 from pathlib import Path
@@ -97,11 +98,15 @@ def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDO
 
 
 def actor_bytes(learner) -> bytes:
-    """A trained learner's actor and the MADDPG settings that rebuild it, as the bytes of ``<run>.actor.pt``."""
+    """A trained learner's actor (a DQN's Q-network) and the settings that rebuild it: the bytes of
+    ``<run>.actor.pt``."""
     import torch
 
+    from marlinkit.algos.shared_dqn import SharedDQN
+
     buffer = io.BytesIO()
-    torch.save({"maddpg": {**learner.config.key(), "seed": learner.config.seed}, "n_agents": learner.n,
+    kind = "dqn" if isinstance(learner, SharedDQN) else "maddpg"
+    torch.save({"learner": kind, "config": {**learner.config.key(), "seed": learner.config.seed}, "n_agents": learner.n,
                 "obs_dim": learner.obs_dim, "n_actions": learner.n_actions,
                 "actor": learner.actor.state_dict()}, buffer)
     return buffer.getvalue()
@@ -112,9 +117,14 @@ def load_actor(path: Path):
     import torch
 
     from marlinkit.algos.maddpg import MADDPGConfig, make_learner
+    from marlinkit.algos.shared_dqn import DQNConfig, SharedDQN
 
     saved = torch.load(path, weights_only=True)
-    learner = make_learner(saved["n_agents"], saved["obs_dim"], saved["n_actions"], MADDPGConfig(**saved["maddpg"]))
+    shape = (saved["n_agents"], saved["obs_dim"], saved["n_actions"])
+    if saved["learner"] == "dqn":
+        learner = SharedDQN(*shape, DQNConfig(**saved["config"]))
+    else:
+        learner = make_learner(*shape, MADDPGConfig(**saved["config"]))
     learner.actor.load_state_dict(saved["actor"])
     return learner
 
@@ -162,3 +172,57 @@ def train_peer(seed: int, episodes: int, engine: str = "cityflow", seconds: int 
     finally:
         env.close()
     return learner, rows
+
+
+def table(run_folders: list[Path], engine: str = "cityflow", seconds: int = 360, draws: int = RANDOM_DRAWS):
+    """``heldout_evaluation.csv``'s rows: the baselines, then every run with a saved actor in ``run_folders``
+    (configuration and seed from its file name ``<configuration>__seed<seed>.actor.pt``), sorted."""
+    import pandas as pd
+
+    rows = random_rows(engine, seconds, draws)
+    for folder in run_folders:
+        for path in sorted(Path(folder).glob("*__seed*.actor.pt")):
+            configuration, seed = path.name[: -len(".actor.pt")].split("__seed")
+            rows += learner_rows(configuration, int(seed), load_actor(path), engine, seconds)
+    out = pd.DataFrame(rows, columns=list(COLUMNS))
+    return out.sort_values(["configuration", "seed", "traffic", "protocol"], kind="stable").reset_index(drop=True)
+
+
+#: Where the peer learner's trained networks go (one ``dqn__seed<seed>.actor.pt`` per seed).
+PEER_FOLDER = Path("data/results/maestro/paper/peer_dqn")
+OUTPUT = Path("figures/paper/maestro/heldout_evaluation.csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--train-peer", nargs="+", type=int, metavar="SEED", default=[],
+                        help="train the shared DQN on the real flow for these seeds first (saved under "
+                             f"{PEER_FOLDER}/, a seed already there is kept)")
+    parser.add_argument("--episodes", type=int, default=30, help="the peer's training episodes (default 30)")
+    parser.add_argument("--runs", nargs="*", type=Path, default=[], help="folders of runs with saved actors")
+    parser.add_argument("--out", type=Path, default=OUTPUT, help=f"the table (default {OUTPUT})")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train the peer learner where asked, then score every saved actor and the baselines on the held-out traffic."""
+    from marlinkit import paths
+    from marlinkit.files import atomic_write_bytes, atomic_write_text
+
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    folders = [Path(f) for f in args.runs]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        raise FileNotFoundError(f"no such run folder: {', '.join(missing)}")
+    peers = paths.REPO_ROOT / PEER_FOLDER
+    for seed in args.train_peer:
+        target = peers / f"dqn__seed{seed}.actor.pt"
+        if not target.exists():
+            learner, rows = train_peer(seed, args.episodes)
+            atomic_write_bytes(target, actor_bytes(learner))
+            print(f"peer DQN seed {seed}: final training score {rows[-1]['score']:.1f}", flush=True)
+    if peers.is_dir():
+        folders.append(peers)
+    out = table(folders)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, out.to_csv(index=False))
+    return {"rows": len(out), "configurations": sorted(out.configuration.unique()), "out": str(args.out)}

@@ -59,3 +59,14 @@ def test_a_saved_actor_evaluates_as_the_learner_that_saved_it(tmp_path):
     rows = heldout.learner_rows("A0", 5, loaded, seconds=SECONDS)
     assert len(rows) == len(heldout.TRAFFIC) * 2 and all(np.isfinite(r["score"]) for r in rows)
     assert rows == heldout.learner_rows("A0", 5, learner, seconds=SECONDS)
+
+
+def test_a_saved_dqn_is_loaded_as_a_dqn(tmp_path):
+    from marlinkit.algos.shared_dqn import DQNConfig, SharedDQN
+
+    learner = SharedDQN(16, 198, 4, DQNConfig(seed=3, hidden=16))
+    (tmp_path / "dqn__seed3.actor.pt").write_bytes(heldout.actor_bytes(learner))
+    loaded = heldout.load_actor(tmp_path / "dqn__seed3.actor.pt")
+    obs = np.random.default_rng(1).random((16, 198), dtype=np.float32)
+    assert isinstance(loaded, SharedDQN) and loaded.config == learner.config
+    assert np.array_equal(loaded.act(obs, explore=False), learner.act(obs, explore=False))
