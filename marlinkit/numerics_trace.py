@@ -4,8 +4,8 @@ Made on one processor and recomputed on another, a trace names the first operati
 machine: ``update 2, operation 57 (aten.log.default)``. Each of :data:`UPDATES` MADDPG updates of a small learner
 (4 agents, 6 observations, 4 actions, 16 hidden units, batches of 64) is recorded through a torch dispatch mode, which
 sees every ATen operation, the backward pass and the optimizer step included; after each update the parameters and
-Adam's moments are hashed by name. Both product routes (MKL and OpenBLAS, :data:`marlinkit.algos.stacked_mlp.PRODUCTS`)
-are traced: a few seconds in all.
+Adam's moments are hashed by name. The paper's MADDPG with both product routes (MKL and OpenBLAS) and the
+parameter-shared MADDPG are traced (:data:`VARIANTS`): a few seconds in all.
 
 ``python -m marlinkit numerics-trace`` compares this machine with every committed fixture, and with ``--write``
 records one for this machine's processor (``tests/algos/fixtures/maddpg_trace/``).
@@ -35,8 +35,7 @@ def _digest(value) -> str:
     if not isinstance(value, torch.Tensor):  # a number of an optimizer's state: its exact text
         return repr(value)
     tensor = value.detach()
-    data = tensor.contiguous().view(torch.uint8) if tensor.dim() and tensor.dtype != torch.bool else tensor
-    payload = data.contiguous().numpy().tobytes() if tensor.numel() else b""
+    payload = tensor.numpy().tobytes() if tensor.numel() else b""  # in C order, whatever the strides
     return hashlib.sha256(f"{tensor.dtype}{tuple(tensor.shape)}".encode() + payload).hexdigest()[:16]
 
 
@@ -62,9 +61,14 @@ def _recorder(entries: list[list[Any]], update: list[int]):
     return Recorder()
 
 
-def trace(products: str) -> list[list[Any]]:
-    """[update, operation, output hashes...] for every ATen call of :data:`UPDATES` updates with ``products``,
-    then [update, "state:<name>", hash] for every parameter and Adam moment after each update."""
+#: The learners traced: the paper's MADDPG with either product route, and the parameter-shared one.
+VARIANTS = {"torch": {"products": "torch"}, "openblas": {"products": "openblas"},
+            "shared-local": {"sharing": "shared-local"}}
+
+
+def trace(variant: str) -> list[list[Any]]:
+    """[update, operation, output hashes...] for every ATen call of :data:`UPDATES` updates of ``variant`` (a key of
+    :data:`VARIANTS`), then [update, "state:<name>", hash] for every parameter and Adam moment after each update."""
     import numpy as np
 
     from marlinkit.algos import maddpg
@@ -72,8 +76,8 @@ def trace(products: str) -> list[list[Any]]:
 
     s = _SHAPE
     config = maddpg.MADDPGConfig(seed=7, hidden=s["hidden"], batch_size=s["batch"], buffer_size=s["buffer"],
-                                 products=products)
-    learner = maddpg.MADDPG(s["n_agents"], s["obs_dim"], s["n_actions"], config)
+                                 **VARIANTS[variant])
+    learner = maddpg.make_learner(s["n_agents"], s["obs_dim"], s["n_actions"], config)
     rng = np.random.default_rng(7)
     buffer = ReplayBuffer(s["buffer"], s["n_agents"], s["obs_dim"])
     for _ in range(s["buffer"]):
@@ -100,29 +104,27 @@ def record() -> dict[str, Any]:
     import numpy
     import torch
 
-    from marlinkit.algos.stacked_mlp import PRODUCTS
-
     state = numerics.check_pinned()
     return {"cpu": numerics.cpu_model(), "vendor": numerics.cpu_vendor(), "numerics": state,
             "versions": {"torch": torch.__version__, "numpy": numpy.__version__},
-            "traces": {products: trace(products) for products in PRODUCTS}}
+            "traces": {variant: trace(variant) for variant in VARIANTS}}
 
 
 def first_difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
-    """None when ``got``'s traces equal ``expected``'s; else which product route, update and operation first
-    differs, and on which processors each trace was made."""
+    """None when ``got``'s traces equal ``expected``'s; else which learner, update and operation first differs,
+    and on which processors each trace was made."""
     if expected["versions"] != got["versions"]:
         return (f"the fixture was made with {expected['versions']}, this machine runs {got['versions']}: "
                 "regenerate it with `python -m marlinkit numerics-trace --write`")
-    for products, old in expected["traces"].items():
-        new = got["traces"].get(products, [])
+    for variant, old in expected["traces"].items():
+        new = got["traces"].get(variant, [])
         for index, (a, b) in enumerate(zip(old, new)):
             if a != b:
-                return (f"products={products!r}: update {a[0]}, operation {index} ({a[1]}) differs from the fixture "
+                return (f"{variant}: update {a[0]}, operation {index} ({a[1]}) differs from the fixture "
                         f"made on {expected['cpu']} ({expected['vendor']}); recomputed on {got['cpu']} "
                         f"({got['vendor']}) as {b[1]}")
         if len(old) != len(new):
-            return f"products={products!r}: {len(old)} operations in the fixture, {len(new)} recomputed"
+            return f"{variant}: {len(old)} operations in the fixture, {len(new)} recomputed"
     return None
 
 
