@@ -374,7 +374,12 @@ def _batched(worker: RewardWorker, metrics: Mapping[str, np.ndarray], difficulty
         try:
             out.append(worker.evaluate_raw(batch, difficulty[first:first + BATCH_ROWS]))
         except SandboxError as error:
-            raise SandboxError(error.stage, error.reason, None if error.row is None else first + error.row) from None
+            if error.row is None:
+                raise
+            row = first + error.row
+            where = ", ".join(f"{name} {metrics[name][row]:g}" for name in FIELD_NAMES)
+            raise SandboxError(error.stage, f"{error.reason} on row {row}: {where} (d = {difficulty[row]:g})",
+                               row) from None
     return np.concatenate(out) if out else np.zeros(0)
 
 

@@ -132,7 +132,7 @@ class EvaluationError(ArithmeticError):
     """A row reached an operation that has no finite value there (``line`` of the program, first ``row``)."""
 
     def __init__(self, message: str, line: int, row: int):
-        super().__init__(f"{message} (line {line}, row {row})")
+        super().__init__(f"{message} (line {line})")
         self.line, self.row = line, row
 
 
@@ -211,6 +211,14 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, fields: tuple[str, ...], metrics: str | None, static: dict, notes: list[str]):
         self.fields, self.metrics, self.static, self.notes = fields, metrics, static, notes
         self.bindings: dict[str, ast.expr] = {}  # loop variables being unrolled
+        self.produced = 0  # nodes the unrolling has written so far (bounded before it writes them)
+
+    def budget(self, node: ast.AST, copies: int) -> None:
+        """Count ``copies`` of ``node`` before writing them: unrolling stops at :data:`MAX_REWRITTEN_NODES`."""
+        self.produced += copies * tree_size(node)[0]
+        if self.produced > MAX_REWRITTEN_NODES:
+            raise LanguageError([(getattr(node, "lineno", 0), f"unrolling writes more than {MAX_REWRITTEN_NODES} "
+                                                              "nodes after unrolling: write the terms out")])
 
     def note(self, node: ast.AST, text: str) -> None:
         self.notes.append(f"line {getattr(node, 'lineno', 0)}: {text}")
@@ -283,11 +291,27 @@ class _Rewriter(ast.NodeTransformer):
         bindings = self.unrolled(node, node.target, node.iter)
         if bindings is None or node.orelse or any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node)):
             return self.generic_visit(node)  # stays a loop: refused by the check
+        self.budget(node, len(bindings))
         self.note(node, f"the for loop over {ast.unparse(node.iter)} is unrolled over its {len(bindings)} items")
         body = []
         for binding in bindings:
             body.extend(s for s in self._substituted(node.body, binding) if not isinstance(s, ast.Pass))
         return body or [ast.Pass()]
+
+    def visit_Assign(self, node: ast.Assign):
+        """``a, b = x, y`` becomes ``a = x`` then ``b = y`` when no right side reads a name the left side binds."""
+        node = self.generic_visit(node)
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                and len(target.elts) == len(node.value.elts) and all(isinstance(e, ast.Name) for e in target.elts)):
+            return node
+        bound = {e.id for e in target.elts}
+        read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if bound & read or len(bound) != len(target.elts):
+            return node
+        self.note(node, f"the tuple assignment to {', '.join(e.id for e in target.elts)} is one assignment each")
+        return [ast.copy_location(ast.Assign([ast.Name(e.id, ast.Store())], value), node)
+                for e, value in zip(target.elts, node.value.elts)]
 
     def visit_Name(self, node: ast.Name):
         if isinstance(node.ctx, ast.Load) and node.id in self.bindings:
@@ -326,6 +350,7 @@ class _Rewriter(ast.NodeTransformer):
             bindings = self.unrolled(argument, generator.target, generator.iter)
             if bindings is None or generator.is_async:
                 return None
+            self.budget(argument, len(bindings))
             items = []
             for binding in bindings:
                 keep = [self._substituted([condition], binding)[0] for condition in generator.ifs]

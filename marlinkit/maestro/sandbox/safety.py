@@ -9,11 +9,11 @@ difficulty level the curriculum can produce:
   program reaches is a failure of this property too);
 * ``queue_length``, ``waiting_time``, ``delay``: not rising when one of them grows, everything else unchanged;
 * ``throughput``: not falling when more vehicles leave;
+* ``phase``: the same value whatever the phase and however long it has been held (unless
+  ``SandboxLimits.phase_terms``: the prompt asked for such a term);
 * ``jam``: on a jammed intersection of any shape (:data:`JAM`: long queue, long waits, slow, occupied lanes,
   nobody leaving; any pressure, phase and phase time) never above the reward's lower quartile on the recorded
-  rows of the same difficulty;
-* ``phase``: the same value whatever the phase and however long it has been held (unless
-  ``SandboxLimits.phase_terms``: the prompt asked for such a term).
+  rows of the same difficulty.
 
 The search is deterministic: a seeded draw of ``search_rows`` rows (or pairs) per property, each metric taken
 at an edge of its range, at zero, at a whole number or anywhere in between, the difficulty levels in turn; then
@@ -45,7 +45,7 @@ JAM = {"queue_length": (60.0, float(QUEUE_CAPACITY)), "waiting_time": (60.0, 600
        "occupancy": (0.5, 1.0), "throughput": (0.0, 0.0)}
 #: The metrics a reward must not rise with (+1) or fall with (-1), the others unchanged.
 MONOTONE = (("queue_length", 1.0), ("waiting_time", 1.0), ("delay", 1.0), ("throughput", -1.0))
-PROPERTIES = ("finite",) + tuple(name for name, _ in MONOTONE) + ("jam", "phase")
+PROPERTIES = ("finite",) + tuple(name for name, _ in MONOTONE) + ("phase", "jam")
 _KEEP_BEST = 32  # candidates the local search starts from, each round
 
 Evaluate = Callable[[dict, np.ndarray], np.ndarray]
