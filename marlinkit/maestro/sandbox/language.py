@@ -558,6 +558,8 @@ def _construct_problem(node: ast.AST, keys: set[int], docs: set[int]) -> str | N
             return "only assignments to one plain name are in the reward language"
     names = [node.id] if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) else \
         [node.arg] if isinstance(node, ast.arg) else [node.name] if isinstance(node, ast.FunctionDef) else []
+    if isinstance(node, (ast.Name, ast.arg)) and FUNCTION_NAME in names:
+        return f"the name {FUNCTION_NAME!r} is the reward's own: it may not be rebound or used as a parameter"
     for name in names:
         if name in RESERVED:
             return f"the name {name!r} is reserved (a builtin or a provided function): choose another name"
@@ -637,7 +639,11 @@ class _Compiler:
         kind, evaluate = self.expr(statement.value, scope, constant=True)
         active = np.ones(1, dtype=bool)
         with np.errstate(all="ignore"):
-            value = float(np.asarray(_number(kind, evaluate)(_Frame({}, 1), active), dtype=float).reshape(-1)[0])
+            try:
+                value = float(np.asarray(_number(kind, evaluate)(_Frame({}, 1), active), dtype=float).reshape(-1)[0])
+            except EvaluationError as error:
+                raise _problem(statement, f"the module-level constant {target.id!r} has no finite value: {error}") \
+                    from None
         self.constants[target.id] = value
 
     # -- functions and statements --

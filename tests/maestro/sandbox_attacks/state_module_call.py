@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | attribute access (.append) is not in the reward language (on
 BOX = list()
 
 def compute_reward(metrics, difficulty):
