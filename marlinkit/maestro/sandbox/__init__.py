@@ -321,8 +321,18 @@ def validate(
     identical code-acceptance decisions for identical seeds, Section 5.3), at any stack depth and in any
     process. Only the CPU limit and the wall-clock deadline are time, backstops that an evaluation bounded
     by the program's size does not reach. Never raises: every failure, of the code or of the inputs, is a
-    rejected verdict with its reason.
+    rejected verdict with its reason. It runs in a thread of its own (an empty stack: the same verdict at any
+    depth of the caller's); the worker it starts lives and ends inside that thread.
     """
+    out: list[Verdict] = []
+    thread = threading.Thread(target=lambda: out.append(_validate(source, samples, limits, n_real)),
+                              name="reward-validation", daemon=True)
+    thread.start()
+    thread.join()
+    return out[0] if out else Verdict(False, "syntax", "validation failed: the validation thread ended without a verdict")
+
+
+def _validate(source, samples, limits: SandboxLimits, n_real: int) -> Verdict:
     timings: dict[str, float] = {}
     stage, start = "syntax", time.perf_counter()
     state: dict[str, Any] = {"values": np.zeros(0), "isolation": {}, "program": None}

@@ -436,7 +436,7 @@ def _drop_static_assignments(body: list[ast.stmt], static: dict, tree: ast.AST) 
 
 def rewrite(tree: ast.Module, fields: tuple[str, ...]) -> tuple[ast.Module, list[str]]:
     """The automatic rewrites of the module docstring on a copy of ``tree``; (new tree, notes)."""
-    tree = ast.parse(ast.unparse(tree))
+    tree = copy.deepcopy(tree)  # keeps the source's line numbers
     notes: list[str] = []
     body = []
     for statement in tree.body:
@@ -493,6 +493,7 @@ def check(tree: ast.Module) -> None:
             for s in n.body if _docstring(s)}
     annotations = {id(a) for n in ast.walk(tree) for a in _annotations(n)}
     skip = {id(n) for a in ast.walk(tree) if id(a) in annotations for n in ast.walk(a)}
+    defined = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
     lines, stack = {}, [(tree, 0)]
     while stack:  # every node's line: its own, or its parent's (operators and arguments have none)
         node, parent_line = stack.pop()
@@ -503,6 +504,9 @@ def check(tree: ast.Module) -> None:
             continue
         line = lines[id(node)]
         text = _construct_problem(node, keys, docs)
+        if text is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id not in FUNCTIONS and node.func.id not in defined:
+            text = f"calling {node.func.id!r} is not in the reward language"
         if text:
             problems.append((line, text))
     for statement in tree.body:
