@@ -20,10 +20,11 @@ Before the check the module is rewritten where the meaning is certain (:func:`re
 ``import math`` / ``from math import ...`` / ``from typing import ...`` are dropped (the functions are provided);
 ``metrics.get("name", default)`` becomes ``metrics["name"]`` (every metric is always present); a ``for`` loop or a
 generator inside ``sum``/``min``/``max`` over ``metrics.items()``, ``metrics.keys()``, ``metrics.values()``, a literal
-tuple or list, or a name bound once to a literal dict, list or tuple of constants is unrolled over its items, in
-order, and comparisons of literal names are folded (so ``for name, value in metrics.items(): if name ==
-"queue_length": ...`` becomes ``metrics["queue_length"]``); ``sum([a, b])``/``min((a, b))`` become ``a + b`` /
-``min(a, b)``; ``np.clip(x, lo, hi)`` becomes ``min(max(x, lo), hi)``.
+tuple or list, or a name bound once to a literal dict, list or tuple of constants (or ``zip``, ``enumerate`` and
+``sorted`` of those) is unrolled over its items, in order, and comparisons of literal names are folded (so ``for
+name, value in metrics.items(): if name == "queue_length": ...`` becomes ``metrics["queue_length"]``);
+``sum([a, b])``/``min((a, b))`` become ``a + b`` / ``min(a, b)``; ``a, b = x, y`` becomes two assignments when no
+right side reads a name the left side binds; ``np.clip(x, lo, hi)`` becomes ``min(max(x, lo), hi)``.
 
 Evaluation is vectorised (:class:`Program`): every value is an array over all rows. A branch becomes a mask: an
 ``if`` runs each branch for the rows that take it, a ``return`` ends the rows that reach it, ``and``/``or`` and
@@ -229,51 +230,53 @@ class _Rewriter(ast.NodeTransformer):
     def _field(self, key: str) -> ast.expr:
         return ast.Subscript(ast.Name(self.metrics, ast.Load()), ast.Constant(key), ast.Load())
 
-    def items(self, node: ast.expr) -> list[tuple[object, ast.expr]] | None:
-        """(key, value expression) pairs an iterable unrolls into, in order; None if it is not static."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and not node.keywords:
-            base, method = node.func.value, node.func.attr
-            if self._is_metrics(base) and method in ("items", "keys", "values"):
-                return [(name, self._field(name)) for name in self.fields]
-            value = self._static(base)
-            if isinstance(value, dict) and method in ("items", "keys", "values"):
-                return [(k, _literal(v)) for k, v in value.items()]
+    def elements(self, node: ast.expr) -> list[tuple[ast.expr, ...]] | None:
+        """What iterating ``node`` gives, in order, each item a tuple of its parts (a key and a value for
+        ``.items()``); None when it is not known before the program runs."""
+        if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Name):
+            parts = [self.elements(arg) for arg in node.args]
+            if any(p is None for p in parts) or not parts:
+                return None
+            if node.func.id == "zip":
+                return [sum(items, ()) for items in zip(*parts)]
+            if node.func.id == "enumerate" and len(parts) == 1:
+                return [(ast.Constant(i), *item) for i, item in enumerate(parts[0])]
+            if node.func.id == "sorted" and len(parts) == 1 and all(isinstance(i[0], ast.Constant) for i in parts[0]):
+                keys = [i[0].value for i in parts[0]]
+                if all(isinstance(k, str) for k in keys) or all(isinstance(k, (int, float)) for k in keys):
+                    return [item for _, item in sorted(zip(keys, parts[0]), key=lambda pair: pair[0])]
             return None
+        method = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and not node.keywords:
+            node, method = node.func.value, node.func.attr
+            if method not in ("items", "keys", "values"):
+                return None
         if self._is_metrics(node):
-            return [(name, self._field(name)) for name in self.fields]
-        value = self._static(node)
-        if isinstance(value, dict):
-            return [(k, _literal(v)) for k, v in value.items()]
-        if isinstance(value, tuple):
-            return [(v, _literal(v)) for v in value]
-        return None
+            pairs = [(ast.Constant(name), self._field(name)) for name in self.fields]
+        else:
+            value = self._static(node)
+            if isinstance(value, dict):
+                pairs = [(_literal(k), _literal(v)) for k, v in value.items()]
+            elif isinstance(value, tuple) and method is None:
+                return [(_literal(v),) for v in value]
+            else:
+                return None
+        return [pair if method == "items" else (pair[1],) if method == "values" else (pair[0],) for pair in pairs]
 
     def _static(self, node: ast.expr):
         if isinstance(node, ast.Name) and node.id in self.static:
             return self.static[node.id]
         return _constant_value(node) if isinstance(node, (ast.Tuple, ast.List, ast.Dict)) else ...
 
-    def _bind(self, target: ast.expr, method: str | None, key, value: ast.expr) -> dict[str, ast.expr] | None:
-        """Loop variables for one item: ``name, value`` for items(), the key for keys(), the value for values()."""
-        if isinstance(target, ast.Name):
-            return {target.id: value if method == "values" else (_literal(key) if method != "items" else None)}
-        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and method == "items" \
-                and all(isinstance(e, ast.Name) for e in target.elts):
-            return {target.elts[0].id: _literal(key), target.elts[1].id: value}
-        return None
-
     def unrolled(self, node: ast.AST, target: ast.expr, iterable: ast.expr) -> list[dict[str, ast.expr]] | None:
-        pairs = self.items(iterable)
-        if pairs is None:
+        """The loop variables of each iteration, or None when the loop cannot be unrolled."""
+        items = self.elements(iterable)
+        if items is None:
             return None
-        method = iterable.func.attr if isinstance(iterable, ast.Call) else (
-            "keys" if self._is_metrics(iterable) or isinstance(self._static(iterable), dict) else "values")
-        if method == "items" and isinstance(target, ast.Name):
+        names = [target] if isinstance(target, ast.Name) else target.elts if isinstance(target, ast.Tuple) else None
+        if not names or not all(isinstance(n, ast.Name) for n in names) or any(len(i) != len(names) for i in items):
             return None
-        bindings = [self._bind(target, method, key, value) for key, value in pairs]
-        if any(b is None or None in b.values() for b in bindings):
-            return None
-        return bindings
+        return [{n.id: part for n, part in zip(names, item)} for item in items]
 
     def _substituted(self, nodes: list[ast.AST], binding: dict[str, ast.expr]) -> list[ast.AST]:
         saved = self.bindings
@@ -364,10 +367,10 @@ class _Rewriter(ast.NodeTransformer):
             items = list(argument.elts)
             self.note(call, f"{name}() of a {type(argument).__name__.lower()} is written out over its items")
         else:
-            pairs = self.items(argument)
-            if pairs is None or isinstance(self._static(argument), dict):
+            found = self.elements(argument)
+            if found is None or any(len(item) != 1 for item in found):
                 return None
-            items = [value for _, value in pairs]
+            items = [item[0] for item in found]
             self.note(call, f"{name}() of {ast.unparse(argument)} is written out over its {len(items)} items")
         if name == "len":
             return ast.Constant(len(items))
