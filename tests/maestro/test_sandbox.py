@@ -103,8 +103,8 @@ RUNTIME_CORPUS = [
     ("unscaled-queue", reward("return -metrics['queue_length']"), "safety", "|value| reaches 120, outside [-1, 1]"),
     ("infinite-loop", reward("while True:\n    pass"), "syntax", "a while loop is not in the reward language"),
     ("huge-range", reward("return sum(i for i in range(10 ** 12)) * 0.0"), "syntax", "a generator expression is not i"),
-    ("endless-recursion-tree", "def f(n):\n    return f(n + 1) + f(n + 2) if n < 60 else 0\n" + reward("return f(0)"), "syntax",
-      "recursion is not in the reward language (f -> f)"),
+    ("endless-recursion-tree", "def f(n):\n    return f(n + 1) + f(n + 2) if n < 60 else 0\n" + reward("return f(0)"),
+     "syntax", "recursion is not in the reward language (f -> f)"),
 ]
 
 

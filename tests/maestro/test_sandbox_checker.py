@@ -1,4 +1,4 @@
-"""The reward checker: the language's bounds, its vectorised semantics, one verdict everywhere, the corpora, the search."""
+"""The reward checker: the language's bounds, its vectorised semantics, one verdict everywhere, corpora, search."""
 
 from __future__ import annotations
 

@@ -329,7 +329,7 @@ def validate(
                               name="reward-validation", daemon=True)
     thread.start()
     thread.join()
-    return out[0] if out else Verdict(False, "syntax", "validation failed: the validation thread ended without a verdict")
+    return out[0] if out else Verdict(False, "syntax", "validation failed: the validation thread gave no verdict")
 
 
 def _validate(source, samples, limits: SandboxLimits, n_real: int) -> Verdict:

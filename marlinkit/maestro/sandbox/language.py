@@ -106,7 +106,8 @@ _FOLD_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
 #: How a construct outside the language is named in an error.
 _CONSTRUCTS = {
     ast.For: "a for loop", ast.AsyncFor: "a for loop", ast.While: "a while loop", ast.ListComp: "a list comprehension",
-    ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension", ast.GeneratorExp: "a generator expression",
+    ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
     ast.List: "a list", ast.Tuple: "a tuple", ast.Dict: "a dict", ast.Set: "a set", ast.Lambda: "a lambda",
     ast.JoinedStr: "an f-string", ast.FormattedValue: "an f-string", ast.Import: "an import",
     ast.ImportFrom: "an import", ast.ClassDef: "a class", ast.Try: "try", ast.With: "with", ast.AsyncWith: "with",

@@ -80,7 +80,8 @@ def check_real(values: np.ndarray, metrics: Mapping[str, np.ndarray], limits: Sa
     scale = CurriculumConfig().llm_scale
     env_range, spread = float(np.ptp(env_reward(metrics))), scale * float(np.ptp(values))
     if env_range > 0 and not spread >= limits.min_spread_fraction * env_range:
-        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is {spread:.3g}, "
+        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is "
+                                     f"{spread:.3g}, "
                                      f"under {limits.min_spread_fraction:g} of the environment reward's range "
                                      f"({env_range:.3g})")
 
