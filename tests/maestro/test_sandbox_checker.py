@@ -317,3 +317,15 @@ def test_a_reward_the_checker_now_refuses_is_retired_on_resume_instead_of_a_cras
     refused = (Path(__file__).parent / "sandbox_attacks" / "game_pays_for_gridlock.py").read_text()
     assert "safety" in synth.refusal(refused) and refused not in synth.accepted
     assert synth.refusal(EXAMPLE) is None and EXAMPLE in synth.accepted
+
+
+def test_the_prompt_states_the_language_and_the_properties():
+    from marlinkit.llm.backends.scripted import ScriptedBackend
+    from marlinkit.maestro import architect
+
+    backend = ScriptedBackend(architect.scripted_architect_replies())
+    text = architect.RewardSynthesizer(backend).messages(0.5, {})[1]["content"]
+    assert "subset of Python" in text and all(name in text for name in sandbox.FUNCTIONS)
+    assert "Not allowed: loops" in text and "must not depend on `phase`" in text
+    asked = architect.RewardSynthesizer(backend, limits=sandbox.SandboxLimits(phase_terms=True))
+    assert "must not depend on `phase`" not in asked.messages(0.5, {})[1]["content"]
