@@ -97,7 +97,7 @@ RUNTIME_CORPUS = [
     ("unbound-at-runtime", reward("if difficulty > 2:\n    y = 1\nreturn y"), "syntax", "'y' is read before it is ass"),
     ("nan", reward("return float('nan')"), "syntax", "a string ('nan') is not in the reward language outside"),
     ("inf", reward("return float('inf')"), "syntax", "a string ('inf') is not in the reward language outside"),
-    ("overflow-to-inf", reward("return 1e308 * 10"), "execution", "EvaluationError: '*' gives a value that is not fin"),
+    ("overflow-to-inf", reward("return 1e308 * 10"), "safety", "16 of 16 values are not finite (first: inf)"),
     ("nan-at-high-difficulty", reward("return 0.0 if difficulty < 0.9 else float('nan')"), "syntax", "a string ('nan'"),
     ("out-of-range", reward("return 5.0"), "safety", "|value| reaches 5, outside [-1, 1]"),
     ("unscaled-queue", reward("return -metrics['queue_length']"), "safety", "|value| reaches 120, outside [-1, 1]"),
@@ -134,7 +134,7 @@ def _busy(rows: int) -> tuple[dict[str, np.ndarray], str]:
     """Rows, and a long (legal) program: enough work per batch to reach a CPU or wall-clock backstop."""
     metrics, _ = sandbox.sample_rollouts(rows, seed=2)
     helper = "def h(x):\n    return " + " + ".join(f"tanh(x * {i + 1}.0)" for i in range(30)) + "\n\n"
-    calls = " + ".join(f"h(metrics['delay'] + {i}.0)" for i in range(15))
+    calls = " + ".join(f"h(metrics['delay'] + {i}.0)" for i in range(3))
     return metrics, helper + reward(f"return -0.0001 * ({calls})")
 
 

@@ -1,4 +1,4 @@
-# expect: syntax | attribute access (.append) is not in the reward language (on
+# expect: syntax | calling 'list' is not in the reward language
 BOX = list()
 
 def compute_reward(metrics, difficulty):
