@@ -92,7 +92,7 @@ class Counterexample(NamedTuple):
     prop: str
     difficulty: float
     rows: list[dict[str, float]]
-    values: list[float]
+    values: list[float | None]  # None: no finite value
     message: str
 
     def to_dict(self) -> dict:
@@ -213,12 +213,12 @@ def _try(evaluate: Evaluate, prop: _Property, rng: np.random.Generator, rows: np
         values = _values(evaluate, stacked, stacked_d)
     except SandboxError as error:
         row = error.row if error.row is not None else 0
-        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [float("nan")],
+        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [None],
                               f"the reward has no finite value on a searched row: {error.reason}"), np.zeros(0)
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.argmax(bad))
-        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [float(values[row])],
+        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [None],
                               "the reward is not finite on a searched row"), np.zeros(0)
     n = len(rows)
     scores = prop.violation(values[:n], None if partners is None else values[n:], difficulty)
@@ -226,16 +226,17 @@ def _try(evaluate: Evaluate, prop: _Property, rng: np.random.Generator, rows: np
         return None, scores
     i = int(np.argmax(scores > tolerance))
     pair = [rows[i]] + ([] if partners is None else [partners[i]])
-    pair = _simplify(evaluate, prop, pair, float(difficulty[i]), tolerance)
-    values = _values(evaluate, np.array(pair), np.full(len(pair), difficulty[i]))
+    found = np.array([values[i]] + ([] if partners is None else [values[n + i]]))
+    pair, values = _simplify(evaluate, prop, pair, found, float(difficulty[i]), tolerance)
     return Counterexample(prop.name, float(difficulty[i]), [_row_dict(r) for r in pair], values.tolist(),
                           _message(prop, pair, values, float(difficulty[i]))), scores
 
 
-def _simplify(evaluate: Evaluate, prop: _Property, pair: list[np.ndarray], difficulty: float,
-              tolerance: float) -> list[np.ndarray]:
+def _simplify(evaluate: Evaluate, prop: _Property, pair: list[np.ndarray], values: np.ndarray, difficulty: float,
+              tolerance: float) -> tuple[list[np.ndarray], np.ndarray]:
     """Move each metric the pair shares to zero (or its range's low end), else to a whole number, while the
-    violation holds: a counterexample easier to read. Deterministic; one batch per metric."""
+    violation holds: a counterexample easier to read, and its values. Deterministic; one batch per metric. A
+    simpler row without a finite value ends it there (the worker that found it is closed)."""
     pair = [row.copy() for row in pair]
     for j, name in enumerate(FIELD_NAMES):
         if len(pair) == 2 and pair[0][j] != pair[1][j]:
@@ -248,16 +249,16 @@ def _simplify(evaluate: Evaluate, prop: _Property, pair: list[np.ndarray], diffi
             for row in trial:
                 row[j] = candidate
             try:
-                values = _values(evaluate, np.array(trial), np.full(len(trial), difficulty))
+                tried = _values(evaluate, np.array(trial), np.full(len(trial), difficulty))
             except SandboxError:
+                return pair, values
+            if not np.isfinite(tried).all():
                 continue
-            if not np.isfinite(values).all():
-                continue
-            score = prop.violation(values[:1], values[1:] if len(trial) == 2 else None, np.array([difficulty]))
+            score = prop.violation(tried[:1], tried[1:] if len(trial) == 2 else None, np.array([difficulty]))
             if score[0] > tolerance:
-                pair = trial
+                pair, values = trial, tried
                 break
-    return pair
+    return pair, values
 
 
 def _message(prop: _Property, pair: list[np.ndarray], values: np.ndarray, difficulty: float) -> str:
