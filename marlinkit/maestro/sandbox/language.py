@@ -24,7 +24,8 @@ tuple or list, or a name bound once to a literal dict, list or tuple of constant
 ``sorted`` of those) is unrolled over its items, in order, and comparisons of literal names are folded (so ``for
 name, value in metrics.items(): if name == "queue_length": ...`` becomes ``metrics["queue_length"]``);
 ``sum([a, b])``/``min((a, b))`` become ``a + b`` / ``min(a, b)``; ``a, b = x, y`` becomes two assignments when no
-right side reads a name the left side binds; ``np.clip(x, lo, hi)`` becomes ``min(max(x, lo), hi)``.
+right side reads a name the left side binds; ``np.clip(x, lo, hi)`` becomes ``min(max(x, lo), hi)``; the
+defensive ``"name" in metrics``, ``not metrics`` and ``len(metrics)`` become the constants they always are.
 
 Evaluation is vectorised (:class:`Program`): every value is an array over all rows. A branch becomes a mask: an
 ``if`` runs each branch for the rows that take it, a ``return`` ends the rows that reach it, ``and``/``or`` and
@@ -401,13 +402,25 @@ class _Rewriter(ast.NodeTransformer):
         node = self.generic_visit(node)
         if len(node.ops) == 1 and type(node.ops[0]) in _FOLD_COMPARE:
             left, right = _constant_value(node.left), node.comparators[0]
-            right = self._static(right) if isinstance(right, ast.Name) else _constant_value(right)
+            if self._is_metrics(right) and isinstance(left, str):
+                self.note(node, f"{ast.unparse(node)} is known before the program runs (the metrics are fixed)")
+                right = set(self.fields)
+            else:
+                right = self._static(right) if isinstance(right, ast.Name) else _constant_value(right)
             if isinstance(left, str) and right is not ... and (isinstance(right, str) or isinstance(node.ops[0],
                                                                                                (ast.In, ast.NotIn))):
                 return ast.copy_location(ast.Constant(bool(_FOLD_COMPARE[type(node.ops[0])](left, right))), node)
         return node
 
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        if isinstance(node.op, ast.Not) and self._is_metrics(node.operand):
+            self.note(node, f"not {self.metrics} is False (the metrics are never empty)")
+            return ast.copy_location(ast.Constant(False), node)
+        return self.generic_visit(node)
+
     def visit_If(self, node: ast.If):
+        if self._is_metrics(node.test):
+            node.test = ast.copy_location(ast.Constant(True), node.test)
         node = self.generic_visit(node)
         if isinstance(node.test, ast.Constant) and isinstance(node.test.value, bool):
             return (node.body if node.test.value else node.orelse) or [ast.Pass()]
