@@ -332,23 +332,21 @@ class RewardSynthesizer:
         self.limits = limits or sandbox.SandboxLimits()
         self.samples = samples  # None: sandbox.validation_rows() (a real episode + synthetic edge cases)
         self.log = log if log is not None else GenerationLog()
-        self.costs: dict[str, dict[str, float]] = {}  # accepted source -> its validated tick cost
+        self.accepted: set[str] = set()  # sources this synthesizer validated and accepted
 
-    def episode_ticks(self, source: str, rows: int) -> int:
-        """Tick budget of one training episode of ``rows`` reward calls for an accepted ``source``.
+    def refusal(self, source: str) -> str | None:
+        """Why the checker refuses ``source`` now (None: it accepts it).
 
-        From the validation measurement (:func:`marlinkit.maestro.sandbox.episode_ticks`); a source not
-        validated by this synthesizer (a run resumed from a checkpoint) is validated again, which
-        gives the same measurement: validation is deterministic. A source the sandbox rejects now (a
-        checkpoint written under an older checker) gets 0 ticks: its first call fails closed, and
-        training falls back to the environment reward and logs the retirement, as for any runtime failure.
+        For a run resumed from a checkpoint: a source this synthesizer did not validate is validated again,
+        which gives the same verdict (validation is deterministic); one written under an older checker may be
+        refused, and training then falls back to the environment reward and logs the retirement.
         """
-        if source not in self.costs:
+        if source not in self.accepted:
             verdict = sandbox.validate(source, self.samples, self.limits)
             if not verdict.accepted:
-                return 0
-            self.costs[source] = verdict.cost
-        return sandbox.episode_ticks(self.costs[source], rows, self.limits)
+                return f"{verdict.stage}: {verdict.reason}"
+            self.accepted.add(source)
+        return None
 
     def retire(self, source: str, reason: str, episode: int, difficulty: float) -> None:
         """Log a reward retired during training (budget, crash or bad value): kind ``retire``."""
@@ -362,14 +360,25 @@ class RewardSynthesizer:
         example = Path(sandbox.__file__).with_name("reward_example.py").read_text()
         example = example[example.index("def "):]
         shot = (f"Write `def {sandbox.FUNCTION_NAME}(metrics, difficulty):` returning a float in [-1, 1] for one "
-                f"intersection and one second. `metrics` is a dict with these floats:\n{fields}\n"
-                "No imports; `math` and basic builtins (abs, min, max, sum, ...) are available.")
+                f"intersection and one second. `metrics` is a dict with these floats:\n{fields}\n{self.language()}")
         request = (f"Learning goal: {self.goal}\nCurriculum difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}]. "
                    f"Training statistics: {summary_text(stats)}.\nWrite an improved {sandbox.FUNCTION_NAME} for this "
                    "stage, in a ```python block.")
         return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": shot},
                 {"role": "assistant", "content": f"```python\n{example}```"},
                 {"role": "user", "content": request + feedback}]
+
+    def language(self) -> str:
+        """The prompt's statement of the reward language (:mod:`marlinkit.maestro.sandbox.language`)."""
+        phase = ("" if self.limits.phase_terms else
+                 " The reward must not depend on `phase` or `phase_duration`.")
+        return ("Write it in this subset of Python: float arithmetic (+ - * / ** ), comparisons, `and`/`or`/`not`, "
+                "`if`/`elif`/`else`, `x if c else y`, local variables, `return`, `metrics[\"name\"]` with a literal "
+                "name, `difficulty`, the functions " + ", ".join(sorted(sandbox.FUNCTIONS)) + " (also as "
+                "`math.exp` etc.) and small helper functions of your own (no recursion). Not allowed: loops, "
+                "lists, dicts, sets, tuples, other strings, attributes, keyword arguments, default values, imports. "
+                "The reward must not rise with queue_length, waiting_time or delay, must not fall with throughput, "
+                "and must not pay for a jammed intersection." + phase)
 
     def attempt(self, difficulty: float, stats: Mapping[str, float], episode: int, seed: int, number: int,
                 feedback: str = "", trigger: str | None = None) -> tuple[str | None, str]:
@@ -384,7 +393,7 @@ class RewardSynthesizer:
             verdict = sandbox.validate(source, self.samples, self.limits)
             error = "accepted" if verdict.accepted else f"{verdict.stage}: {verdict.reason}"
             if verdict.accepted:
-                self.costs[source] = verdict.cost
+                self.accepted.add(source)
         accepted = bool(verdict and verdict.accepted)
         self.log.add(kind="reward", mode="llm_reward", episode=episode, difficulty=difficulty, attempt=number,
                      trigger=trigger, accepted=accepted, reason=error, fallback=False, wall_seconds=wall,

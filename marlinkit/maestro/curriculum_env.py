@@ -55,9 +55,9 @@ class CurriculumEnv:
 
     ``context`` None means the real Hangzhou flow (evaluation). With ``shaping`` on and an active
     generated reward, rewards are :func:`marlinkit.maestro.curriculum.training_reward`; the environment's
-    own return is kept in ``env_return``. Each episode gets a fresh sandbox process with the
-    episode's tick budget (``set_reward``), started at its first shaped step. A sandbox failure
-    during training (budget, crash, bad value) reverts to the environment reward
+    own return is kept in ``env_return``. Each episode gets a fresh sandbox process whose CPU limit is the
+    episode's budget (``SandboxLimits.episode_cpu_seconds``), started at its first shaped step. A sandbox failure
+    during training (budget, evaluation error, crash, bad value) reverts to the environment reward
     (``curriculum.record_runtime_failure``) and is noted in ``runtime_failure``.
     """
 
@@ -69,7 +69,7 @@ class CurriculumEnv:
         self.reward_state = curriculum.RewardState()
         self.worker = None
         self.reward_source: str | None = None
-        self.episode_ticks = 0
+        self.reward_refusal: str | None = None  # why the checker now refuses the reward source (a resumed run)
         self.inputs = RewardInputs(len(env.possible_agents))
         self.env_return = self.reward_eval_s = 0.0
         self.runtime_failure: str | None = None
@@ -101,13 +101,15 @@ class CurriculumEnv:
         self.env_return += float(r_env.mean())
         if not (self.shaping and self.reward_state.source == "llm" and self.reward_source is not None):
             return obs, rewards, terminations, truncations, infos
-        from marlinkit.maestro.sandbox import RewardWorker, SandboxError
+        from marlinkit.maestro.sandbox import RewardWorker, SandboxError, SandboxLimits
 
         started = time.perf_counter()
         metrics = self.inputs.update(np.stack([obs[a] for a in agents]), infos, agents, self.env.current_phases)
         try:
+            if self.reward_refusal is not None:
+                raise SandboxError("syntax", f"the checker refuses this reward now: {self.reward_refusal}")
             if self.worker is None:
-                self.worker = RewardWorker(self.reward_source, total_ticks=self.episode_ticks)
+                self.worker = RewardWorker(self.reward_source, cpu_seconds=SandboxLimits().episode_cpu_seconds)
             r_llm = self.worker.evaluate(metrics, self.difficulty)
         except SandboxError as error:
             self.runtime_failure = str(error)
@@ -118,10 +120,11 @@ class CurriculumEnv:
         self.reward_eval_s += time.perf_counter() - started
         return obs, dict(zip(agents, shaped.tolist())), terminations, truncations, infos
 
-    def set_reward(self, source: str | None, episode_ticks: int = 0) -> None:
-        """The accepted reward code (None: none) and its tick budget per episode."""
+    def set_reward(self, source: str | None, refusal: str | None = None) -> None:
+        """The accepted reward code (None: none); ``refusal``: why the checker refuses it now (its first shaped
+        step then fails, and the run falls back to the environment reward and logs the retirement)."""
         self._close_worker()
-        self.reward_source, self.episode_ticks = source, episode_ticks
+        self.reward_source, self.reward_refusal = source, refusal
 
     def _close_worker(self) -> None:
         if self.worker is not None:

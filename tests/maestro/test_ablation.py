@@ -96,7 +96,7 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
     env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.65
     env.reward_state = curriculum.RewardState(source="llm")
-    env.set_reward(Path(reward_example.__file__).read_text(), episode_ticks=16 * 150 * 10)
+    env.set_reward(Path(reward_example.__file__).read_text())
     shadow = curriculum_env.RewardInputs(16)
     try:
         env.reset(seed=1)
@@ -143,22 +143,26 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     pd.testing.assert_frame_equal(resumed.drop(columns=TIMING), reference.drop(columns=TIMING))
 
 
-def test_a_reward_over_its_episode_budget_is_retired_and_logged():
-    """The per-episode tick budget: deterministic, the reason in runtime_failure and the generation log."""
+def test_a_reward_that_fails_in_training_is_retired_and_logged():
+    """A row without a finite value, reached only in training, and a reward the checker now refuses (a resumed
+    run): each retired at a deterministic step, the reason in runtime_failure and the generation log."""
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.maestro import architect as arch
     from marlinkit.llm.backends.scripted import ScriptedBackend
 
-    source = Path(reward_example.__file__).read_text()  # 7 ticks per call: 16 x 7 = 112 per step
+    # no value once a phase has been held 5 s (the validation rows reach it: an attacker's reward would hide it
+    # better, which is what the training path must survive)
+    source = "def compute_reward(metrics, difficulty):\n    t = metrics['phase_duration']\n" \
+             "    return -metrics['queue_length'] / 120.0 if t < 5 else 1.0 / (t - t)\n"
     config = curriculum.CurriculumConfig()
     base = TrafficSignalEnv(TrafficEnvConfig(context=context_for_difficulty(0.5, seed=3), episode_seconds=30))
     env = curriculum_env.CurriculumEnv(base, config)
     env.context, env.shaping, env.difficulty = base.context, True, 0.5
     failures = []
     try:
-        for _ in range(2):  # the same failure at the same step, twice: no clock involved
+        for refusal in (None, None, "safety: the reward rises with queue_length"):
             env.reward_state = curriculum.RewardState(source="llm")
-            env.set_reward(source, episode_ticks=112 * 10)
+            env.set_reward(source, refusal)
             env.reset(seed=1)
             env.runtime_failure, steps = None, 0
             while env.agents and env.runtime_failure is None:
@@ -168,12 +172,14 @@ def test_a_reward_over_its_episode_budget_is_retired_and_logged():
             assert env.reward_state.source == "env" and env.reward_source is None and env.worker is None
     finally:
         env.close()
-    assert failures[0] == failures[1] == (11, "execution: TickBudgetExceeded: the budget of 1120 ticks for this process is used up")
+    assert failures[0] == failures[1] and 1 < failures[0][0] < 30
+    assert failures[0][1].startswith("execution: EvaluationError: division by zero (line 3)")
+    assert failures[2] == (1, "syntax: the checker refuses this reward now: safety: the reward rises with queue_length")
     synth = arch.RewardSynthesizer(ScriptedBackend(arch.scripted_architect_replies()))
     synth.retire(source, failures[0][1], episode=3, difficulty=0.5)
     (record,) = synth.log.records
-    assert record["kind"] == "retire" and not record["accepted"] and "TickBudgetExceeded" in record["reason"]
-    assert synth.episode_ticks(source, 5760) == 28 * 5760  # validated again when unknown: 4 x 7 ticks per call
+    assert record["kind"] == "retire" and not record["accepted"] and "division by zero" in record["reason"]
+    assert synth.refusal(source).startswith("execution: EvaluationError: division by zero")
 
 
 def test_a_checkpoint_restores_learner_buffer_and_random_states_and_ignores_another_layout(tmp_path):

@@ -104,7 +104,7 @@ def test_good_reward_is_accepted_and_starts_the_llm_reward():
 @pytest.mark.parametrize("body, stage", [
     ("import os\ndef compute_reward(metrics, difficulty):\n    return 0.0\n", "syntax"),
     ("def compute_reward(metrics, difficulty):\n    return open('/etc/passwd').read()\n", "syntax"),
-    ("def compute_reward(metrics, difficulty):\n    return float('nan')\n", "safety"),
+    ("def compute_reward(metrics, difficulty):\n    return 5.0 + 0.0 * metrics['delay']\n", "safety"),
 ])
 def test_hostile_reward_three_failures_revert_to_the_environment_reward(body, stage):
     synth = arch.RewardSynthesizer(ScriptedBackend(arch.scripted_architect_replies(reward_reply=f"```python\n{body}```")),

@@ -29,90 +29,82 @@ def reward(body: str, signature: str = "compute_reward(metrics, difficulty)") ->
 
 # (id, source, reason fragment) rejected by the AST allow-list before anything runs.
 SYNTAX_CORPUS = [
-    ("import", "import os\n" + reward("return 0.0"), "Import is not allowed"),
-    ("from-import", "from subprocess import run\n" + reward("return 0.0"), "ImportFrom is not allowed"),
-    ("import-inside", reward("import os\nreturn 0.0"), "Import is not allowed"),
-    ("dunder-import", reward("x = __import__('os')\nreturn 0.0"), "'__import__'"),
-    ("open", reward("open('/etc/passwd').read()\nreturn 0.0"), "name 'open'"),
-    ("eval", reward("return eval('1')"), "name 'eval'"),
-    ("exec", reward("exec('x = 1')\nreturn 0.0"), "name 'exec'"),
-    ("compile", reward("return compile('1', 'f', 'eval')"), "name 'compile'"),
-    ("globals", reward("return globals()"), "name 'globals'"),
-    ("vars", reward("return vars()"), "name 'vars'"),
-    ("getattr", reward("return getattr(metrics, '__class__')"), "name 'getattr'"),
-    ("type", reward("return type(metrics)"), "name 'type'"),
-    ("os-name", reward("return os.system('true')"), "name 'os'"),
-    ("subprocess-name", reward("return subprocess.run(['true'])"), "name 'subprocess'"),
-    ("breakpoint", reward("breakpoint()\nreturn 0.0"), "name 'breakpoint'"),
-    ("subclasses", reward("return ().__class__.__bases__[0].__subclasses__()"), "not allowed"),
-    ("function-globals", reward("return compute_reward.__globals__"), "__globals__"),
-    ("builtins-dict", reward("return __builtins__['open']"), "'__builtins__'"),
-    ("lambda-code", reward("f = lambda: 0\nreturn f.__code__"), "__code__"),
-    ("format-escape", reward("return '{0.__class__}'.format(metrics)"), ".format is not allowed"),
-    ("f-string", reward("return f'{metrics}'"), "JoinedStr is not allowed"),
-    ("generator-frame", reward("g = (x for x in [1])\nreturn g.gi_frame.f_back.f_globals"), ".gi_frame"),
-    ("math-module-attr", reward("return math.sys"), ".sys is not allowed"),
-    ("math-dunder", reward("return math.__loader__"), "not allowed"),
-    ("shadow-builtin", reward("max = metrics.get\nreturn 0.0"), "assigning to 'max'"),
-    ("shadow-math", "math = 1\n" + reward("return 0.0"), "assigning to 'math'"),
-    ("class", "class A:\n    pass\n" + reward("return 0.0"), "ClassDef is not allowed"),
-    ("try", reward("try:\n    return 1.0\nexcept Exception:\n    return 0.0"), "Try is not allowed"),
-    ("raise", reward("raise SystemExit"), "Raise is not allowed"),
-    ("with", reward("with open('x') as f:\n    return 0.0"), "With is not allowed"),
-    ("global", reward("global x\nreturn 0.0"), "Global is not allowed"),
-    ("yield", reward("yield 1.0"), "Yield is not allowed"),
-    ("delete", reward("del metrics\nreturn 0.0"), "Delete is not allowed"),
-    ("decorator", "@staticmethod\n" + reward("return 0.0"), "decorators are not allowed"),
-    ("bytes", reward("return len(b'x')"), "constant of type bytes"),
-    ("underscore-name", reward("_x = 1\nreturn 0.0"), "starting with '_'"),
-    ("syntax-error", "def compute_reward(metrics, difficulty)\n    return 0.0\n", "does not parse"),
-    ("nesting-bomb", reward("return " + "(" * 500 + "1" + ")" * 500), "does not parse"),
-    ("too-long", reward("return 0.0\n" + "x = 1\n" * 5000), "characters (limit"),
-    ("missing-function", reward("return 0.0", "reward(metrics, difficulty)"), "no top-level function"),
-    ("async-function", "async " + reward("return 0.0"), "AsyncFunctionDef is not allowed"),
-    ("one-parameter", reward("return 0.0", "compute_reward(metrics)"), "exactly two positional"),
-    ("three-parameters", reward("return 0.0", "compute_reward(metrics, difficulty, extra)"), "exactly two"),
-    ("varargs", reward("return 0.0", "compute_reward(*args)"), "exactly two positional"),
-    ("kwargs", reward("return 0.0", "compute_reward(metrics, difficulty, **kw)"), "exactly two"),
-    ("defaults", reward("return 0.0", "compute_reward(metrics, difficulty=0.5)"), "default argument"),
-    ("top-level-loop", "while True:\n    pass\n" + reward("return 0.0"), "module-level While is not allowed"),
-    ("nested-only", "def outer():\n" + "\n".join("    " + l for l in reward("return 0.0").splitlines()), "no top-level"),
+    ("import", "import os\n" + reward("return 0.0"), "an import at module level is not in the reward language"),
+    ("from-import", "from subprocess import run\n" + reward("return 0.0"), "an import at module level is not in the r"),
+    ("import-inside", reward("import os\nreturn 0.0"), "an import is not in the reward language"),
+    ("dunder-import", reward("x = __import__('os')\nreturn 0.0"), "a string ('os') is not in the reward language outs"),
+    ("open", reward("open('/etc/passwd').read()\nreturn 0.0"), "a string ('/etc/passwd') is not in the reward languag"),
+    ("eval", reward("return eval('1')"), "a string ('1') is not in the reward language outside me"),
+    ("exec", reward("exec('x = 1')\nreturn 0.0"), "a string ('x = 1') is not in the reward language outsid"),
+    ("compile", reward("return compile('1', 'f', 'eval')"), "a string ('1') is not in the reward language outside me"),
+    ("globals", reward("return globals()"), "calling 'globals' is not in the reward language"),
+    ("vars", reward("return vars()"), "calling 'vars' is not in the reward language"),
+    ("getattr", reward("return getattr(metrics, '__class__')"), "a string ('__class__') is not in the reward language"),
+    ("type", reward("return type(metrics)"), "calling 'type' is not in the reward language"),
+    ("os-name", reward("return os.system('true')"), "a string ('true') is not in the reward language outside"),
+    ("subprocess-name", reward("return subprocess.run(['true'])"), "a list is not in the reward language"),
+    ("breakpoint", reward("breakpoint()\nreturn 0.0"), "calling 'breakpoint' is not in the reward language"),
+    ("subclasses", reward("return ().__class__.__bases__[0].__subclasses__()"), "a tuple is not in the reward languag"),
+    ("function-globals", reward("return compute_reward.__globals__"), "attribute access (.__globals__) is not in the"),
+    ("builtins-dict", reward("return __builtins__['open']"), "the name '__builtins__' is not defined in the reward la"),
+    ("lambda-code", reward("f = lambda: 0\nreturn f.__code__"), "a lambda is not in the reward language"),
+    ("format-escape", reward("return '{0.__class__}'.format(metrics)"), "a string ('{0.__class__}') is not in the rew"),
+    ("f-string", reward("return f'{metrics}'"), "an f-string is not in the reward language"),
+    ("generator-frame", reward("g = (x for x in [1])\nreturn g.gi_frame.f_back.f_globals"), "a generator expression i"),
+    ("math-module-attr", reward("return math.sys"), "attribute access (.sys) is not in the reward language ("),
+    ("math-dunder", reward("return math.__loader__"), "attribute access (.__loader__) is not in the reward lan"),
+    ("shadow-builtin", reward("max = metrics.get\nreturn 0.0"), "attribute access (.get) is not in the reward languag"),
+    ("shadow-math", "math = 1\n" + reward("return 0.0"), "the name 'math' is reserved (a builtin or a provided fu"),
+    ("class", "class A:\n    pass\n" + reward("return 0.0"), "a class at module level is not in the reward language ("),
+    ("try", reward("try:\n    return 1.0\nexcept Exception:\n    return 0.0"), "try is not in the reward language"),
+    ("raise", reward("raise SystemExit"), "raise is not in the reward language"),
+    ("with", reward("with open('x') as f:\n    return 0.0"), "a string ('x') is not in the reward language outside me"),
+    ("global", reward("global x\nreturn 0.0"), "global is not in the reward language"),
+    ("yield", reward("yield 1.0"), "yield is not in the reward language"),
+    ("delete", reward("del metrics\nreturn 0.0"), "del is not in the reward language"),
+    ("decorator", "@staticmethod\n" + reward("return 0.0"), "a decorator is not in the reward language"),
+    ("bytes", reward("return len(b'x')"), "calling 'len' is not in the reward language"),
+    ("syntax-error", "def compute_reward(metrics, difficulty)\n    return 0.0\n", "does not parse: SyntaxError: expec"),
+    ("nesting-bomb", reward("return " + "(" * 500 + "1" + ")" * 500), "does not parse: SyntaxError: too many nested p"),
+    ("too-long", reward("return 0.0\n" + "x = 1\n" * 5000), "the source has 50056 characters (limit 20000)"),
+    ("missing-function", reward("return 0.0", "reward(metrics, difficulty)"), "no top-level function compute_reward(m"),
+    ("async-function", "async " + reward("return 0.0"), "an async def at module level is not in the reward langu"),
+    ("one-parameter", reward("return 0.0", "compute_reward(metrics)"), "compute_reward must take exactly two position"),
+    ("three-parameters", reward("return 0.0", "compute_reward(metrics, difficulty, extra)"), "compute_reward must tak"),
+    ("varargs", reward("return 0.0", "compute_reward(*args)"), "*args, **kwargs and keyword-only parameters are not i"),
+    ("kwargs", reward("return 0.0", "compute_reward(metrics, difficulty, **kw)"), "*args, **kwargs and keyword-only p"),
+    ("defaults", reward("return 0.0", "compute_reward(metrics, difficulty=0.5)"), "a default argument value is not in"),
+    ("top-level-loop", "while True:\n    pass\n" + reward("return 0.0"), "a while loop at module level is not in the"),
+    ("nested-only", "def outer():\n" + "\n".join("    " + l for l in reward("return 0.0").splitlines()), "a nested de"),
 ]
 
-# (id, source, reason fragment) that pass the AST check and are stopped while running.
-EXECUTION_CORPUS = [
-    ("memory-bomb-list", reward("x = [0] * 10**9\nreturn 0.0"), "TickBudgetExceeded"),
-    ("memory-bomb-str", reward("x = 'a' * 10**10\nreturn 0.0"), "TickBudgetExceeded"),
-    ("power-bomb", reward("return 2 ** (10 ** 10)"), "OverflowError: integer above 4096 bits"),
-    ("recursion-bomb", "def f(x):\n    return f(x)\n" + reward("return f(1)"), "RecursionError"),
-    ("huge-int-output", reward("return 10 ** 400"), "OverflowError"),
-    ("list-output", reward("return [0.0] * 1000"), "returned list"),
-    ("string-output", reward("return 'high'"), "returned str"),
-    ("no-return", reward("x = 1"), "returned NoneType"),
-    ("huge-error-message", reward("return metrics['x' * 1000]"), "KeyError"),
-    ("missing-field", reward("return metrics['speed']"), "KeyError: 'speed'"),
-    ("division-by-zero", reward("return 1.0 / metrics['queue_length']"), "ZeroDivisionError"),
-    ("math-domain", reward("return math.log(metrics['queue_length'])"), "ValueError: math domain"),
-    ("unbound-at-runtime", reward("if difficulty > 2:\n    y = 1\nreturn y"), "UnboundLocalError"),
-]
-
-# Endless programs: stopped by the deterministic tick budget, not by a clock.
-BUDGET_CORPUS = [
-    ("infinite-loop", reward("while True:\n    pass")),
-    ("huge-range", reward("return sum(i for i in range(10 ** 12)) * 0.0")),
-    ("endless-recursion-tree", "def f(n):\n    return f(n + 1) + f(n + 2) if n < 60 else 0\n" + reward("return f(0)")),
-]
-# Limits under which only the time backstops can stop a program (tick budgets out of reach).
-UNMETERED = dict(call_ticks=10**15, mean_ticks=1e15)
-
-# (id, source, reason fragment) that run but return values the safety stage refuses.
-SAFETY_CORPUS = [
-    ("nan", reward("return float('nan')"), "not finite"),
-    ("inf", reward("return float('inf')"), "not finite"),
-    ("overflow-to-inf", reward("return 1e308 * 10"), "not finite"),
-    ("nan-at-high-difficulty", reward("return 0.0 if difficulty < 0.9 else float('nan')"), "not finite"),
-    ("out-of-range", reward("return 5.0"), "outside [-1, 1]"),
-    ("unscaled-queue", reward("return -metrics['queue_length']"), "outside [-1, 1]"),
+# (id, source, stage, reason fragment): programs the metered design stopped while running or in its safety
+# stage. The language refuses most of them before anything runs; what still runs fails on its first row
+# without a finite value, or in the safety stage.
+RUNTIME_CORPUS = [
+    ("memory-bomb-list", reward("x = [0] * 10**9\nreturn 0.0"), "syntax", "a list is not in the reward language"),
+    ("memory-bomb-str", reward("x = 'a' * 10**10\nreturn 0.0"), "syntax", "a string ('a') is not in the reward langua"),
+    ("power-bomb", reward("return 2 ** (10 ** 10)"), "execution", "EvaluationError: '**' gives a value that is not fi"),
+    ("recursion-bomb", "def f(x):\n    return f(x)\n" + reward("return f(1)"), "syntax", "recursion is not in the rew"),
+    ("huge-int-output", reward("return 10 ** 400"), "execution", "EvaluationError: '**' gives a value that is not fin"),
+    ("list-output", reward("return [0.0] * 1000"), "syntax", "a list is not in the reward language"),
+    ("string-output", reward("return 'high'"), "syntax", "a string ('high') is not in the reward language outside"),
+    ("no-return", reward("x = 1"), "syntax", "compute_reward can reach its end without a return (Pyth"),
+    ("huge-error-message", reward("return metrics['x' * 1000]"), "syntax", "a string ('x') is not in the reward langu"),
+    ("missing-field", reward("return metrics['speed']"), "syntax", "unknown metric 'speed'"),
+    ("division-by-zero", reward("return 1.0 / metrics['queue_length']"), "execution", "EvaluationError: division by z"),
+    ("math-domain", reward("return math.log(metrics['queue_length'])"), "execution", "EvaluationError: log() gives a"),
+    ("unbound-at-runtime", reward("if difficulty > 2:\n    y = 1\nreturn y"), "syntax", "'y' is read before it is ass"),
+    ("nan", reward("return float('nan')"), "syntax", "a string ('nan') is not in the reward language outside"),
+    ("inf", reward("return float('inf')"), "syntax", "a string ('inf') is not in the reward language outside"),
+    ("overflow-to-inf", reward("return 1e308 * 10"), "safety", "16 of 16 values are not finite (first: inf)"),
+    ("nan-at-high-difficulty", reward("return 0.0 if difficulty < 0.9 else float('nan')"), "syntax", "a string ('nan'"),
+    ("out-of-range", reward("return 5.0"), "safety", "|value| reaches 5, outside [-1, 1]"),
+    ("unscaled-queue", reward("return -metrics['queue_length']"), "safety", "|value| reaches 120, outside [-1, 1]"),
+    ("infinite-loop", reward("while True:\n    pass"), "syntax", "a while loop is not in the reward language"),
+    ("huge-range", reward("return sum(i for i in range(10 ** 12)) * 0.0"), "syntax", "a generator expression is not i"),
+    ("endless-recursion-tree", "def f(n):\n    return f(n + 1) + f(n + 2) if n < 60 else 0\n" + reward("return f(0)"),
+     "syntax", "recursion is not in the reward language (f -> f)"),
 ]
 
 
@@ -130,43 +122,42 @@ def test_syntax_stage_rejects_hostile_programs(name, source, fragment):
         sandbox.RewardWorker(source, LIMITS)  # a worker refuses it too
 
 
-@pytest.mark.parametrize("name,source,fragment", EXECUTION_CORPUS, ids=_ids(EXECUTION_CORPUS))
-def test_execution_stage_contains_runtime_failures(name, source, fragment):
+@pytest.mark.parametrize("name,source,stage,fragment", RUNTIME_CORPUS, ids=_ids(RUNTIME_CORPUS))
+def test_programs_the_metered_design_ran_are_refused_or_fail_on_their_first_bad_row(name, source, stage, fragment):
     verdict = sandbox.validate(source, SAMPLES, LIMITS)
-    assert (verdict.accepted, verdict.stage) == (False, "execution"), verdict
+    assert (verdict.accepted, verdict.stage) == (False, stage), verdict
     assert fragment in verdict.reason
-    assert len(verdict.reason) < 600  # error text is truncated, never the attacker's megabytes
+    assert len(verdict.reason) < 800  # error text is bounded, never the attacker's megabytes
 
 
-@pytest.mark.parametrize("name,source", BUDGET_CORPUS, ids=_ids(BUDGET_CORPUS))
-def test_tick_budget_stops_endless_computation_before_any_clock(name, source):
-    start = time.process_time()
-    verdict = sandbox.validate(source, SAMPLES, LIMITS)
-    assert (verdict.accepted, verdict.stage) == (False, "execution"), verdict
-    assert verdict.reason == "TickBudgetExceeded: a call used more than 2000 ticks"
-    assert time.process_time() - start < 1.0
+def _busy(rows: int) -> tuple[dict[str, np.ndarray], str]:
+    """Rows, and a long (legal) program: enough work per batch to reach a CPU or wall-clock backstop."""
+    metrics, _ = sandbox.sample_rollouts(rows, seed=2)
+    helper = "def h(x):\n    return " + " + ".join(f"tanh(x * {i + 1}.0)" for i in range(30)) + "\n\n"
+    calls = " + ".join(f"h(metrics['delay'] + {i}.0)" for i in range(3))
+    return metrics, helper + reward(f"return -0.0001 * ({calls})")
 
 
-def test_cpu_backstop_has_hard_limit_equal_to_soft():
-    limits = sandbox.SandboxLimits(cpu_seconds=1, memory_bytes=128 * 2**20, wall_seconds=60.0, **UNMETERED)
-    verdict = sandbox.validate(reward("while True:\n    pass"), SAMPLES, limits)
-    assert (verdict.stage, verdict.reason) == ("execution", "CPU time limit (1 s) exceeded")
+def test_the_per_episode_cpu_budget_is_a_hard_limit():
+    """Training's second layer: a worker's whole life (one episode) gets ``episode_cpu_seconds`` of CPU."""
+    metrics, source = _busy(100_000)
+    with sandbox.RewardWorker(source, sandbox.SandboxLimits(), cpu_seconds=1) as worker:
+        assert _limits_of(worker.pid)["Max cpu time"][:2] == ["1", "1"]  # hard = soft
+        with pytest.raises(sandbox.SandboxError, match=r"CPU time limit \(1 s\) exceeded"):
+            for _ in range(200):
+                worker.evaluate_raw(metrics, 0.5)
+        assert not worker.alive
 
 
 def test_wall_clock_timeout_kills_before_the_cpu_limit():
-    limits = sandbox.SandboxLimits(cpu_seconds=60, memory_bytes=128 * 2**20, wall_seconds=0.5, **UNMETERED)
+    metrics, source = _busy(100_000)
+    limits = sandbox.SandboxLimits(cpu_seconds=60, wall_seconds=0.01)
     start = time.monotonic()
-    verdict = sandbox.validate(reward("while True:\n    pass"), SAMPLES, limits)
-    assert (verdict.stage, verdict.reason) == ("execution", "wall-clock timeout (0.5 s)")
-    assert time.monotonic() - start < 5
-
-
-@pytest.mark.parametrize("name,source,fragment", SAFETY_CORPUS, ids=_ids(SAFETY_CORPUS))
-def test_safety_stage_rejects_non_finite_and_out_of_range_values(name, source, fragment):
-    verdict = sandbox.validate(source, SAMPLES, LIMITS)
-    assert (verdict.accepted, verdict.stage) == (False, "safety"), verdict
-    assert fragment in verdict.reason
-    assert len(verdict.sample_outputs) == 16  # the raw values are reported
+    with sandbox.RewardWorker(source, sandbox.SandboxLimits(cpu_seconds=60)) as ready:
+        ready.limits = limits  # started under the default timeout; the batch gets 10 ms
+        with pytest.raises(sandbox.SandboxError, match=r"wall-clock timeout \(0.01 s\)"):
+            ready.evaluate_raw(metrics, 0.5)
+    assert time.monotonic() - start < 10
 
 
 def _reference(source, metrics, difficulty):
@@ -186,42 +177,24 @@ def test_the_shipped_example_is_accepted_with_exact_values():
     assert set(verdict.timings) == set(sandbox.STAGES)
 
 
-def test_well_formed_rewards_using_the_allowed_language_are_accepted():
+def test_well_formed_rewards_using_the_language_compute_what_python_computes():
     source = (
         "SCALE = 120.0\n\n"
         "def norm(x, top):\n    return min(x / top, 1.0)\n\n"
         "def compute_reward(metrics, difficulty):\n"
-        "    parts = [norm(metrics.get('queue_length', 0.0), SCALE), norm(metrics['delay'], 1.0)]\n"
-        "    weights = {k: v for k, v in zip(['q', 'd'], [0.6, 0.4])}\n"
-        "    total = sum(w * p for w, p in zip(weights.values(), parts))\n"
+        "    parts = norm(metrics['queue_length'], SCALE) + norm(metrics['delay'], 1.0)\n"
         "    bonus = math.tanh(metrics['throughput']) * 0.1 if difficulty > 0.5 else 0\n"
-        "    ordered = sorted(parts, key=lambda p: -p)\n"
-        "    return max(-1.0, min(1.0, bonus - total + 0 * ordered[0]))\n"
+        "    q = metrics['queue_length']\n"
+        "    band = (q >= 10.0) + (q >= 40.0) + (0 <= q < 80.0)\n"
+        "    if band > 2 and difficulty < 0.9:\n"
+        "        bonus -= 0.05\n"
+        "    elif not band:\n"
+        "        bonus += -0.01 * q ** 0.5\n"
+        "    return max(-1.0, min(1.0, bonus - 0.5 * parts - 0.01 * band))\n"
     )
     verdict = sandbox.validate(source, SAMPLES, LIMITS)
     assert verdict.accepted, verdict
-    assert verdict.sample_outputs == pytest.approx(_reference(source, *SAMPLES), abs=0)
-
-
-def test_metered_code_computes_what_the_original_computes():
-    source = (
-        "LEVELS = (10.0, 40.0, 80.0)\n\n"
-        "def band(q):\n    return sum(1 for level in LEVELS if level <= q)\n\n"
-        "def compute_reward(metrics, difficulty):\n"
-        "    q = metrics['queue_length']\n"
-        "    parts = [band(q), 0 <= q < 60.0, q is None, 'phase' not in metrics, 3 in [1, 2, 3]]\n"
-        "    weights = {'a': 0.1}\n"
-        "    weights['a'] += 0.05 * difficulty\n"
-        "    head = (parts + [0.0] * 2)[1:4]\n"
-        "    total = 0.0\n"
-        "    for k, v in weights.items():\n"
-        "        total -= v * band(q) ** 2 / 9.0\n"
-        "    scale = (lambda x: x * 0.25)(len(head))\n"
-        "    return max(-1.0, min(1.0, total + 0.01 * sum(parts) * scale - (2 << 3) / 1600.0))\n"
-    )
-    verdict = sandbox.validate(source, SAMPLES, LIMITS)
-    assert verdict.accepted, verdict.reason
-    assert verdict.sample_outputs == _reference(source, *SAMPLES)
+    assert verdict.sample_outputs == pytest.approx(_reference(source, *SAMPLES), abs=1e-15)
 
 
 def test_hand_computed_values_come_back_in_row_order():
@@ -235,8 +208,8 @@ def test_hand_computed_values_come_back_in_row_order():
 
 
 def test_worker_evaluates_many_batches_then_fails_closed_into_the_fallback():
-    # Accepted on the documented ranges, but NaN for a queue longer than any sample has.
-    source = reward("if metrics['queue_length'] > 200:\n    return float('nan')\nreturn -metrics['queue_length'] / 120.0")
+    # Accepted on the documented ranges, but without a value for a queue longer than any sample has.
+    source = reward("q = metrics['queue_length']\nif q > 200:\n    return log(200.0 - q)\nreturn -q / 120.0")
     assert sandbox.validate(source, SAMPLES, LIMITS).accepted
     metrics, _ = sandbox.sample_rollouts(16, seed=1)
     state = curriculum.RewardState(source="llm")
@@ -247,33 +220,18 @@ def test_worker_evaluates_many_batches_then_fails_closed_into_the_fallback():
         jammed = {**metrics, "queue_length": np.full(16, 250.0)}
         with pytest.raises(sandbox.SandboxError) as failure:
             worker.evaluate(jammed, 0.5)
-        assert failure.value.stage == "safety"
+        assert failure.value.stage == "execution" and "log() gives a value that is not finite" in str(failure.value)
         assert not worker.alive
     state = curriculum.record_runtime_failure(state)
     r_env = np.full(16, -3.0)
     assert np.array_equal(curriculum.training_reward(r_env, None, 0.5, state), r_env)
 
 
-def test_ticks_are_counted_exactly_so_budgets_do_not_depend_on_load():
-    # 1 (call) + 11 (range(10): 1 + its length) + 10 (iterations) = 22 ticks per call, on any machine
-    source = reward("total = 0\nfor i in range(10):\n    total += i\nreturn total * 0.0")
-    one = {k: v[:1] for k, v in SAMPLES[0].items()}
-    with sandbox.RewardWorker(source, LIMITS, total_ticks=22 * 20) as worker:
-        for _ in range(20):
-            worker.evaluate(one, 0.5)
-            assert worker.last_ticks.tolist() == [22.0]
-        assert worker.ticks_used == 22 * 20
-        with pytest.raises(sandbox.SandboxError, match="ticks for this process is used up"):
-            worker.evaluate(one, 0.5)  # call 21 exceeds the process's (the episode's) budget
-        assert not worker.alive
-    assert sandbox.validate(source, SAMPLES, LIMITS).cost == {"calls": 16, "total": 352.0, "max": 22.0, "mean": 22.0}
-
-
-def test_episode_budget_follows_the_validated_cost():
-    limits = sandbox.SandboxLimits()
-    assert sandbox.episode_ticks({"mean": 2.0}, 5760, limits) == 10 * 5760  # floor of 10 ticks per call
-    assert sandbox.episode_ticks({"mean": 30.0}, 5760, limits) == 120 * 5760  # 4 x the validated mean
-    assert sandbox.episode_ticks({"mean": 150.0}, 100, limits) == 200 * 100  # never above mean_ticks
+def test_the_cost_is_the_programs_size_not_a_measurement():
+    small = sandbox.validate(reward("return -metrics['queue_length'] / 120.0"), SAMPLES, LIMITS)
+    helper = "def h(x):\n    return x / 120.0\n\n" + reward("return -h(metrics['queue_length']) - h(0.0)")
+    inlined = sandbox.validate(helper, SAMPLES, LIMITS)
+    assert small.cost == {"rows": 16, "nodes": 15} and inlined.cost["nodes"] > small.cost["nodes"]
 
 
 def test_worker_rejects_malformed_batches_before_sending():
@@ -310,54 +268,38 @@ def test_worker_process_runs_with_hard_limits_and_a_uid_of_its_own():
     assert isolation["pdeathsig"] is True
 
 
-def _raw_worker(code: str, builtins=None) -> dict:
-    """Drive the worker process directly, skipping the AST check and the meter, to test the second layer alone."""
-    command = [sys.executable, "-I", "-S", "-c", sandbox._WORKER_SOURCE, "5", str(128 * 2**20), "200", str(os.getpid())]
-    init = {"code": code, "function": "compute_reward", "fields": ["a"],
-            "builtins": sorted(builtins or sandbox.ALLOWED_BUILTINS), "math": sorted(sandbox.ALLOWED_MATH),
-            "call_ticks": 10, "total_ticks": 10}
-    message = json.dumps(init).encode()
-    done = subprocess.run(command, input=struct.pack(">I", len(message)) + message, capture_output=True, timeout=30, env={})
+def _raw_worker(code: str) -> dict:
+    """The worker's own lock-in, then ``code`` run as Python: the second layer alone, as if the language failed."""
+    harness = ("\n    isolation = _lock_in(5, 256 * 2**20, int(sys.argv[3]))\n    try:\n"
+               f"        exec({code!r}, {{}})\n        reply = {{'ok': True, 'isolation': isolation}}\n"
+               "    except BaseException as error:\n        reply = {**_error(error), 'isolation': isolation}\n"
+               "    _write_json(sys.stdout.buffer, reply)\n")
+    source = sandbox._WORKER_SOURCE.replace("\n    main()\n", harness)
+    assert source != sandbox._WORKER_SOURCE
+    command = [sys.executable, "-I", "-c", source, "5", str(256 * 2**20), str(os.getpid()), sandbox._LANGUAGE_PATH]
+    done = subprocess.run(command, capture_output=True, timeout=30, env={})
     return json.loads(done.stdout[4:])
-
-
-@pytest.mark.parametrize(
-    "code,fragment",
-    [
-        ("import os", "ImportError"),
-        ("open('/tmp/marlinkit-sandbox-escape', 'w')", "NameError: name 'open'"),
-        ("getattr(1, 'real')", "NameError: name 'getattr'"),
-        ("math.__loader__", "AttributeError"),
-        ("math.pi = 3.0", "AttributeError: math is read-only"),
-    ],
-)
-def test_restricted_builtins_hold_even_without_the_ast_check(code, fragment):
-    assert fragment in _raw_worker(code)["error"]
-
-
-# The OS layer alone: the untrusted code gets the real __import__, open and getattr here.
-FULL = ["__import__", "open", "getattr", "len", "range"]
 
 
 def test_a_worker_cannot_signal_a_sibling_worker():
     with sandbox.RewardWorker(reward("return 0.0"), LIMITS) as victim:
-        reply = _raw_worker(f"import os, signal\nos.kill({victim.pid}, signal.SIGKILL)", FULL)
+        reply = _raw_worker(f"import os, signal\nos.kill({victim.pid}, signal.SIGKILL)")
         assert reply["ok"] is False and "PermissionError" in reply["error"]
         assert victim.alive and victim.evaluate({k: v[:1] for k, v in SAMPLES[0].items()}, 0.5).tolist() == [0.0]
 
 
 def test_a_worker_cannot_raise_its_own_limits():
-    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))", FULL)
+    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))")
     assert "ValueError" in reply["error"] and "not allowed to raise maximum limit" in reply["error"]
-    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))", FULL)
+    reply = _raw_worker("import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))")
     assert "ValueError" in reply["error"]
 
 
 def test_reads_and_file_creation_are_denied_where_landlock_is_available():
-    isolation = _raw_worker("def compute_reward(metrics, difficulty):\n    return 0.0", FULL)["isolation"]
-    read = _raw_worker("import os\nos.close(2)\nopen('/etc/hostname').read()", FULL)  # free a descriptor first
-    create = _raw_worker("import os\nos.close(2)\nopen('/tmp/marlinkit-sandbox-probe', 'w')", FULL)
-    listing = _raw_worker("import os\nos.close(2)\nos.listdir('/')", FULL)
+    isolation = _raw_worker("def compute_reward(metrics, difficulty):\n    return 0.0")["isolation"]
+    read = _raw_worker("import os\nos.close(2)\nopen('/etc/hostname').read()")  # free a descriptor first
+    create = _raw_worker("import os\nos.close(2)\nopen('/tmp/marlinkit-sandbox-probe', 'w')")
+    listing = _raw_worker("import os\nos.close(2)\nos.listdir('/')")
     if not isolation["landlock_abi"]:
         pytest.skip("kernel without Landlock: reads are limited by the namespace and 3 descriptors only")
     assert "PermissionError" in read["error"] and "PermissionError" in create["error"]
@@ -366,13 +308,14 @@ def test_reads_and_file_creation_are_denied_where_landlock_is_available():
 
 
 def test_workers_die_with_their_parent():
-    # The parent hands its worker an endless batch, so the worker is busy, not waiting on its pipe.
+    # The parent keeps its worker busy with large batches, so it is computing, not waiting on its pipe.
     script = (
+        "import sys\nsys.path.insert(0, 'tests/maestro')\nfrom test_sandbox import _busy\n"
         "from marlinkit.maestro import sandbox\n"
-        "limits = sandbox.SandboxLimits(cpu_seconds=120, wall_seconds=120.0, call_ticks=10**15, mean_ticks=1e15)\n"
-        "w = sandbox.RewardWorker('def compute_reward(metrics, difficulty):\\n    while True:\\n        pass\\n', limits)\n"
+        "rows, source = _busy(100000)\n"
+        "w = sandbox.RewardWorker(source, sandbox.SandboxLimits(cpu_seconds=120, wall_seconds=120.0))\n"
         "print(w.pid, flush=True)\n"
-        "w.evaluate({k: v[:1] for k, v in sandbox.sample_rollouts(3)[0].items()}, 0.5)\n"
+        "while True:\n    w.evaluate_raw(rows, 0.5)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=paths.REPO_ROOT)
     worker = int(parent.stdout.readline())
@@ -422,7 +365,7 @@ def test_a_malformed_binary_reply_is_a_sandbox_error(monkeypatch):
     fake = ("import sys\nr = sys.stdin.buffer\nn = int.from_bytes(r.read(4), 'big')\nr.read(n)\n"
             f"sys.stdout.buffer.write({frame!r})\nsys.stdout.buffer.flush()\n"
             "n = int.from_bytes(r.read(4), 'big')\nr.read(n)\n"
-            f"sys.stdout.buffer.write({frame!r} + (8).to_bytes(4, 'big') + bytes(8))\nsys.stdout.buffer.flush()\n")
+            f"sys.stdout.buffer.write({frame!r} + (16).to_bytes(4, 'big') + bytes(16))\nsys.stdout.buffer.flush()\n")
     monkeypatch.setattr(sandbox, "_WORKER_SOURCE", fake)
     worker = sandbox.RewardWorker(reward("return 0.0"), LIMITS)
     with pytest.raises(sandbox.SandboxError, match="malformed reply"):

@@ -1,9 +1,10 @@
 """Our attack corpus (tests/maestro/sandbox_attacks/, one program per file): each stopped at its stage, for its reason.
 
-Every file starts with ``# expect: <stage> | <reason fragment>``. Validation runs as the training
-path runs it: the default rows (two recorded episodes in order, then synthetic edge cases, then
-the probes beyond them) and the default limits, so a verdict here is the verdict the architect
-would log. Files are named by class: ``parent_`` (work in the checker itself), ``slow_``,
+Every file starts with ``# expect: <stage> | <reason fragment>``. The programs were written against the metered
+checker of the rewards' first design; the reward language refuses most of them at the syntax stage, naming the
+construct. Validation runs as the training path runs it: the default rows (two recorded episodes in order, then
+synthetic edge cases, then the safety search) and the default limits, so a verdict here is the verdict the
+architect would log. Files are named by class: ``parent_`` (work in the checker itself), ``slow_``,
 ``memory_`` and ``bignum_`` (cost), ``escape_``, ``state_``, ``value_`` and ``game_`` (reward hacking).
 """
 
@@ -33,7 +34,7 @@ def test_the_corpus_is_larger_than_the_issues_and_covers_every_stage():
     assert {_expectation(p)[0] for p in CORPUS} == set(sandbox.STAGES)
 
 
-#: Verdicts that come from a clock: none of the corpus may end in one (the meter must stop it first).
+#: Verdicts that come from a clock: none of the corpus may end in one (the language bounds every evaluation).
 TIME_BACKSTOPS = ("CPU time limit", "wall-clock timeout", "deadline", "killed")
 
 
@@ -51,7 +52,7 @@ def test_attack_is_stopped_at_its_stage(path):
     assert (verdict.accepted, verdict.stage) == (False, stage), verdict.reason
     assert fragment in verdict.reason
     assert len(verdict.reason) < 800
-    # the expensive programs are stopped by ticks (or the integer cap), never by the CPU limit (30 s) or a clock
+    # the expensive programs are refused by the language, never stopped by the CPU limit or a clock
     assert not any(backstop in verdict.reason for backstop in TIME_BACKSTOPS)
     assert cpu < 3.0, f"the worker spent {cpu:.1f} CPU-s"
     assert wall < 10.0, f"the verdict took {wall:.1f} s"
@@ -66,7 +67,7 @@ def test_validation_runs_a_real_episode_in_order_then_synthetic_rows():
     source = (paths.PACKAGE_DIR / "maestro" / "sandbox" / "reward_example.py").read_text()
     verdict = sandbox.validate(source)
     assert verdict.accepted, verdict.reason
-    assert verdict.cost["calls"] == n_real + 64 and verdict.cost["max"] <= 10  # the example: a handful of ticks
+    assert verdict.cost["rows"] == n_real + 64 and verdict.cost["nodes"] < 200  # the example: a short program
     assert len(verdict.sample_outputs) == n_real + 64
 
 

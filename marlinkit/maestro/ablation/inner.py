@@ -45,7 +45,7 @@ class TrainMADDPG:
             return state
         state, p.env.context, p.log.records[:] = saved["loop"], saved["loop"].context, saved["log"]
         if state.reward.source == "llm" and state.reward_source is not None:
-            p.env.set_reward(state.reward_source, p.synth.episode_ticks(state.reward_source, p.episode_rows))
+            p.env.set_reward(state.reward_source, p.synth.refusal(state.reward_source))
         return state
 
     def episode(self, state: LoopState, episode: int, d: float, timer: Timer) -> EpisodeRecord:

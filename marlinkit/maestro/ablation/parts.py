@@ -39,7 +39,6 @@ class RunParts:
     env: CurriculumEnv  # the environment the learners train in (context, shaped reward)
     architect: CurriculumArchitect | None  # None: A0, no curriculum
     synth: RewardSynthesizer | None  # None: A0
-    episode_rows: int  # reward calls per training episode
     name: str
     checkpoint_path: Path
     hashed: str  # the run's configuration hash (its checkpoints carry it)
@@ -47,7 +46,7 @@ class RunParts:
     @classmethod
     def open(cls, cfg: Config, ablation: str, seed: int, calibration: Calibration, root: str) -> RunParts:
         """Seed the run, then build its LLM backend, environment and architect (in the order the seeds expect)."""
-        from marlinkit.algos.maddpg import env_dims, seed_everything
+        from marlinkit.algos.maddpg import seed_everything
         from marlinkit.envs.traffic.env import TrafficSignalEnv
         from marlinkit.llm import config as llm_config
         from marlinkit.maestro import architect as arch
@@ -65,7 +64,7 @@ class RunParts:
         return cls(cfg, ablation, seed, calibration, ABLATIONS[ablation], ccfg, mcfg, backend, log, base, env,
                    arch.CurriculumArchitect(backend, base.network, acfg, log) if on else None,
                    arch.RewardSynthesizer(backend, acfg, log) if on else None,
-                   cfg.episode_seconds * len(env_dims(base)[0]), name, Path(root) / f"{name}.checkpoint.pt",
+                   name, Path(root) / f"{name}.checkpoint.pt",
                    config_hash(run_config(cfg, ablation, seed, calibration)))
 
     @property
@@ -91,8 +90,7 @@ class RunParts:
         state.reward_trigger = state.reward.trigger
         state.reward, state.reward_source = arch.run_reward_event(self.synth, state.reward, d, stats, episode,
                                                                   self.seed * 1000 + episode, self.ccfg)
-        ticks = self.synth.episode_ticks(state.reward_source, self.episode_rows) if state.reward_source else 0
-        self.env.set_reward(state.reward_source, ticks)
+        self.env.set_reward(state.reward_source)
 
     def regenerates(self, episode: int) -> bool:
         """A8 ("llm" mode) also asks for a new context every ``regen_interval`` episodes."""

@@ -2,56 +2,45 @@
 
 The paper names the stages and nothing more: "Syntax Check: abstract syntax tree validation;
 Sandboxed Execution: sample rollouts to confirm runtime behavior; Safety Check: range bounding and
-finite-value verification". This module makes each one concrete:
+finite-value verification". Here a reward is written in a small language, a subset of Python that is safe by
+construction (:mod:`marlinkit.maestro.sandbox.language`: no loops, containers, attributes, strings beyond metric
+names, recursion; every operation a float operation over NumPy arrays), and each stage is:
 
-1. ``syntax``: at most ``max_source_chars`` characters, then at most ``MAX_AST_NODES`` nodes and
-   ``MAX_AST_DEPTH`` levels of nesting (counted without recursion, before any other step); the
-   source parses and uses only an allow-list of Python, checked on the whole
-   module (:mod:`marlinkit.maestro.sandbox.static_check`): no import, class, try, with, global, raise, yield,
-   f-string or decorator; no name or attribute starting with ``_``; names bound in the file or
-   one of :data:`ALLOWED_BUILTINS` / ``math``; attributes only ``math.<allowed>`` and the
-   dict/list methods in :data:`ALLOWED_METHODS`; only defs and constants at module level, each
-   name bound once, :data:`FUNCTION_NAME` never rebound nor called by itself, no default
-   arguments, no attribute assignment, annotations only plain names or strings (nothing runs at
-   import). Accepted code is therefore pure. It must define :data:`FUNCTION_NAME` with exactly
-   two positional parameters ``(metrics, difficulty)``. The stage runs in a thread of its own, so
-   its verdict does not depend on the caller's stack depth.
-2. ``execution``: the function runs, in time order and 16 rows per batch as in training, on two
-   whole recorded episodes of simulated traffic metrics (360 s x 16 intersections each: the real
-   Hangzhou flow and the hardest curriculum context, :mod:`marlinkit.maestro.sandbox.reward_rows`) followed
-   by synthetic edge cases and the probes of :func:`probe_rows`, in a separate process
-   (``sandbox_worker``) locked in by rlimits
-   (hard = soft), Landlock where the kernel has it, a uid of its own when started as root, and
-   ``PR_SET_PDEATHSIG``. Its cost is metered in
-   deterministic ticks: no call may exceed ``call_ticks`` and the whole validation may average
-   at most ``mean_ticks`` per call. Every call must return a number. One wall-clock deadline
-   (``deadline_seconds``) covers the whole validation, a backstop the ticks keep far away.
-3. ``safety``: every value is finite and within ``[-bound, bound]``; on the real rows the reward
-   is not constant, does not rise with the queue length (Spearman correlation below
-   ``max_queue_correlation``) and varies enough to matter next to the environment reward; on the
-   probes beyond the recorded range it does not rise with the queue, fall with the departures or
-   pay for gridlock (:func:`check_behaviour`).
+1. ``syntax``: the program is parsed (size limits first), rewritten where its meaning is certain (``import math``
+   dropped, loops over ``metrics.items()`` unrolled, ...; the verdict lists each rewrite) and checked against the
+   language; an error names the construct and its line. It must define :data:`FUNCTION_NAME` with exactly two
+   positional parameters ``(metrics, difficulty)``. The stage runs in a thread of its own, so its verdict does
+   not depend on the caller's stack depth.
+2. ``execution``: the compiled program runs, vectorised, on two whole recorded episodes of simulated traffic
+   metrics (360 s x 16 intersections each: the real Hangzhou flow and the hardest curriculum context,
+   :mod:`marlinkit.maestro.sandbox.reward_rows`) and synthetic edge cases, in a separate process
+   (``worker.py``) locked in by rlimits (hard = soft), Landlock where the kernel has it, a uid of its own when
+   started as root, and ``PR_SET_PDEATHSIG``: the second layer. No meter: one evaluation costs at most the
+   program's (bounded) size in array operations.
+3. ``safety``: every value is finite and within ``[-bound, bound]``; on the real rows the reward is not constant
+   and varies enough to matter next to the environment reward; then a seeded search over the whole metric
+   domain at every difficulty level looks for a counterexample to the properties of a traffic reward
+   (:func:`marlinkit.maestro.sandbox.safety.search`) and reports the one it finds.
 
 The paper gives no signature for r_LLM; ours is ``compute_reward(metrics, difficulty) -> float``,
 called once per intersection per 1-s step with the floats of :data:`REWARD_FIELDS` and the current
-curriculum difficulty. The value is expected in [-1, 1] because the combined reward multiplies it by
-170.0 to reach the environment reward's scale (``marlinkit.maestro.curriculum.combined_reward``).
+curriculum difficulty; the sandbox calls the compiled program once per step for all 16 intersections.
+The value is expected in [-1, 1] because the combined reward multiplies it by 170.0 to reach the
+environment reward's scale (``marlinkit.maestro.curriculum.combined_reward``).
 
-During training, :class:`RewardWorker` runs one episode (a fresh process per episode) under the
-same limits and a tick budget for the episode derived from the validation measurement
-(:func:`episode_ticks`); any failure closes it and raises :class:`SandboxError` so the caller
-can fall back to the environment reward and log the retirement. README, section "The reward
-sandbox: threat model", says what this contains and what it does not.
+During training, :class:`RewardWorker` runs one episode (a fresh process per episode) whose CPU limit is the
+episode's budget (``SandboxLimits.episode_cpu_seconds``); any failure closes it and raises :class:`SandboxError`
+so the caller can fall back to the environment reward and log the retirement. docs/threat-model.md says what
+this contains and what it does not.
 
-Modules: this one runs the stages (:func:`validate`, :class:`RewardWorker`); :mod:`.limits` holds the inputs,
-limits, error and verdict; :mod:`.safety` the checks of stage 3; :mod:`.static_check` the allow-list of stage 1;
-``worker.py`` the sandboxed process's own source.
+Modules: this one runs the stages (:func:`validate`, :class:`RewardWorker`); :mod:`.language` the reward
+language; :mod:`.limits` the inputs, limits, error and verdict; :mod:`.safety` the checks and the search of
+stage 3; ``worker.py`` the sandboxed process's own source.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import signal
@@ -65,36 +54,38 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from marlinkit.maestro.sandbox import static_check as sandbox_ast
+from marlinkit.maestro.sandbox import language
+from marlinkit.maestro.sandbox.language import FUNCTION_NAME, FUNCTIONS, LanguageError  # noqa: F401
 from marlinkit.maestro.sandbox.limits import (FIELD_NAMES, REWARD_FIELDS, STAGES, Field, SandboxError,  # noqa: F401
                                              SandboxLimits, Verdict)
-from marlinkit.maestro.sandbox.safety import (PROBE_BASES, QUEUE_CAPACITY, THROUGHPUT_STEPS, Probes,  # noqa: F401
-                                              check_behaviour, check_outputs, check_queue_alignment, env_reward,
-                                              probe_rows)
-from marlinkit.maestro.sandbox.static_check import ALLOWED_BUILTINS, ALLOWED_MATH, ALLOWED_METHODS, FUNCTION_NAME  # noqa: F401
+from marlinkit.maestro.sandbox.safety import DOMAIN, PROPERTIES, check_outputs, check_real, env_reward  # noqa: F401
+from marlinkit.maestro.sandbox import safety
 
-BATCH_ROWS = 16  # rows per batch in validation: one step of the 16 intersections, as in training
+BATCH_ROWS = 4096  # rows per message to the worker in validation
 _WORKER_SOURCE = (Path(__file__).with_name("worker.py")).read_text()
+_LANGUAGE_PATH = str(Path(language.__file__).resolve())
+#: The worker's environment: one thread for NumPy's libraries (no thread pool inside the limits).
+_WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> None:
-    """Stage 1: raise ``SandboxError("syntax", ...)`` unless the whole module is in the allowed subset."""
-    _static_stage(source, limits)
+def check_syntax(source: str, limits: SandboxLimits = SandboxLimits()) -> language.Program:
+    """Stage 1: the compiled program, or ``SandboxError("syntax", ...)`` naming what is outside the language."""
+    return _static_stage(source, limits)
 
 
-def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = None) -> str:
-    """Check and meter ``source`` in a thread of its own; the metered code, or ``SandboxError("syntax")``.
+def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = None) -> language.Program:
+    """Check and compile ``source`` in a thread of its own; the program, or ``SandboxError("syntax")``.
 
     A fresh thread starts with an empty stack, so the verdict does not depend on how deep the
     caller's stack is (a CLI, a training loop, a process pool). ``deadline`` (``time.monotonic``)
     bounds the wait; every failure, a bug of the checker included, becomes a ``SandboxError``.
     """
-    result: dict[str, str] = {}
+    result: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            result["code"] = sandbox_ast.prepare(source, limits.max_source_chars)
-        except sandbox_ast.SyntaxProblem as problem:
+            result["program"] = language.load(source, FIELD_NAMES, limits.max_source_chars)
+        except LanguageError as problem:
             result["error"] = str(problem)
         except BaseException as error:  # noqa: BLE001 - untrusted input: every failure is a verdict
             result["error"] = f"the checker failed: {type(error).__name__}: {str(error)[:300]}"
@@ -109,36 +100,32 @@ def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = N
         raise SandboxError("syntax", f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
     if "error" in result:
         raise SandboxError("syntax", result["error"])
-    return result["code"]
+    return result["program"]
 
 
 class RewardWorker:
-    """One sandbox process holding one reward function; ``evaluate`` runs batches through it.
+    """One sandbox process holding one reward program; ``evaluate`` runs batches of rows through it.
 
-    Start-up (~50 ms) is paid once per process: training starts one per episode, so the CPU
-    limit and ``total_ticks`` are budgets of that episode. The code is syntax-checked here as
-    well, so a worker can never run code that stage 1 rejects. Any failure (exception, non-number,
-    exhausted budget, timeout, crash, malformed reply, non-finite or out-of-range value) closes the
-    worker and raises SandboxError.
+    Start-up (NumPy's import, ~0.1 s) is paid once per process: training starts one per episode, so its CPU
+    limit (``cpu_seconds``, default ``limits.cpu_seconds``; training passes ``limits.episode_cpu_seconds``) is
+    that episode's budget. The code is checked here as well, and again inside the worker, so a worker can
+    never run code that stage 1 rejects. Any failure (an evaluation error, the CPU or memory limit, a timeout,
+    a crash, a malformed reply, a non-finite or out-of-range value) closes the worker and raises SandboxError.
     """
 
-    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits(), total_ticks: int | None = None,
+    def __init__(self, source: str, limits: SandboxLimits = SandboxLimits(), cpu_seconds: int | None = None,
                  deadline: float | None = None):
         self.limits, self.deadline = limits, deadline  # deadline: time.monotonic() that ends a validation
-        code = _static_stage(source, limits, deadline)
-        self.total_ticks = int(total_ticks if total_ticks is not None else limits.mean_ticks * limits.max_batch_rows)
-        self.last_ticks = np.zeros(0)  # ticks per row of the last batch
-        self.ticks_used = 0
-        command = [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE, str(limits.cpu_seconds),
-                   str(limits.memory_bytes), str(limits.recursion_limit), str(os.getpid())]
+        self.program = _static_stage(source, limits, deadline)
+        self.cpu_seconds = int(cpu_seconds if cpu_seconds is not None else limits.cpu_seconds)
+        command = [sys.executable, "-I", "-c", _WORKER_SOURCE, str(self.cpu_seconds), str(limits.memory_bytes),
+                   str(os.getpid()), _LANGUAGE_PATH]
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={}, cwd="/", start_new_session=True,
+            env=dict(_WORKER_ENV), cwd="/", start_new_session=True,
         )
-        init = {"code": code, "function": FUNCTION_NAME, "fields": FIELD_NAMES,
-                "builtins": sorted(ALLOWED_BUILTINS), "math": sorted(ALLOWED_MATH),
-                "call_ticks": limits.call_ticks, "total_ticks": self.total_ticks}
-        self._send(json.dumps(init).encode())
+        self._send(json.dumps({"source": source, "fields": FIELD_NAMES,
+                               "max_source_chars": limits.max_source_chars}).encode())
         reply = self._receive_status()
         isolation = reply.get("isolation")
         self.isolation = isolation if isinstance(isolation, dict) else {}
@@ -165,12 +152,9 @@ class RewardWorker:
         self._receive_status()
         deadline = self._deadline()
         (size,) = struct.unpack(">I", self._read_exact(4, deadline))
-        if size != 16 * len(rows):
+        if size != 8 * len(rows):
             self._fail("execution", f"malformed reply: {size} bytes for {len(rows)} rows")
-        reply = np.frombuffer(self._read_exact(size, deadline), dtype=np.float64)
-        self.last_ticks = reply[len(rows):].copy()
-        self.ticks_used += int(self.last_ticks.sum())
-        return reply[:len(rows)].copy()
+        return np.frombuffer(self._read_exact(size, deadline), dtype=np.float64).copy()
 
     @property
     def pid(self) -> int:
@@ -231,7 +215,8 @@ class RewardWorker:
             error = str(reply.get("error", "unknown error"))[:500]
             if error == "MemoryError":
                 error += f" (memory limit {self.limits.memory_bytes / 2**20:g} MiB)"
-            self._fail("execution", error)
+            row = reply.get("row")
+            self._fail("execution", error, row if isinstance(row, int) and not isinstance(row, bool) else None)
         return reply
 
     def _deadline(self) -> float:
@@ -265,17 +250,17 @@ class RewardWorker:
             self._process.wait()
         code = self._process.returncode
         # rusage lags the kernel's tick accounting a little (0.93 s for a 1-s limit was seen)
-        if code == -signal.SIGXCPU or (code == -signal.SIGKILL and cpu >= 0.5 * self.limits.cpu_seconds):
-            return f"CPU time limit ({self.limits.cpu_seconds} s) exceeded"
+        if code == -signal.SIGXCPU or (code == -signal.SIGKILL and cpu >= 0.5 * self.cpu_seconds):
+            return f"CPU time limit ({self.cpu_seconds} s) exceeded"
         if code == -signal.SIGKILL:
             return "killed (memory or time limit)"
         return f"sandbox process exited with code {code}"
 
-    def _fail(self, stage: str, reason: str):
+    def _fail(self, stage: str, reason: str, row: int | None = None):
         if self.alive:
             self._process.kill()
         self.close()
-        raise SandboxError(stage, reason)
+        raise SandboxError(stage, reason, row)
 
 
 def sample_rollouts(n: int = 64, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -318,15 +303,6 @@ def validation_rows(synthetic: int = 64, seed: int = 0) -> tuple[dict[str, np.nd
     return metrics, difficulty, n_real
 
 
-def episode_ticks(cost: Mapping[str, float], rows: int, limits: SandboxLimits = SandboxLimits()) -> int:
-    """Tick budget of one training episode of ``rows`` calls, from the validation measurement ``cost``.
-
-    ``episode_margin`` x the validated mean per call (at least 10 ticks per call, never above
-    ``mean_ticks``), times the rows. Deterministic: a reward that costs far more in training than
-    on the validation rows (the same real traffic) is retired, however fast the machine.
-    """
-    per_call = min(max(limits.episode_margin * float(cost["mean"]), 10.0), limits.mean_ticks)
-    return int(math.ceil(per_call * rows))
 
 
 def validate(
@@ -337,68 +313,112 @@ def validate(
 ) -> Verdict:
     """Run the three stages on ``source``; the first failure ends validation.
 
-    ``samples`` None: :func:`validation_rows` (real episode + synthetic edge cases). Given samples,
-    the first ``n_real`` rows count as real traffic: the queue correlation, the spread and the
-    probes of :func:`probe_rows` run only when there are some (``n_real`` 0: the value checks only).
-    Rows go to the worker in order, :data:`BATCH_ROWS` per batch, as training sends them.
+    ``samples`` None: :func:`validation_rows` (the recorded episodes + synthetic edge cases). Given samples,
+    the first ``n_real`` rows count as real traffic: the spread check and the search (whose jam threshold
+    comes from them) run only when there are some (``n_real`` 0: the value checks only).
 
     Deterministic: the same source, samples and limits give the same verdict (the paper requires
-    identical code-acceptance decisions for identical seeds, Section 5.3), at any stack depth.
-    Cost is counted in ticks, not seconds; only the CPU limit and the wall-clock deadline
-    (``deadline_seconds`` over the whole validation) are time, and they sit far above what the
-    tick budgets let through. Never raises: every failure, of the code or of the inputs, is a
-    rejected verdict with its reason.
+    identical code-acceptance decisions for identical seeds, Section 5.3), at any stack depth and in any
+    process. Only the CPU limit and the wall-clock deadline are time, backstops that an evaluation bounded
+    by the program's size does not reach. Never raises: every failure, of the code or of the inputs, is a
+    rejected verdict with its reason. It runs in a thread of its own (an empty stack: the same verdict at any
+    depth of the caller's); the worker it starts lives and ends inside that thread.
     """
+    out: list[Verdict] = []
+    thread = threading.Thread(target=lambda: out.append(_validate(source, samples, limits, n_real)),
+                              name="reward-validation", daemon=True)
+    thread.start()
+    thread.join()
+    return out[0] if out else Verdict(False, "syntax", "validation failed: the validation thread gave no verdict")
+
+
+def _validate(source, samples, limits: SandboxLimits, n_real: int) -> Verdict:
     timings: dict[str, float] = {}
     stage, start = "syntax", time.perf_counter()
-    values, ticks, probe_values, isolation = [], [], [], {}
+    state: dict[str, Any] = {"values": np.zeros(0), "isolation": {}, "program": None}
     try:
         deadline = time.monotonic() + limits.deadline_seconds
-        if samples is None:
-            metrics, difficulty, n_real = validation_rows()
-        else:
-            metrics, difficulty = samples
-        metrics = {name: np.asarray(metrics[name], dtype=float).reshape(-1) for name in FIELD_NAMES}
-        difficulty = np.broadcast_to(np.asarray(difficulty, dtype=float), metrics[FIELD_NAMES[0]].shape)
-        n = len(difficulty)
-        probes = probe_rows(metrics, difficulty, n_real) if n_real else None
-        rows = n + (len(probes.difficulty) if probes else 0)
-        _static_stage(source, limits, deadline)
+        metrics, difficulty, n_real = _rows(samples, n_real)
+        state["program"] = _static_stage(source, limits, deadline)
         timings["syntax"] = time.perf_counter() - start
         stage, start = "execution", time.perf_counter()
-        with RewardWorker(source, limits, total_ticks=int(limits.mean_ticks * rows), deadline=deadline) as worker:
-            isolation = worker.isolation
-            for first in range(0, n, BATCH_ROWS):
-                batch = {name: metrics[name][first:first + BATCH_ROWS] for name in FIELD_NAMES}
-                values.append(worker.evaluate_raw(batch, difficulty[first:first + BATCH_ROWS]))
-                ticks.append(worker.last_ticks)
-            for first in range(0, rows - n, BATCH_ROWS):
-                batch = {name: probes.metrics[name][first:first + BATCH_ROWS] for name in FIELD_NAMES}
-                probe_values.append(worker.evaluate_raw(batch, probes.difficulty[first:first + BATCH_ROWS]))
-        timings["execution"] = time.perf_counter() - start
+        with RewardWorker(source, limits, deadline=deadline) as worker:
+            state["isolation"] = worker.isolation
+            state["values"] = _batched(worker, metrics, difficulty)
+            timings["execution"] = time.perf_counter() - start
+            stage, start = "safety", time.perf_counter()
+            _safety(worker, state["values"], metrics, difficulty, n_real, limits)
+    except _Unsafe as unsafe:
+        timings[stage] = time.perf_counter() - start
+        return _verdict(False, "safety", unsafe.found.message, state, timings, unsafe.found.to_dict())
     except SandboxError as error:
         timings[error.stage] = time.perf_counter() - start
-        return Verdict(False, error.stage, error.reason, timings=timings, isolation=isolation)
+        return _verdict(False, error.stage, error.reason, state, timings)
     except Exception as error:  # noqa: BLE001 - a verdict, never a crash of the caller (training)
         timings[stage] = time.perf_counter() - start
-        return Verdict(False, stage, f"validation failed: {type(error).__name__}: {str(error)[:300]}", timings=timings,
-                       isolation=isolation)
-    values, ticks = np.concatenate(values), np.concatenate(ticks)
-    cost = {"calls": int(n), "total": float(ticks.sum()), "max": float(ticks.max()), "mean": float(ticks.mean())}
-    start = time.perf_counter()
-    try:
-        check_outputs(values, limits.bound)
-        if n_real:
-            probed = np.concatenate(probe_values) if probe_values else np.zeros(0)
-            check_outputs(probed, limits.bound)
-            check_queue_alignment(values[:n_real], metrics["queue_length"][:n_real], limits)
-            check_behaviour(values[:n_real], {name: metrics[name][:n_real] for name in FIELD_NAMES}, difficulty[:n_real],
-                            probes, probed, limits)
-    except SandboxError as error:
-        return Verdict(False, "safety", error.reason, values.tolist(), {**timings, "safety": time.perf_counter() - start},
-                       cost, isolation)
-    except Exception as error:  # noqa: BLE001
-        return Verdict(False, "safety", f"validation failed: {type(error).__name__}: {str(error)[:300]}", values.tolist(),
-                       {**timings, "safety": time.perf_counter() - start}, cost, isolation)
+        return _verdict(False, stage, f"validation failed: {type(error).__name__}: {str(error)[:300]}", state, timings)
     timings["safety"] = time.perf_counter() - start
-    return Verdict(True, None, "accepted", values.tolist(), timings, cost, isolation)
+    return _verdict(True, None, "accepted", state, timings)
+
+
+class _Unsafe(Exception):
+    def __init__(self, found: safety.Counterexample):
+        super().__init__(found.message)
+        self.found = found
+
+
+def _rows(samples, n_real: int) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    if samples is None:
+        return validation_rows()
+    metrics, difficulty = samples
+    metrics = {name: np.asarray(metrics[name], dtype=float).reshape(-1) for name in FIELD_NAMES}
+    difficulty = np.broadcast_to(np.asarray(difficulty, dtype=float), metrics[FIELD_NAMES[0]].shape)
+    return metrics, difficulty, n_real
+
+
+def _batched(worker: RewardWorker, metrics: Mapping[str, np.ndarray], difficulty: np.ndarray) -> np.ndarray:
+    """The worker's raw values for all rows, :data:`BATCH_ROWS` per message (``row`` of an error: of all rows)."""
+    out = []
+    for first in range(0, len(difficulty), BATCH_ROWS):
+        batch = {name: metrics[name][first:first + BATCH_ROWS] for name in FIELD_NAMES}
+        try:
+            out.append(worker.evaluate_raw(batch, difficulty[first:first + BATCH_ROWS]))
+        except SandboxError as error:
+            if error.row is None:
+                raise
+            row = first + error.row
+            where = ", ".join(f"{name} {metrics[name][row]:g}" for name in FIELD_NAMES)
+            raise SandboxError(error.stage, f"{error.reason} on row {row}: {where} (d = {difficulty[row]:g})",
+                               row) from None
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _safety(worker: RewardWorker, values: np.ndarray, metrics: Mapping[str, np.ndarray], difficulty: np.ndarray,
+            n_real: int, limits: SandboxLimits) -> None:
+    from marlinkit.maestro.curriculum import difficulty_levels
+
+    check_outputs(values, limits.bound)
+    if not n_real:
+        return
+    check_real(values[:n_real], {name: metrics[name][:n_real] for name in FIELD_NAMES}, limits)
+    levels = tuple(difficulty_levels())
+    real_d = np.asarray(difficulty[:n_real], dtype=float)
+    everywhere = float(np.percentile(values[:n_real], 25))
+    thresholds = {float(d): float(np.percentile(values[:n_real][real_d == d], 25)) if (real_d == d).any()
+                  else everywhere for d in levels}
+
+    def evaluate(rows: dict, d: np.ndarray) -> np.ndarray:
+        return _batched(worker, rows, d)
+    found = safety.search(evaluate, levels, thresholds, limits)
+    if found is not None:
+        raise _Unsafe(found)
+
+
+def _verdict(accepted: bool, stage: str | None, reason: str, state: dict, timings: dict,
+             counterexample: dict | None = None) -> Verdict:
+    program = state["program"]
+    values = state["values"]
+    cost = {"rows": int(values.size), "nodes": program.size} if program is not None else {}
+    return Verdict(accepted, stage, reason, values.tolist(), timings, cost, state["isolation"],
+                   list(program.notes) if program is not None else [], program.source if program is not None else "",
+                   counterexample or {})

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 #: Accepted ranges of the limits: beyond them a run is not a reward check (RLIMITs overflow, samples fill memory).
-RANGES = {"samples": (1, 100_000), "cpu_seconds": (1, 3600), "memory_mb": (16, 65_536), "wall_seconds": (0.1, 3600.0),
+RANGES = {"samples": (1, 100_000), "cpu_seconds": (1, 3600), "memory_mb": (128, 65_536), "wall_seconds": (0.1, 3600.0),
           "bound": (1e-12, 1e12)}
 
 
@@ -25,12 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, default=64,
                         help="synthetic edge-case rows run after the recorded real episodes (default 64, at most 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic samples")
-    parser.add_argument("--cpu-seconds", type=int, default=30,
-                        help="RLIMIT_CPU of the sandbox process, a backstop (1-3600, default 30)")
-    parser.add_argument("--memory-mb", type=int, default=256, help="RLIMIT_AS of the sandbox process (16-65536, default 256)")
-    parser.add_argument("--wall-seconds", type=float, default=60.0,
-                        help="wall-clock timeout per batch, a backstop (0.1-3600, default 60)")
+    parser.add_argument("--cpu-seconds", type=int, default=10,
+                        help="RLIMIT_CPU of the sandbox process, a backstop (1-3600, default 10)")
+    parser.add_argument("--memory-mb", type=int, default=512,
+                        help="RLIMIT_AS of the sandbox process (128-65536, default 512)")
+    parser.add_argument("--wall-seconds", type=float, default=30.0,
+                        help="wall-clock timeout per batch, a backstop (0.1-3600, default 30)")
     parser.add_argument("--bound", type=float, default=1.0, help="accepted outputs lie in [-bound, bound] (default 1)")
+    parser.add_argument("--phase-terms", action="store_true",
+                        help="allow a reward that depends on the phase or its timing (when the prompt asked for one)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise FileNotFoundError(f"no reward file at {args.file}")
     limits = sandbox.SandboxLimits(
         cpu_seconds=args.cpu_seconds, memory_bytes=args.memory_mb * 2**20,
-        wall_seconds=args.wall_seconds, bound=args.bound,
+        wall_seconds=args.wall_seconds, bound=args.bound, phase_terms=args.phase_terms,
     )
     metrics, difficulty, n_real = sandbox.validation_rows(args.samples, args.seed)
     verdict = sandbox.validate(args.file.read_text(), (metrics, difficulty), limits, n_real=n_real)

@@ -1,7 +1,8 @@
 """A reward function in the form the sandbox accepts (``python -m marlinkit check-reward FILE``).
 
 Also the worked example for reward prompts: small models keep a format far better with one example.
-No imports: ``math`` and a few builtins are provided by the sandbox.
+Written in the reward language (:mod:`marlinkit.maestro.sandbox.language`): no imports, ``min``, ``max``, ``abs``
+and the math functions are provided.
 """
 
 

@@ -1,103 +1,64 @@
-"""Stage 3, the safety checks on the values a reward returned: finite and bounded everywhere; on the real rows not
-rising with the queue and varied enough to matter; on probes beyond the recorded range not rising with the queue,
-falling with the departures or paying for gridlock."""
+"""Stage 3, safety: the values on the recorded rows, then a seeded search for rows where the reward misbehaves.
+
+On the recorded traffic the reward must be finite, within the bound, not constant and large enough to matter
+(:func:`check_outputs`, :func:`check_real`). Then :func:`search` looks for a counterexample to each property a
+traffic reward must have, over the whole metric domain (:data:`DOMAIN`, beyond anything recorded) and at every
+difficulty level the curriculum can produce:
+
+* ``finite``: finite and within ``[-bound, bound]`` everywhere (an operation without a finite value in a row the
+  program reaches is a failure of this property too);
+* ``queue_length``, ``waiting_time``, ``delay``: not rising when one of them grows, everything else unchanged;
+* ``throughput``: not falling when more vehicles leave;
+* ``phase``: the same value whatever the phase and however long it has been held (unless
+  ``SandboxLimits.phase_terms``: the prompt asked for such a term);
+* ``jam``: on a jammed intersection of any shape (:data:`JAM`: long queue, long waits, slow, occupied lanes,
+  nobody leaving; any pressure, phase and phase time) never above the reward's lower quartile on the recorded
+  rows of the same difficulty.
+
+The search is deterministic: a seeded draw of ``search_rows`` rows (or pairs) per property, each metric taken
+at an edge of its range, at zero, at a whole number or anywhere in between, the difficulty levels in turn; then
+``search_rounds`` rounds of local search around the candidates that came closest to a violation. The first
+property with a violation ends it; the counterexample is simplified (metrics moved to whole numbers or zero
+while it still violates) and reported. A search can miss a violation confined to a region it never samples:
+see docs/threat-model.md.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
 from marlinkit.maestro.sandbox.limits import FIELD_NAMES, SandboxError, SandboxLimits
 
+#: Queue capacity of an intersection (halted vehicles on its 12 incoming lanes): the largest queue searched.
+QUEUE_CAPACITY = 120
+#: The searched range of each metric (low, high, whole numbers only): the documented ranges, widened to what an
+#: intersection can physically show (a full queue, twice the documented departures, a phase held all episode).
+DOMAIN = {
+    "queue_length": (0.0, float(QUEUE_CAPACITY), True), "waiting_time": (0.0, 600.0, False),
+    "pressure": (-120.0, 120.0, True), "throughput": (0.0, 12.0, True), "delay": (0.0, 1.0, False),
+    "occupancy": (0.0, 1.0, False), "phase": (0.0, 3.0, True), "phase_duration": (0.0, 360.0, True),
+}
+#: A jammed intersection: each metric within these bounds (the others anywhere in :data:`DOMAIN`).
+JAM = {"queue_length": (60.0, float(QUEUE_CAPACITY)), "waiting_time": (60.0, 600.0), "delay": (0.5, 1.0),
+       "occupancy": (0.5, 1.0), "throughput": (0.0, 0.0)}
+#: The metrics a reward must not rise with (+1) or fall with (-1), the others unchanged.
+MONOTONE = (("queue_length", 1.0), ("waiting_time", 1.0), ("delay", 1.0), ("throughput", -1.0))
+PROPERTIES = ("finite",) + tuple(name for name, _ in MONOTONE) + ("phase", "jam")
+_KEEP_BEST = 32  # candidates the local search starts from, each round
+
+Evaluate = Callable[[dict, np.ndarray], np.ndarray]
+
 
 def check_outputs(values: np.ndarray, bound: float) -> None:
-    """Stage 3: raise ``SandboxError("safety", ...)`` unless all values are finite and in range."""
+    """Raise ``SandboxError("safety", ...)`` unless all values are finite and within ``[-bound, bound]``."""
     bad = ~np.isfinite(values)
     if bad.any():
         raise SandboxError("safety", f"{int(bad.sum())} of {values.size} values are not finite (first: {values[bad][0]})")
-    worst = float(np.abs(values).max())
+    worst = float(np.abs(values).max()) if values.size else 0.0
     if worst > bound:
         raise SandboxError("safety", f"|value| reaches {worst:.6g}, outside [-{bound:g}, {bound:g}]")
-
-
-def check_queue_alignment(values: np.ndarray, queue: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> float:
-    """Safety on real traffic: the reward must not rise with the queue length; returns Spearman's rho.
-
-    The learning goal asks for short queues. A reward that pays for them on real traffic (while
-    behaving on synthetic rows) is refused; so is one constant on real traffic.
-    """
-    if np.ptp(values) == 0 or np.ptp(queue) == 0:
-        raise SandboxError("safety", "the reward is constant on the real traffic rows (it ignores its inputs)")
-    rho = float(np.corrcoef(_average_ranks(values), _average_ranks(queue))[0, 1])
-    if not rho < limits.max_queue_correlation:
-        raise SandboxError("safety", f"on real traffic the reward rises with the queue length (Spearman {rho:+.2f}, "
-                                     f"must be below {limits.max_queue_correlation:+.2f})")
-    return rho
-
-
-class Probes(NamedTuple):
-    """Synthetic rows beyond the recorded range (:func:`probe_rows`) and where each group lies."""
-
-    metrics: dict[str, np.ndarray]
-    difficulty: np.ndarray
-    queue_sweeps: np.ndarray  # (sweeps, QUEUE_STEPS) row indices: the queue 0, 1, ..., capacity
-    throughput_sweeps: np.ndarray  # (sweeps, THROUGHPUT_STEPS) row indices: departures 0, 1, ..., 12
-    gridlock: np.ndarray  # row indices of gridlocked intersections
-
-
-#: Queue capacity of an intersection (halted vehicles on its 12 incoming lanes): the probes' largest queue.
-QUEUE_CAPACITY = 120
-THROUGHPUT_STEPS = 13  # departures 0..12 in one second: twice the documented range
-PROBE_BASES = 11  # real rows the sweeps start from: the queue's 0, 10, ..., 100th percentile
-
-
-def probe_rows(metrics: Mapping[str, np.ndarray], difficulty: np.ndarray, n_real: int) -> Probes:
-    """Synthetic rows that probe the reward where the recorded traffic does not reach.
-
-    From :data:`PROBE_BASES` real rows (spread over the queue length), each once as recorded and
-    once with its phase held for a whole episode (360 s): a sweep of the queue from 0 to
-    :data:`QUEUE_CAPACITY` and a sweep of the departures from 0 to 12, every other input as in
-    the base row; then gridlocked intersections (queue at capacity, nobody leaving, everyone
-    waiting 300 s, the phase held 60, 120 or 360 s) in every phase and at the lowest, middle and
-    highest difficulty of the real rows. Deterministic: derived from the rows alone.
-    """
-    from marlinkit.maestro.sandbox.reward_rows import SECONDS
-
-    queue = np.asarray(metrics["queue_length"][:n_real], dtype=float)
-    order = np.argsort(queue, kind="stable")
-    bases = order[np.round(np.linspace(0, n_real - 1, PROBE_BASES)).astype(int)]
-    base_rows = np.column_stack([np.asarray(metrics[name][:n_real], dtype=float)[bases] for name in FIELD_NAMES])
-    base_difficulty = np.asarray(difficulty[:n_real], dtype=float)[bases]
-    held = base_rows.copy()
-    held[:, FIELD_NAMES.index("phase_duration")] = float(SECONDS)
-    base_rows = np.vstack([base_rows, held])
-    base_difficulty = np.concatenate([base_difficulty, base_difficulty])
-    blocks, levels, groups = [], [], {}
-    start = 0
-    for field_name, steps in (("queue_length", np.arange(QUEUE_CAPACITY + 1.0)),
-                              ("throughput", np.arange(float(THROUGHPUT_STEPS)))):
-        rows = np.repeat(base_rows, len(steps), axis=0)
-        rows[:, FIELD_NAMES.index(field_name)] = np.tile(steps, len(base_rows))
-        blocks.append(rows)
-        levels.append(np.repeat(base_difficulty, len(steps)))
-        groups[field_name] = start + np.arange(len(rows)).reshape(len(base_rows), len(steps))
-        start += len(rows)
-    jam = {"queue_length": float(QUEUE_CAPACITY), "waiting_time": 300.0, "pressure": float(QUEUE_CAPACITY),
-           "throughput": 0.0, "delay": 1.0, "occupancy": 1.0}
-    known = np.unique(np.asarray(difficulty[:n_real], dtype=float))
-    gridlock = []
-    for held_s in (60.0, 120.0, float(SECONDS)):
-        for phase in range(4):
-            for level in (known[0], known[len(known) // 2], known[-1]):  # difficulties the real rows have
-                gridlock.append([jam.get(name, 0.0) for name in FIELD_NAMES])
-                gridlock[-1][FIELD_NAMES.index("phase")] = float(phase)
-                gridlock[-1][FIELD_NAMES.index("phase_duration")] = held_s
-                levels.append(np.array([level]))
-    blocks.append(np.array(gridlock))
-    rows = np.vstack(blocks)
-    return Probes({name: rows[:, i] for i, name in enumerate(FIELD_NAMES)}, np.concatenate(levels),
-                  groups["queue_length"], groups["throughput"], start + np.arange(len(gridlock)))
 
 
 def env_reward(metrics: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -109,45 +70,210 @@ def env_reward(metrics: Mapping[str, np.ndarray]) -> np.ndarray:
             - w.pressure * np.abs(np.asarray(metrics["pressure"])))
 
 
-def check_behaviour(real_values: np.ndarray, real_metrics: Mapping[str, np.ndarray], real_difficulty: np.ndarray,
-                    probes: Probes, probe_values: np.ndarray, limits: SandboxLimits = SandboxLimits()) -> None:
-    """Safety rules beyond the recorded range (README, threat model); ``SandboxError("safety")`` on a breach.
-
-    1. *spread*: 170 x the reward's range on the real rows is at least ``min_spread_fraction`` of
-       the environment reward's range there (a reward too small to change training is refused);
-    2. *queue*: on neighbouring rows of the queue sweeps (one more halted vehicle, nothing else
-       changed) the reward rises on at most ``max_rising_pairs`` of the pairs;
-    3. *throughput*: on neighbouring rows of the departure sweeps it falls on at most that share;
-    4. *gridlock*: on no gridlock row is it above its lower quartile on the real rows of the same difficulty.
-    """
+def check_real(values: np.ndarray, metrics: Mapping[str, np.ndarray], limits: SandboxLimits = SandboxLimits()) -> None:
+    """On the recorded traffic: not constant, and 170 x its range at least ``min_spread_fraction`` of the
+    environment reward's range there (a reward too small to change training is refused)."""
     from marlinkit.maestro.curriculum import CurriculumConfig
 
+    if np.ptp(values) == 0:
+        raise SandboxError("safety", "the reward is constant on the real traffic rows (it ignores its inputs)")
     scale = CurriculumConfig().llm_scale
-    env_range = float(np.ptp(env_reward(real_metrics)))
-    spread = scale * float(np.ptp(real_values))
+    env_range, spread = float(np.ptp(env_reward(metrics))), scale * float(np.ptp(values))
     if env_range > 0 and not spread >= limits.min_spread_fraction * env_range:
-        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is {spread:.3g}, "
-                                     f"under {limits.min_spread_fraction:g} of the environment reward's range ({env_range:.3g})")
+        raise SandboxError("safety", f"the reward barely varies: {scale:g} x its range on real traffic is "
+                                     f"{spread:.3g}, "
+                                     f"under {limits.min_spread_fraction:g} of the environment reward's range "
+                                     f"({env_range:.3g})")
+
+
+class Counterexample(NamedTuple):
+    """A violation the search found: the property, the rows (one, or the pair compared) and their values."""
+
+    prop: str
+    difficulty: float
+    rows: list[dict[str, float]]
+    values: list[float | None]  # None: no finite value
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"property": self.prop, "difficulty": self.difficulty, "rows": self.rows, "values": self.values}
+
+
+def _draw(rng: np.random.Generator, n: int, region: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    """``n`` rows: each metric at an edge of its range, at zero, a whole number or anywhere in between."""
+    rows = np.empty((n, len(FIELD_NAMES)))
+    for j, name in enumerate(FIELD_NAMES):
+        low, high, whole = DOMAIN[name]
+        low, high = region.get(name, (low, high))
+        values = rng.uniform(low, high, n)
+        kind = rng.random(n)
+        values = np.where(kind < 0.45 if whole else kind < 0.25, np.round(values), values)
+        values = np.where(kind >= 0.85, low, np.where(kind >= 0.7, high, values))
+        if low < 0.0 < high:
+            values = np.where((kind >= 0.6) & (kind < 0.7), 0.0, values)
+        rows[:, j] = np.round(values) if name == "phase" else values
+    return rows
+
+
+def _mutate(rng: np.random.Generator, rows: np.ndarray, region: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    """Neighbours of ``rows``: about a third of the metrics moved a little, to an edge or to a whole number."""
+    out = rows.copy()
+    fresh = _draw(rng, len(rows), region)
+    for j, name in enumerate(FIELD_NAMES):
+        low, high, _ = DOMAIN[name]
+        low, high = region.get(name, (low, high))
+        kind = rng.random(len(rows))
+        nudged = np.clip(out[:, j] + rng.normal(0.0, 0.03 * (high - low) + 1e-12, len(rows)), low, high)
+        out[:, j] = np.where(kind < 0.2, nudged, np.where(kind < 0.35, fresh[:, j], out[:, j]))
+        if name == "phase":
+            out[:, j] = np.round(out[:, j])
+    return out
+
+
+class _Property:
+    """One property: where its rows come from, the row it is compared with, and the violation (> 0 breaks it)."""
+
+    def __init__(self, name: str, limits: SandboxLimits, thresholds: dict[float, float]):
+        self.name, self.limits, self.thresholds = name, limits, thresholds
+        self.region = JAM if name == "jam" else {}
+        self.paired = name not in ("finite", "jam")
+
+    def partner(self, rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
+        out = rows.copy()
+        if self.name == "phase":
+            j, k = FIELD_NAMES.index("phase"), FIELD_NAMES.index("phase_duration")
+            out[:, j] = (rows[:, j] + rng.integers(1, 4, len(rows))) % 4
+            held = _draw(rng, len(rows), {})[:, k]
+            out[:, k] = np.where(rng.random(len(rows)) < 0.5, held, rows[:, k])
+            return out
+        j = FIELD_NAMES.index(self.name)
+        low, high, whole = DOMAIN[self.name]
+        room = high - rows[:, j]
+        step = np.where(rng.random(len(rows)) < 0.5, rng.uniform(0.0, 1.0, len(rows)) * room,
+                        np.minimum(1.0 if whole else 0.01 * (high - low), room))
+        out[:, j] = rows[:, j] + step
+        return out
+
+    def violation(self, values: np.ndarray, partner_values: np.ndarray | None, difficulty: np.ndarray) -> np.ndarray:
+        if self.name == "finite":
+            return np.abs(values) - self.limits.bound
+        if self.name == "jam":
+            return values - np.array([self.thresholds[float(d)] for d in difficulty])
+        if self.name == "phase":
+            return np.abs(partner_values - values)
+        sign = dict(MONOTONE)[self.name]
+        return sign * (partner_values - values)
+
+
+def _values(evaluate: Evaluate, rows: np.ndarray, difficulty: np.ndarray) -> np.ndarray:
+    return evaluate({name: rows[:, j] for j, name in enumerate(FIELD_NAMES)}, difficulty)
+
+
+def _row_dict(row: np.ndarray) -> dict[str, float]:
+    return {name: float(v) for name, v in zip(FIELD_NAMES, row)}
+
+
+def search(evaluate: Evaluate, levels: tuple[float, ...], thresholds: dict[float, float],
+           limits: SandboxLimits = SandboxLimits()) -> Counterexample | None:
+    """The first counterexample to :data:`PROPERTIES` the seeded search finds, or None.
+
+    ``evaluate(metrics, difficulty)`` gives the reward per row (raising ``SandboxError`` with ``row`` set when a
+    row has no finite value); ``thresholds`` maps each level to the reward's lower quartile on the recorded rows.
+    """
     tolerance = 1e-9 * max(1.0, limits.bound)
-    for name, sweeps, sign, verb in (("queue length", probes.queue_sweeps, 1.0, "rises with"),
-                                     ("throughput", probes.throughput_sweeps, -1.0, "falls with")):
-        steps = sign * np.diff(probe_values[sweeps], axis=1)
-        share = float(np.mean(steps > tolerance))
-        if share > limits.max_rising_pairs:
-            raise SandboxError("safety", f"the reward {verb} the {name} on {share:.0%} of neighbouring probe rows "
-                                         f"(at most {limits.max_rising_pairs:.0%} allowed)")
-    real_difficulty = np.asarray(real_difficulty, dtype=float)
-    for level in np.unique(probes.difficulty[probes.gridlock]):
-        quartile = float(np.percentile(real_values[real_difficulty == level], 25))
-        jammed = probes.gridlock[probes.difficulty[probes.gridlock] == level]
-        worst = float(probe_values[jammed].max())
-        if worst > quartile + tolerance:
-            raise SandboxError("safety", f"the reward pays for gridlock: {worst:.3g} on a gridlocked intersection at "
-                                         f"difficulty {level:g}, above its lower quartile on real traffic there ({quartile:.3g})")
+    for number, name in enumerate(PROPERTIES):
+        if name == "phase" and limits.phase_terms:
+            continue
+        prop = _Property(name, limits, thresholds)
+        rng = np.random.default_rng([limits.search_seed, number])
+        rows = _draw(rng, limits.search_rows, prop.region)
+        difficulty = np.asarray(levels, dtype=float)[np.arange(limits.search_rows) % len(levels)]
+        for round_ in range(limits.search_rounds + 1):
+            found, scores = _try(evaluate, prop, rng, rows, difficulty, tolerance)
+            if found is not None:
+                return found
+            if round_ == limits.search_rounds:
+                break
+            best = np.argsort(-scores, kind="stable")[:_KEEP_BEST]
+            picked = np.repeat(best, max(1, limits.search_rows // (2 * len(best))))
+            rows = _mutate(rng, rows[picked], prop.region)
+            moved = rng.random(len(picked)) < 0.2
+            difficulty = np.where(moved, np.asarray(levels)[rng.integers(0, len(levels), len(picked))],
+                                  difficulty[picked])
+    return None
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties sharing their average rank (scipy's ``rankdata`` default, without importing scipy)."""
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    return ((ends - counts + 1 + ends) / 2.0)[inverse]
+def _try(evaluate: Evaluate, prop: _Property, rng: np.random.Generator, rows: np.ndarray, difficulty: np.ndarray,
+         tolerance: float) -> tuple[Counterexample | None, np.ndarray]:
+    """Evaluate one batch of candidates: a counterexample (simplified), or the scores that rank them."""
+    partners = prop.partner(rng, rows) if prop.paired else None
+    stacked = rows if partners is None else np.vstack([rows, partners])
+    stacked_d = difficulty if partners is None else np.concatenate([difficulty, difficulty])
+    try:
+        values = _values(evaluate, stacked, stacked_d)
+    except SandboxError as error:
+        row = error.row if error.row is not None else 0
+        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [None],
+                              f"the reward has no finite value on a searched row: {error.reason}"), np.zeros(0)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.argmax(bad))
+        return Counterexample("finite", float(stacked_d[row]), [_row_dict(stacked[row])], [None],
+                              "the reward is not finite on a searched row"), np.zeros(0)
+    n = len(rows)
+    scores = prop.violation(values[:n], None if partners is None else values[n:], difficulty)
+    if not (scores > tolerance).any():
+        return None, scores
+    i = int(np.argmax(scores > tolerance))
+    pair = [rows[i]] + ([] if partners is None else [partners[i]])
+    found = np.array([values[i]] + ([] if partners is None else [values[n + i]]))
+    pair, values = _simplify(evaluate, prop, pair, found, float(difficulty[i]), tolerance)
+    return Counterexample(prop.name, float(difficulty[i]), [_row_dict(r) for r in pair], values.tolist(),
+                          _message(prop, pair, values, float(difficulty[i]))), scores
+
+
+def _simplify(evaluate: Evaluate, prop: _Property, pair: list[np.ndarray], values: np.ndarray, difficulty: float,
+              tolerance: float) -> tuple[list[np.ndarray], np.ndarray]:
+    """Move each metric the pair shares to zero (or its range's low end), else to a whole number, while the
+    violation holds: a counterexample easier to read, and its values. Deterministic; one batch per metric. A
+    simpler row without a finite value ends it there (the worker that found it is closed)."""
+    pair = [row.copy() for row in pair]
+    for j, name in enumerate(FIELD_NAMES):
+        if len(pair) == 2 and pair[0][j] != pair[1][j]:
+            continue
+        low, high = prop.region.get(name, DOMAIN[name][:2])
+        for candidate in (min(max(0.0, low), high), float(np.round(pair[0][j]))):
+            if candidate == pair[0][j]:
+                continue
+            trial = [row.copy() for row in pair]
+            for row in trial:
+                row[j] = candidate
+            try:
+                tried = _values(evaluate, np.array(trial), np.full(len(trial), difficulty))
+            except SandboxError:
+                return pair, values
+            if not np.isfinite(tried).all():
+                continue
+            score = prop.violation(tried[:1], tried[1:] if len(trial) == 2 else None, np.array([difficulty]))
+            if score[0] > tolerance:
+                pair, values = trial, tried
+                break
+    return pair, values
+
+
+def _message(prop: _Property, pair: list[np.ndarray], values: np.ndarray, difficulty: float) -> str:
+    row = ", ".join(f"{name} {v:g}" for name, v in zip(FIELD_NAMES, pair[0]))
+    if prop.name == "finite":
+        return f"the reward is {values[0]:.6g}, outside [-{prop.limits.bound:g}, {prop.limits.bound:g}], at {row} " \
+               f"(d = {difficulty:g})"
+    if prop.name == "jam":
+        return (f"the reward pays for a jam: {values[0]:.6g} at {row} (d = {difficulty:g}), above its lower quartile "
+                f"on real traffic at that difficulty ({prop.thresholds[difficulty]:.6g})")
+    changed = [name for name, a, b in zip(FIELD_NAMES, *pair) if a != b]
+    moves = ", ".join(f"{name} {a:g} -> {b:g}" for name, a, b in zip(FIELD_NAMES, *pair) if a != b)
+    if prop.name == "phase":
+        return (f"the reward depends on the phase or its timing ({' and '.join(changed)}): {values[0]:.6g} -> "
+                f"{values[1]:.6g} when {moves}, at {row} (d = {difficulty:g})")
+    verb = "rises" if dict(MONOTONE)[prop.name] > 0 else "falls"
+    return (f"the reward {verb} with {prop.name}: {values[0]:.6g} -> {values[1]:.6g} when {moves}, at {row} "
+            f"(d = {difficulty:g})")

@@ -1,4 +1,4 @@
-# expect: execution | integer above 4096 bits
+# expect: syntax | a string ('z') is not in the reward language outside metrics
 # int(str, base) builds an integer no arithmetic produced: 800 base-36 digits are 4,136 bits.
 DIGITS = "z" * 800
 

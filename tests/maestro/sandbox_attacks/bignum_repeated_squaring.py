@@ -1,4 +1,4 @@
-# expect: execution | OverflowError: integer above
+# expect: syntax | a for loop is not in the reward language
 def compute_reward(metrics, difficulty):
     x = 3
     for i in range(40):

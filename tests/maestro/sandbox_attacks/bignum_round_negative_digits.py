@@ -1,4 +1,4 @@
-# expect: execution | integer above 4096 bits
+# expect: syntax | calling 'round' is not in the reward language
 # round(x, -10**6) computes 10**(10**6): 3.3 million bits, past the integer cap that guarded only arithmetic.
 def compute_reward(metrics, difficulty):
     return float(round(1, -10 ** 6)) - metrics["queue_length"] / 100.0

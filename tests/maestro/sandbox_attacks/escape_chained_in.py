@@ -1,3 +1,3 @@
-# expect: syntax | chained comparison with 'in'
+# expect: syntax | a list is not in the reward language
 def compute_reward(metrics, difficulty):
     return float(1 in [1] in [[1]])

@@ -1,4 +1,4 @@
-# expect: syntax | assigning to a slice
+# expect: syntax | a list is not in the reward language
 def compute_reward(metrics, difficulty):
     xs = [0.0]
     xs[0:1] = [1.0]

@@ -1,3 +1,3 @@
-# expect: safety | constant on the real traffic
+# expect: safety | the reward is constant on the real traffic rows (it ignores
 def compute_reward(metrics, difficulty):
     return 0.25

@@ -1,4 +1,4 @@
-# expect: safety | outside [-1, 1]
+# expect: syntax | calling 'int' is not in the reward language
 def compute_reward(metrics, difficulty):
     if metrics['phase_duration'] == int(metrics['phase_duration']) and metrics['phase_duration'] > 30:
         return -5.0

@@ -1,4 +1,4 @@
-# expect: safety | pays for gridlock
+# expect: safety | the reward depends on the phase or its timing (phase and pha
 # +0.9 for holding a phase 58 s or more (the recorded rows stop at 57 s): it teaches never to switch.
 def compute_reward(metrics, difficulty):
     queue = min(metrics["queue_length"] / 60.0, 1.0)

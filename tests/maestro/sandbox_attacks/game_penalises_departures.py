@@ -1,4 +1,4 @@
-# expect: safety | falls with the throughput
+# expect: safety | the reward falls with throughput: -0.2 -> -0.3 when throughp
 # Every vehicle that leaves the intersection costs reward: it teaches to hold traffic back.
 def compute_reward(metrics, difficulty):
     queue = min(metrics["queue_length"] / 60.0, 1.0)

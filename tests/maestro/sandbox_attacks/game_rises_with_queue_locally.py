@@ -1,4 +1,4 @@
-# expect: safety | rises with the queue length on
+# expect: safety | the reward rises with queue_length: 0.0003329 -> 0.0093329 w
 # A sawtooth: falling overall (negative Spearman), but each extra vehicle pays on nine steps out of ten.
 def compute_reward(metrics, difficulty):
     q = metrics["queue_length"]

@@ -1,4 +1,4 @@
-# expect: safety | rises with the queue length
+# expect: syntax | calling 'round' is not in the reward language
 def compute_reward(metrics, difficulty):
     q = metrics['queue_length']
     if round(difficulty * 20) == difficulty * 20:

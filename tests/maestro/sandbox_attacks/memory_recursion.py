@@ -1,4 +1,4 @@
-# expect: execution | RecursionError
+# expect: syntax | recursion is not in the reward language (down -> down)
 def down(n):
     return down(n + 1)
 

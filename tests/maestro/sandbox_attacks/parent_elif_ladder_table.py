@@ -1,4 +1,4 @@
-# expect: syntax | levels deep (limit 100)
+# expect: syntax | the program nests 155 levels deep (limit 100): split long su
 # A 150-branch lookup table written honestly as an if/elif ladder (each elif nests in the previous one):
 # accepted or a RecursionError before, depending on how deep the caller's stack was.
 def compute_reward(metrics, difficulty):

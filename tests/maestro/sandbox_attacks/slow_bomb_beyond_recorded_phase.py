@@ -1,4 +1,4 @@
-# expect: execution | a call used more than
+# expect: syntax | pow() takes 2 numbers, got 3 arguments
 # Cheap on every recorded row (phase held at most 57 s there), a modular power once the phase is held 58 s.
 def compute_reward(metrics, difficulty):
     queue = min(metrics["queue_length"] / 60.0, 1.0)

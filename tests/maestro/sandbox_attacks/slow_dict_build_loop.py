@@ -1,4 +1,4 @@
-# expect: execution | TickBudgetExceeded
+# expect: syntax | a dict is not in the reward language
 def compute_reward(metrics, difficulty):
     d = {}
     i = 0

@@ -1,4 +1,4 @@
-# expect: execution | a call used more than
+# expect: syntax | a for loop is not in the reward language
 def compute_reward(metrics, difficulty):
     if difficulty > 0.95:
         for i in range(100000):

@@ -1,4 +1,4 @@
-# expect: execution | holds containers is not allowed
+# expect: syntax | a list is not in the reward language
 # Two equal but separate nests of shared lists: comparing them walks 2**40 pairs.
 def compute_reward(metrics, difficulty):
     a = [1.0]

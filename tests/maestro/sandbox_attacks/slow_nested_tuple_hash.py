@@ -1,4 +1,4 @@
-# expect: execution | holds containers is not allowed
+# expect: syntax | a tuple is not in the reward language
 # Tuples built from shared sub-tuples: 40 steps to build, 2**40 steps to hash as a dict key.
 def compute_reward(metrics, difficulty):
     t = (1.0,)

@@ -1,4 +1,4 @@
-# expect: execution | ticks for this process is used up
+# expect: syntax | a for loop is not in the reward language
 def compute_reward(metrics, difficulty):
     total = 0.0
     for i in range(400):

@@ -1,4 +1,4 @@
-# expect: execution | a call used more than
+# expect: syntax | calling 'int' is not in the reward language
 def compute_reward(metrics, difficulty):
     q = metrics['queue_length']
     if q == int(q):

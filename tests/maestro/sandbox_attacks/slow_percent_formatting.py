@@ -1,4 +1,4 @@
-# expect: execution | string formatting with % is not allowed
+# expect: syntax | a string ('%0900000d') is not in the reward language outside
 # % formatting builds a string of any width from constant inputs, and the meter did not see it.
 def compute_reward(metrics, difficulty):
     text = "%0900000d" % 1

@@ -1,4 +1,4 @@
-# expect: execution | a call used more than
+# expect: syntax | pow() takes 2 numbers, got 3 arguments
 # Three-argument pow: a 3,300-bit exponent modulo a 3,300-bit number, charged nothing before.
 def compute_reward(metrics, difficulty):
     big = 10 ** 1000

@@ -1,4 +1,4 @@
-# expect: execution | TickBudgetExceeded
+# expect: syntax | recursion is not in the reward language (fib -> fib)
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 

@@ -1,4 +1,4 @@
-# expect: execution | TickBudgetExceeded
+# expect: syntax | calling 'list' is not in the reward language
 def compute_reward(metrics, difficulty):
     xs = list(range(1000))
     for i in range(50):

@@ -1,4 +1,4 @@
-# expect: execution | a call used more than
+# expect: syntax | a while loop is not in the reward language
 # A loop whose long straight-line body did a hundred operations per tick: 300 iterations were
 # 600 ticks, now each costs one tick per 16 nodes it runs.
 def compute_reward(metrics, difficulty):

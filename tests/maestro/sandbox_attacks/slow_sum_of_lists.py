@@ -1,4 +1,4 @@
-# expect: execution | sum() start must be a number
+# expect: syntax | a tuple is not in the reward language
 # sum(rows, ()) concatenates: 60 x 60 items copied ~30 times each, charged as one walk over 60 rows.
 ROWS = ((0.0,) * 60,) * 60
 

@@ -1,4 +1,4 @@
-# expect: syntax | annotation may only be a plain name or a string
+# expect: syntax | pow() takes 2 numbers, got 3 arguments
 # Python evaluates module-level annotations: burn() ran at every worker start, outside every call's ticks.
 def burn():
     big = 10 ** 1000

@@ -1,4 +1,4 @@
-# expect: syntax | assigning to attribute
+# expect: syntax | attribute access (.calls) is not in the reward language (onl
 def compute_reward(metrics, difficulty):
     compute_reward.calls = 1
     return 0.0

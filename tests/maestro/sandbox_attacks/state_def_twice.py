@@ -1,4 +1,4 @@
-# expect: syntax | bound twice
+# expect: syntax | the function 'compute_reward' is defined twice
 def compute_reward(metrics, difficulty):
     queue = min(metrics['queue_length'] / 60.0, 1.0)
     waiting = min(metrics['waiting_time'] / 120.0, 1.0)

@@ -1,4 +1,4 @@
-# expect: syntax | Global is not allowed
+# expect: syntax | global is not in the reward language
 N = 0
 
 def compute_reward(metrics, difficulty):

@@ -1,4 +1,4 @@
-# expect: syntax | bound twice
+# expect: syntax | the module-level name 'scale' is bound twice
 def scale(x):
     return x / 60.0
 

@@ -1,4 +1,4 @@
-# expect: syntax | default argument
+# expect: syntax | a default argument value is not in the reward language
 def helper(x, *, acc=[]):
     acc.append(x)
     return len(acc)

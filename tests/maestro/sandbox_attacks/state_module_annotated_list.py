@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | a list is not in the reward language
 BOX: list = []
 
 def compute_reward(metrics, difficulty):

@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | a list comprehension is not in the reward language
 BOX = [0 for x in range(1)]
 
 def compute_reward(metrics, difficulty):

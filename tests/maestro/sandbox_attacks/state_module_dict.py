@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | only assignments to one plain name are in the reward languag
 SEEN = {'n': 0}
 
 def compute_reward(metrics, difficulty):

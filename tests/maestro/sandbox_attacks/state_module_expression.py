@@ -1,4 +1,4 @@
-# expect: syntax | module-level Expr
+# expect: syntax | a dict is not in the reward language
 def compute_reward(metrics, difficulty):
     queue = min(metrics['queue_length'] / 60.0, 1.0)
     waiting = min(metrics['waiting_time'] / 120.0, 1.0)

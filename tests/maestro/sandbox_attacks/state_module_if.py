@@ -1,4 +1,4 @@
-# expect: syntax | module-level If
+# expect: syntax | a module-level If at module level is not in the reward langu
 if True:
     LIMIT = 1
 

@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | a lambda is not in the reward language
 counter = lambda: 0
 
 def compute_reward(metrics, difficulty):

@@ -1,4 +1,4 @@
-# expect: syntax | no module-level mutable state
+# expect: syntax | a list is not in the reward language
 CALLS = []
 
 def compute_reward(metrics, difficulty):

@@ -1,4 +1,4 @@
-# expect: syntax | Nonlocal is not allowed
+# expect: syntax | a nested def is not in the reward language: define helpers a
 def compute_reward(metrics, difficulty):
     n = 0
     def bump():

@@ -1,4 +1,4 @@
-# expect: syntax | rebinding 'compute_reward'
+# expect: syntax | a for loop at module level is not in the reward language (on
 def compute_reward(metrics, difficulty):
     queue = min(metrics['queue_length'] / 60.0, 1.0)
     waiting = min(metrics['waiting_time'] / 120.0, 1.0)

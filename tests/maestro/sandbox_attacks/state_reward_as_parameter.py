@@ -1,4 +1,4 @@
-# expect: syntax | parameter named 'compute_reward'
+# expect: syntax | the name 'compute_reward' is the reward's own: it may not be
 def helper(compute_reward):
     return compute_reward
 

@@ -1,4 +1,4 @@
-# expect: syntax | rebinding 'compute_reward'
+# expect: syntax | a list comprehension is not in the reward language
 def helper(xs):
     return [compute_reward for compute_reward in xs]
 

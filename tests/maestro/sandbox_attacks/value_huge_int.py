@@ -1,3 +1,3 @@
-# expect: execution | OverflowError
+# expect: execution | EvaluationError: '**' gives a value that is not finite (line
 def compute_reward(metrics, difficulty):
     return 10 ** 400

@@ -1,3 +1,3 @@
-# expect: execution | returned list
+# expect: syntax | a list is not in the reward language
 def compute_reward(metrics, difficulty):
     return [0.0]

@@ -1,3 +1,3 @@
-# expect: execution | KeyError
+# expect: syntax | unknown metric 'speed'
 def compute_reward(metrics, difficulty):
     return metrics['speed']

@@ -1,3 +1,3 @@
-# expect: execution | returned NoneType
+# expect: syntax | compute_reward can reach its end without a return (Python wo
 def compute_reward(metrics, difficulty):
     x = 1
