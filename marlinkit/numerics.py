@@ -76,26 +76,25 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def cpu_model() -> str:
-    """This processor's model name (``/proc/cpuinfo``), as every result sidecar records it."""
+def _cpuinfo(field: str) -> str | None:
+    """The first ``field`` line of ``/proc/cpuinfo``, or None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(field):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    """This processor's model name (``/proc/cpuinfo``), as every result sidecar records it."""
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def cpu_vendor() -> str:
     """This processor's vendor string (``GenuineIntel``, ``AuthenticAMD``; ``/proc/cpuinfo``), or "unknown"."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    return _cpuinfo("vendor_id") or "unknown"
 
 
 def openblas_core() -> str | None:

@@ -32,8 +32,8 @@ from gymnasium import spaces
 from torch import nn
 
 from marlinkit.algos import portable_math
-from marlinkit.algos.maddpg_ops import (clip_grad_norm_per_agent, critic_target, gumbel_softmax, sample_gumbel,
-                                        seed_everything, soft_update, substitute_own_action)
+from marlinkit.algos.maddpg_ops import (SeededStreams, clip_grad_norm_per_agent, critic_target, gumbel_softmax,
+                                        sample_gumbel, seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.stacked_mlp import PRODUCTS, Mode, StackedMLP
 
@@ -166,7 +166,7 @@ def actor_loss_agent(actor: StackedMLP, critic: StackedMLP, i: int, obs, flat_ob
 
 # --- the learner -------------------------------------------------------------------------------
 
-class MADDPG:
+class MADDPG(SeededStreams):
     """N actors and N centralised critics (plus targets) with stacked weights; Adam on each set.
 
     ``seeds`` (default: ``(config.seed,)``) stacks S independent learners of one configuration,
@@ -200,16 +200,6 @@ class MADDPG:
         self.critic_opt = portable_math.Adam(self.critic.parameters(), lr=config.critic_lr)
         self.generators = [torch.Generator().manual_seed(seed) for seed in self.seeds]  # Gumbel noise
         self.rngs = [np.random.default_rng(seed) for seed in self.seeds]  # replay sampling
-
-    @property
-    def generator(self) -> torch.Generator:
-        """The Gumbel generator of the first (with one seed: the) seed."""
-        return self.generators[0]
-
-    @property
-    def rng(self) -> np.random.Generator:
-        """The replay sampler of the first (with one seed: the) seed."""
-        return self.rngs[0]
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray, explore: bool, generator: torch.Generator | None = None) -> np.ndarray:

@@ -72,3 +72,21 @@ def clip_grad_norm_per_agent(parameters: list[torch.Tensor], max_norm: float) ->
     for g in grads:
         g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
     return norms
+
+
+class SeededStreams:
+    """The random streams of a learner with one Gumbel generator and one replay sampler per stacked seed
+    (``self.generators``, ``self.rngs``): the first seed's, by name."""
+
+    generators: list[torch.Generator]
+    rngs: list[np.random.Generator]
+
+    @property
+    def generator(self) -> torch.Generator:
+        """The Gumbel generator of the first (with one seed: the) seed."""
+        return self.generators[0]
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The replay sampler of the first (with one seed: the) seed."""
+        return self.rngs[0]

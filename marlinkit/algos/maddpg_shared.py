@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from marlinkit.algos import portable_math
-from marlinkit.algos.maddpg_ops import gumbel_softmax, sample_gumbel
+from marlinkit.algos.maddpg_ops import SeededStreams, gumbel_softmax, sample_gumbel
 from marlinkit.algos.replay_buffer import ReplayBuffer
 
 
@@ -50,7 +50,7 @@ def own_action_joint(buffer_actions: torch.Tensor, policy: torch.Tensor) -> torc
     return joint.reshape(policy.shape[0], n, -1)
 
 
-class SharedMADDPG:
+class SharedMADDPG(SeededStreams):
     """One actor and one critic (plus targets) shared by all ``n_agents``; Adam on each (one seed)."""
 
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config, seeds: tuple[int, ...] | None = None):
@@ -70,14 +70,6 @@ class SharedMADDPG:
         self.identity = torch.eye(n_agents)
         self.generators = [torch.Generator().manual_seed(self.seeds[0])]  # Gumbel noise
         self.rngs = [np.random.default_rng(self.seeds[0])]  # replay sampling
-
-    @property
-    def generator(self) -> torch.Generator:
-        return self.generators[0]
-
-    @property
-    def rng(self) -> np.random.Generator:
-        return self.rngs[0]
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray, explore: bool, generator: torch.Generator | None = None) -> np.ndarray:
