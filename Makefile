@@ -126,6 +126,13 @@ MAESTRO_CLAIMS := $(FIGURES_ROOT)/maestro/claims.csv
 ifeq ($(PRESET),paper)
 EXECUTED  += $(MAESTRO_CLAIMS)
 endif
+# MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
+# DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
+HELDOUT_RUNS_DIRS := data/results/maestro/paper/reference_architect_cityflow_shared5_maddpg
+HELDOUT := $(FIGURES_ROOT)/maestro/heldout_evaluation.csv
+ifeq ($(PRESET),paper)
+EXECUTED  += $(HELDOUT)
+endif
 
 .PHONY: help setup data cityflow test test-all test-fast figures verify lab workshop bench docs clean distclean
 
@@ -261,6 +268,9 @@ $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: NOTEBOOK_ARGS := -p MADDPG ue25_openblas
 $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
+$(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
+	$(PY) -m marlinkit heldout --runs $(wildcard $(HELDOUT_RUNS_DIRS)) --out $@
+
 $(MAESTRO_CLAIMS): $(PACKAGE_SOURCES) $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
                   $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json $(REFERENCE_RUNS_DIR)/A*__seed*.json)
 	@mkdir -p $(@D)
