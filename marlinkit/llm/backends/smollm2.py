@@ -44,9 +44,10 @@ def is_available() -> bool:
 
 
 def local_copy(cache_dir: Path | None = None) -> Path:
-    """Folder with the fast safetensors copy, built from the GGUF on first use (atomically)."""
+    """Folder with the fast safetensors copy, built from the GGUF on first use (atomically). Processes that build it
+    at once each build their own and the first rename wins: a finished copy is never removed under a reader."""
     target = Path(cache_dir or paths.CACHE_DIR) / "smollm2-135m-instruct-q4_1"
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+    if all((target / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer.json")):
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -61,8 +62,11 @@ def local_copy(cache_dir: Path | None = None) -> Path:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        try:
+            staging.rename(target)
+        except OSError:  # another process's copy is there already (complete: it was renamed whole)
+            if not (target / "tokenizer.json").is_file():
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
