@@ -91,8 +91,11 @@ def numerics_path(entries: tuple[str, ...] | None = None) -> tuple[str, ...]:
 
 
 def path_files(entries: tuple[str, ...] | None = None) -> list[str]:
-    """The numerics path's source files, relative to the repository root (sorted)."""
-    return sorted(module_file(m).relative_to(paths.REPO_ROOT).as_posix() for m in numerics_path(entries))
+    """The numerics path's source files, relative to the repository root (sorted). A module whose file vanished
+    after the path was read (the checkout changed under a running process) is left out, never a crash that would lose
+    a finished run's record: the commit's ``sources_dirty`` then says the sources were not the commit's."""
+    files = (module_file(m) for m in numerics_path(entries))
+    return sorted(f.relative_to(paths.REPO_ROOT).as_posix() for f in files if f is not None)
 
 
 def sources_sha256(entries: tuple[str, ...] | None = None) -> str:
