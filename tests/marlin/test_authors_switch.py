@@ -9,6 +9,7 @@ authors' public repository SooratiLab/MARLIN at commit a73a337.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -199,6 +200,30 @@ def test_the_step_25_toggle_plans_the_steps_left_plays_them_by_absolute_step_and
     assert algorithm1.score_from(LAYOUT, np.array([[1, 3], [1, 0]]), np.zeros((3, 2), np.int64)) == 0.5
 
 
+def test_a_rarely_perfect_plan_source_ends_up_carrying_every_switching_episode():
+    """follows llm_action_dict.py:32-39 (a plan replaces the cached one only when it scores at least as well: the
+    cache keeps the best plan made so far), llm_stochastic_sampling.py:257-285 (plan mode re-plans while the cached
+    score is not above p-bar) and 170-186 (once the start state's cached plan scores 1, it plays every switching
+    episode, whatever p-bar and the policy say): of seven plans only the last is perfect, and from then on every
+    episode plays it and no plan is made again."""
+    cache = algorithm1.AuthorsPlanCache()
+    first, worse, tie = np.zeros((1, 2), np.int64), np.ones((1, 2), np.int64), np.full((1, 2), 2)
+    cache.offer(START, first, 0.5)
+    cache.offer(START, worse, 0.3)
+    assert cache.get(START)[0] is first, "a worse plan does not replace a better one"
+    cache.offer(START, tie, 0.5)
+    assert cache.get(START)[0] is tie, "ties replace"
+    source = ShortPlans(3, 3, 3, 3, 3, 3, 50)  # the seventh plan is the exact plan, the only perfect one
+    switch = make(source, llm_only=1.0)  # the policy (WAIT) scores 0, below the threshold: plan mode every episode
+    records = [episode(switch) for _ in range(120)]
+    found = next(e for e, r in enumerate(records) if r[2] == 1.0)
+    assert source.calls == 7 and 9 < found < 100, "six imperfect plans first, the perfect one at a later re-plan"
+    assert all(r[2] <= short_score(3) for r in records[:found])
+    for info, from_plan, achieved in records[found + 1:]:
+        assert info["generator"] == PLAN and info["plan_cache_hit"] and all(from_plan) and achieved == 1.0
+    assert switch.cache.get(START)[1] == 1.0
+
+
 def test_only_the_policy_acts_after_the_last_switching_episode():
     """follows llm_stochastic_sampling.py:140-142: after episode 1625 the policy acts alone (no plan, no toggle)."""
     assert AuthorsSwitchConfig().last_switch_episode == 1625
@@ -239,8 +264,29 @@ def test_surrogate_llama_is_perfect_as_often_as_llama_was_and_matches_its_llm_on
         alone = systems.plan_source_alone(scenario, 7, 120, planner).performance  # about 4 standard errors allowed
         assert abs((alone == 1).mean() - AUTHORS_PERFECT_PLAN_SHARE[scenario]) < 0.1, scenario
         assert abs(alone.mean() - AUTHORS_LLM_ONLY[scenario]) < 0.08, scenario
+    assert {k: v for k, v in planner.shares.items() if k != "maze_like"} == {
+        k: v for k, v in AUTHORS_PERFECT_PLAN_SHARE.items() if k != "maze_like"}, "interior shares are the authors'"
     again = systems.plan_source_alone("two_path", 7, 20, LlamaSurrogatePlanner()).performance
     assert again.tolist() == systems.plan_source_alone("two_path", 7, 20, planner).performance.tolist()
+
+
+def test_surrogate_llama_draws_a_rare_perfect_plan_where_the_authors_saw_none():
+    """0 of n perfect plans is not a probability of 0: where the authors' rows held none, the share is the Jeffreys
+    posterior mean at the most rows their logs can hold, 0.5 / (5 x 12 + 1), and the plan source does draw perfect
+    plans (the calibration's held-out seed: its recorded mean and perfect share)."""
+    from marlinkit.marlin.surrogate_planner import (LLAMA_RATES_FILE, LlamaSurrogatePlanner, llama_shares,
+                                                    supported_share)
+    from marlinkit.paper_values import AUTHORS_PERFECT_PLAN_SHARE
+
+    assert AUTHORS_PERFECT_PLAN_SHARE["maze_like"] == 0.0
+    assert llama_shares()["maze_like"] == supported_share(0, 60) == 0.5 / 61
+    assert supported_share(3, 25) == 3.5 / 26
+    with pytest.raises(ValueError):
+        supported_share(2, 1)
+    held_out = json.loads(LLAMA_RATES_FILE.read_text())["scenarios"]["maze_like"]["held_out"]
+    alone = systems.plan_source_alone("maze_like", held_out["seed"], 400, LlamaSurrogatePlanner()).performance
+    assert (alone == 1).sum() >= 1 and (alone == 1).mean() == held_out["perfect_share"]
+    assert abs(alone.mean() - 0.333) < 0.05 and round(float(alone.mean()), 6) == held_out["llm_only"]
 
 
 def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path, monkeypatch):
