@@ -113,6 +113,8 @@ LLAMA_SALT = 0x11A3A  # the perfect-or-not draw's stream, apart from the corrupt
 IMPERFECT_TRIES = 100  # corruption draws tried for an imperfect plan before the last one is taken
 #: The authors' forced plan episodes (5-9) whose rows give each perfect-plan share.
 FORCED_PLAN_EPISODES = 5
+#: The rows behind a share of 0 that ``llama_shares`` assumes: the most the authors' logs can hold (5 x 12).
+ZERO_SHARE_ROWS = FORCED_PLAN_EPISODES * AUTHORS_MARLIN_ROWS_PER_EPISODE[1]
 
 
 def supported_share(perfect: int, plans: int) -> float:
@@ -123,13 +125,13 @@ def supported_share(perfect: int, plans: int) -> float:
     return (perfect + 0.5) / (plans + 1)
 
 
-def llama_shares() -> dict[str, float]:
+def llama_shares(rows: int = ZERO_SHARE_ROWS) -> dict[str, float]:
     """The perfect-plan share ``surrogate_llama`` draws per corridor (a rule fixed before its maze-like curve was seen).
 
     * Where the authors' forced-episode rows held perfect plans, their share (``AUTHORS_PERFECT_PLAN_SHARE``).
     * Where they held none (maze-like), not 0 but ``supported_share(0, n)``, the Jeffreys posterior mean, at the
       largest number of rows the logs can hold: ``n = FORCED_PLAN_EPISODES x 12`` (``AUTHORS_MARLIN_ROWS_PER_EPISODE``)
-      = 60, which gives 1/122 = 0.0082.
+      = 60 (``rows``, ``ZERO_SHARE_ROWS``), which gives 1/122 = 0.0082.
 
     Why: 0 of n perfect plans is not a probability of 0, and under the authors' switch the difference is not one of
     degree. A perfect plan, once made for the start state, stays cached and plays every later switching
@@ -140,15 +142,14 @@ def llama_shares() -> dict[str, float]:
     still; of the values the bounds allow, n = 60 gives the smallest share (at n = 10: 1/22 = 0.045), the one least
     favourable to plans carrying the maze-like curve. Interior shares are kept: they already let the mechanism work.
     """
-    rows = FORCED_PLAN_EPISODES * AUTHORS_MARLIN_ROWS_PER_EPISODE[1]
     return {scenario: share if share > 0 else supported_share(0, rows)
             for scenario, share in AUTHORS_PERFECT_PLAN_SHARE.items()}
 
 
-def imperfect_target(scenario: str) -> float:
+def imperfect_target(scenario: str, rows: int = ZERO_SHARE_ROWS) -> float:
     """The mean an imperfect ``surrogate_llama`` plan must reach so that, with the perfect share (``llama_shares``),
     the LLM-only mean is the authors' value: ``(mean - share) / (1 - share)``."""
-    share = llama_shares()[scenario]
+    share = llama_shares(rows)[scenario]
     return (AUTHORS_LLM_ONLY[scenario] - share) / (1 - share)
 
 
@@ -228,20 +229,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenarios", nargs="+", choices=LAYOUT_NAMES, default=list(LAYOUT_NAMES),
                         help="calibrate these (default: all); the others keep their records in --out, made with the "
                              "same trials and seed (a calibration depends on its own corridor's target alone)")
+    parser.add_argument("--rows", type=int, default=ZERO_SHARE_ROWS,
+                        help=f"llama: rows behind a perfect-plan share of 0 (default {ZERO_SHARE_ROWS}, llama_shares)")
     args = parser.parse_args(argv)
     llama = args.kind == "llama"
     out = args.out or (LLAMA_RATES_FILE if llama else RATES_FILE)
     scenarios = {}
     if set(args.scenarios) != set(LAYOUT_NAMES):
-        kept = json.loads(Path(out).read_text())
+        stored = out if Path(out).exists() else LLAMA_RATES_FILE if llama else RATES_FILE  # a new file: the package's
+        kept = json.loads(Path(stored).read_text())
         if (kept["trials"], kept["seed"]) != (args.trials, args.seed):
             raise ValueError(f"{out} was calibrated with other trials or seed than {args.trials}, {args.seed}: calibrate all")
         scenarios = {k: v for k, v in kept["scenarios"].items() if k not in args.scenarios}
     for scenario in args.scenarios:
-        target = imperfect_target(scenario) if llama else AUTHORS_LLM_ONLY[scenario]
+        target = imperfect_target(scenario, args.rows) if llama else AUTHORS_LLM_ONLY[scenario]
         scenarios[scenario] = calibrate(scenario, target, args.trials, args.seed, kind=args.kind)
         print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
     command = f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}" + (" --kind llama" if llama else "")
+    command += f" --rows {args.rows}" if args.rows != ZERO_SHARE_ROWS else ""
     record = {"command": command,
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
               "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
@@ -249,10 +254,10 @@ def main(argv: list[str] | None = None) -> None:
     if llama:
         record["target"] += (" with the perfect plans of surrogate_planner.llama_shares "
                              "(paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
-                             "where it is 0, the Jeffreys posterior mean for 0 of 60 rows): each rate calibrates the "
-                             "imperfect plans' mean to (mean - share) / (1 - share)")
-        record["shares"] = llama_shares()
-        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()})
+                             f"where it is 0, the Jeffreys posterior mean for 0 of {args.rows} rows): each rate "
+                             "calibrates the imperfect plans' mean to (mean - share) / (1 - share)")
+        record["shares"] = llama_shares(args.rows)
+        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()}, llama_shares(args.rows))
         for scenario in args.scenarios:  # the whole plan source on a held-out seed
             alone = systems.plan_source_alone(scenario, args.seed + 1, args.trials, planner).performance
             scenarios[scenario]["held_out"] = {"seed": args.seed + 1, "llm_only": round(float(alone.mean()), 6),

@@ -321,3 +321,26 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
     smooth = authors_figures.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
     assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5
+
+
+def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_in_a_folder_of_its_own(
+        tmp_path, monkeypatch, capsys):
+    from marlinkit import paths, presets
+    from marlinkit.marlin import authors_protocol
+    from marlinkit.marlin.surrogate_planner import LlamaSurrogatePlanner, llama_shares
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    root = authors_protocol.sensitivity_root("smoke", 10)
+    assert root.parent == tmp_path / "results" / "marlin" / "smoke" and root.name == "authors_protocol__zero_share_rows10"
+    root.mkdir(parents=True)
+    (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
+    assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]
+    authors_protocol.main(lambda preset: presets.get(preset, "authors_protocol", marlin_seeds=[0]),
+                          ["--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"])
+    assert "written:" in capsys.readouterr().out
+    table = pd.read_csv(root / "executed_vs_policy.csv")
+    assert set(table.scenario) == {"maze_like"} and set(table.system) == {"MARLIN surrogate_llama"}
+    sidecar = json.loads((root / "maze_like__marlin-surrogate-llama-authors-switch__seed0.json").read_text())
+    name = LlamaSurrogatePlanner({"maze_like": 0.3}, llama_shares(10)).name
+    assert sidecar["config"]["plan_source"] == name != LlamaSurrogatePlanner().name
+    assert not (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").exists(), "the section's runs untouched"
