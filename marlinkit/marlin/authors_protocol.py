@@ -109,17 +109,17 @@ def job_order(config: Config) -> list[tuple[str, str, int]]:
 
 
 def _run(config: Config, preset: str, source: str, system: str, seed: int, scenario: str):
-    """One run's name, cache key and store."""
+    """One run's name, cache key, store and plan source."""
     grid_config, plan_source, _ = grid.with_plan_source(config.grid(system, seed, source, (scenario,)))
     source_name = (plan_source or grid.ExactJointPlanner()).name
     name = runs.run_name(scenario, grid.system_tag(system, source_name, "authors"), f"seed{seed}")
     store = runs.ResultStore(grid.results_root(grid_config, preset))
-    return name, grid.job_config(scenario, system, seed, grid_config, source_name), store
+    return name, grid.job_config(scenario, system, seed, grid_config, source_name), store, plan_source
 
 
 def is_finished(config: Config, preset: str, source: str, system: str, seed: int, scenario: str) -> bool:
-    name, job, store = _run(config, preset, source, system, seed, scenario)
-    return store.is_complete(name, job) and (system == "LLM-only" or store.is_complete(name + "__eval", job))
+    name, job, store, plan_source = _run(config, preset, source, system, seed, scenario)
+    return grid.is_finished(store, name, job, plan_source)
 
 
 def queue(config: Config, preset: str, limit_s: float | None = None, log=print) -> int:
@@ -176,7 +176,7 @@ def run(config: Config, preset: str, training: GridConfig, train_s: float | None
                        for shown in sources]
             if not finished:
                 continue
-            name, _, store = _run(config, preset, source, system, seed, scenario)
+            name, _, store, _ = _run(config, preset, source, system, seed, scenario)
             names = [name] if system == "LLM-only" else [name, name + "__eval"]
             written += [path for table in names for path in (store.table_path(table), store.sidecar_path(table))]
             for shown in sources:

@@ -153,6 +153,16 @@ def imperfect_target(scenario: str, rows: int = ZERO_SHARE_ROWS) -> float:
     return (AUTHORS_LLM_ONLY[scenario] - share) / (1 - share)
 
 
+#: Earlier calibrations of ``surrogate_llama`` (rates and shares), before maze-like's share of 0 became
+#: ``supported_share``: a run keyed by one of them is a run of today's plan source in every corridor whose rate and
+#: share are still the same there (``LlamaSurrogatePlanner.equivalent_names``).
+LLAMA_EARLIER: tuple[dict[str, dict[str, float]], ...] = (
+    {"rates": {"asymmetrical_two_slot": 0.05957, "maze_like": 0.246094, "single_slot": 0.464844,
+               "symmetrical_two_slot": 0.816406, "two_path": 0.354492},
+     "shares": dict(AUTHORS_PERFECT_PLAN_SHARE)},
+)
+
+
 class LlamaSurrogatePlanner:
     """``PlanSource`` ``surrogate_llama``: perfect as often as the authors' Llama plans were, else imperfect. NOT an LLM.
 
@@ -173,6 +183,19 @@ class LlamaSurrogatePlanner:
         record = json.dumps({"rates": self.rates, "shares": self.shares}, sort_keys=True)
         self.name = f"{LLAMA_NAME}[{hashlib.sha256(record.encode()).hexdigest()[:10]}]"
         self._corrupted = CalibratedSurrogatePlanner(self.rates)
+
+    def equivalent_names(self, scenario: str) -> tuple[str, ...]:
+        """The names of earlier calibrations (``LLAMA_EARLIER``) that make this planner's plans in ``scenario``: the
+        same rate and share there, so every plan of every seed is the same (the draws depend on the plan's seed, the
+        corridor's share and rate alone). Runs keyed by those names are runs of this planner in that corridor."""
+        names = []
+        for record in LLAMA_EARLIER:
+            earlier = LlamaSurrogatePlanner(record["rates"], record["shares"])
+            same = all(getattr(earlier, part).get(scenario) == getattr(self, part).get(scenario)
+                       for part in ("rates", "shares"))
+            if same and earlier.name != self.name:
+                names.append(earlier.name)
+        return tuple(names)
 
     def make_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS,
                   seed: int | None = None) -> Plan:

@@ -18,7 +18,7 @@ def _marlin_source(plan_source: str | None, record: bool = False):
     from marlinkit import presets
     from marlinkit.algos.joint_planner import ExactJointPlanner
     from marlinkit.marlin import llm_only
-    from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner, LlamaSurrogatePlanner
+    from marlinkit.marlin.surrogate_planner import LLAMA_EARLIER, CalibratedSurrogatePlanner, LlamaSurrogatePlanner
 
     if plan_source in (None, ExactJointPlanner.name):
         return ExactJointPlanner()
@@ -26,6 +26,9 @@ def _marlin_source(plan_source: str | None, record: bool = False):
         return CalibratedSurrogatePlanner()
     if plan_source == LlamaSurrogatePlanner().name:
         return LlamaSurrogatePlanner()
+    for earlier in LLAMA_EARLIER:  # an earlier calibration whose plans are today's in the run's corridor
+        if plan_source == LlamaSurrogatePlanner(earlier["rates"], earlier["shares"]).name:
+            return LlamaSurrogatePlanner(earlier["rates"], earlier["shares"])
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:

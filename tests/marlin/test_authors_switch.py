@@ -344,3 +344,27 @@ def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_i
     name = LlamaSurrogatePlanner({"maze_like": 0.3}, llama_shares(10)).name
     assert sidecar["config"]["plan_source"] == name != LlamaSurrogatePlanner().name
     assert not (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").exists(), "the section's runs untouched"
+
+
+def test_runs_of_an_earlier_surrogate_llama_calibration_stay_finished_where_its_plans_are_todays(tmp_path):
+    """Recalibrating maze-like changes the plan source's name (the cache key of every corridor's runs), but not the
+    plans of the other corridors: runs keyed by the earlier name count as finished there, and only there."""
+    from marlinkit import runs
+    from marlinkit.marlin.surrogate_planner import LLAMA_EARLIER, LlamaSurrogatePlanner
+
+    today = LlamaSurrogatePlanner()
+    earlier = LlamaSurrogatePlanner(LLAMA_EARLIER[0]["rates"], LLAMA_EARLIER[0]["shares"])
+    assert earlier.name == "surrogate-llama[f0b2f80317]" != today.name, "the name the committed runs carry"
+    assert today.equivalent_names("two_path") == (earlier.name,) and today.equivalent_names("maze_like") == ()
+    for scenario, same in (("two_path", True), ("maze_like", False)):
+        layout = get_layout(scenario)
+        plans = [(earlier.make_plan(layout, np.asarray(layout.starts), seed=s).actions,
+                  today.make_plan(layout, np.asarray(layout.starts), seed=s).actions) for s in range(40)]
+        assert all(a.shape == b.shape and (a == b).all() for a, b in plans) == same, scenario
+    store = runs.ResultStore(tmp_path)
+    for scenario in ("two_path", "maze_like"):
+        job = {"scenario": scenario, "system": "LLM-only", "seed": 0, "trials": 1, "plan_source": earlier.name}
+        store.save(f"{scenario}__run", pd.DataFrame({"performance": [0.5]}), job)
+        keyed_today = {**job, "plan_source": today.name}
+        assert grid.is_finished(store, f"{scenario}__run", keyed_today, today) == (scenario == "two_path")
+        assert not grid.is_finished(store, f"{scenario}__run", keyed_today, ExactJointPlanner())
