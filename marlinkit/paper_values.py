@@ -108,3 +108,6 @@ AUTHORS_LLM_ONLY: dict[str, float] = {"asymmetrical_two_slot": 0.821, "single_sl
 #: the ``surrogate_llama`` plan source (``marlinkit.marlin.surrogate_planner.LlamaSurrogatePlanner``).
 AUTHORS_PERFECT_PLAN_SHARE: dict[str, float] = {"asymmetrical_two_slot": 0.55, "symmetrical_two_slot": 0.33, "single_slot": 0.12,
                                                 "two_path": 0.09, "maze_like": 0.0}
+#: Rows per episode that the authors' published MARLIN training logs pool in a corridor (runs x copies): 2 to 12. With
+#: the five forced plan episodes, the bounds on the number of rows behind each share above.
+AUTHORS_MARLIN_ROWS_PER_EPISODE: tuple[int, int] = (2, 12)

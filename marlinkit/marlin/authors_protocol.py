@@ -25,6 +25,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -108,17 +109,17 @@ def job_order(config: Config) -> list[tuple[str, str, int]]:
 
 
 def _run(config: Config, preset: str, source: str, system: str, seed: int, scenario: str):
-    """One run's name, cache key and store."""
+    """One run's name, cache key, store and plan source."""
     grid_config, plan_source, _ = grid.with_plan_source(config.grid(system, seed, source, (scenario,)))
     source_name = (plan_source or grid.ExactJointPlanner()).name
     name = runs.run_name(scenario, grid.system_tag(system, source_name, "authors"), f"seed{seed}")
     store = runs.ResultStore(grid.results_root(grid_config, preset))
-    return name, grid.job_config(scenario, system, seed, grid_config, source_name), store
+    return name, grid.job_config(scenario, system, seed, grid_config, source_name), store, plan_source
 
 
 def is_finished(config: Config, preset: str, source: str, system: str, seed: int, scenario: str) -> bool:
-    name, job, store = _run(config, preset, source, system, seed, scenario)
-    return store.is_complete(name, job) and (system == "LLM-only" or store.is_complete(name + "__eval", job))
+    name, job, store, plan_source = _run(config, preset, source, system, seed, scenario)
+    return grid.is_finished(store, name, job, plan_source)
 
 
 def queue(config: Config, preset: str, limit_s: float | None = None, log=print) -> int:
@@ -175,7 +176,7 @@ def run(config: Config, preset: str, training: GridConfig, train_s: float | None
                        for shown in sources]
             if not finished:
                 continue
-            name, _, store = _run(config, preset, source, system, seed, scenario)
+            name, _, store, _ = _run(config, preset, source, system, seed, scenario)
             names = [name] if system == "LLM-only" else [name, name + "__eval"]
             written += [path for table in names for path in (store.table_path(table), store.sidecar_path(table))]
             for shown in sources:
@@ -396,12 +397,63 @@ def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) ->
     return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), read
 
 
+#: The file of the sensitivity check's calibrated rates, in its results folder (``sensitivity_root``).
+SENSITIVITY_RATES = "surrogate_llama_rates.json"
+
+
+def sensitivity_root(preset: str, rows: int) -> Path:
+    """The results folder of the zero-share sensitivity check at ``rows`` (beside the section's own runs)."""
+    from marlinkit import paths
+
+    return paths.results_dir("marlin", preset) / f"{grid.AUTHORS_PROTOCOL_DIR}__zero_share_rows{rows}"
+
+
+def zero_share_sensitivity(config: Config, preset: str, rows: int, log=print) -> pd.DataFrame:
+    """MARLIN of ``config`` (its corridors and seeds) with ``surrogate_llama`` whose shares of 0 assume ``rows`` rows
+    behind them (``surrogate_planner.llama_shares``) instead of the default, trained where missing under
+    ``sensitivity_root`` with the rates calibrated for those shares in ``SENSITIVITY_RATES`` there (``python -m
+    marlinkit.marlin.surrogate_planner --kind llama --rows ROWS --scenarios ... --out``): their ``executed_vs_policy``
+    table (MARLIN only; MARL is the section's). Outside the figures and the claims."""
+    from marlinkit.marlin.surrogate_planner import LlamaSurrogatePlanner, llama_shares, load_rates
+
+    root = sensitivity_root(preset, rows)
+    source = LlamaSurrogatePlanner(load_rates(root / SENSITIVITY_RATES), llama_shares(rows))
+    label = config.plan_sources[0]
+    episodes, evaluations = [], []
+    for seed in config.marlin_seeds:
+        log(f"{time.strftime('%H:%M:%S')} {source.name} MARLIN seed {seed} ({len(config.scenarios)} corridors)")
+        results = grid.run_grid(config.grid("MARLIN", seed, label), preset, source=source, root=root, progress=False)
+        episodes.append(results.episodes.assign(plan_source=label))
+        evaluations.append(results.evaluations.assign(plan_source=label))
+    episodes = pd.concat(episodes, ignore_index=True)
+    n = len(config.marlin_seeds)
+    counts = pd.DataFrame([{"plan_source": label, "scenario": sc, "system": "MARLIN", "finished": n, "planned": n}
+                           for sc in config.scenarios])
+    tables = {"episodes": episodes, "evaluations": pd.concat(evaluations, ignore_index=True), "runs": counts}
+    pooled = Pooled(EXPERIMENT, preset, config, tables, (), provenance(config, episodes, counts, preset, label))
+    return executed_vs_policy(pooled, config)
+
+
 def main(section: Callable[[str], Config], argv: list[str] | None = None) -> None:
     """The queue's command line; ``section(preset)``: that preset's ``authors_protocol`` section."""
     parser = argparse.ArgumentParser(description="train the authors'-protocol MARLIN and MARL runs (resumes; one run at a time)")
     parser.add_argument("--preset", default="paper")
     parser.add_argument("--limit-hours", type=float, default=None, help="start no new run after this many hours")
+    parser.add_argument("--zero-share-rows", type=int, default=None,
+                        help="instead: the sensitivity check of surrogate_llama's shares of 0 at this many rows "
+                             "(zero_share_sensitivity; MARLIN of --scenarios only), its table written beside its runs")
+    parser.add_argument("--scenarios", nargs="+", default=None, help="with --zero-share-rows: these corridors only")
     args = parser.parse_args(argv)
+    if args.zero_share_rows is not None:
+        config = section(args.preset)
+        config = dataclasses.replace(config, scenarios=tuple(args.scenarios or config.scenarios),
+                                     plan_sources=("surrogate_llama",))
+        table = zero_share_sensitivity(config, args.preset, args.zero_share_rows,
+                                       log=lambda line: print(line, flush=True))
+        out = sensitivity_root(args.preset, args.zero_share_rows) / "executed_vs_policy.csv"
+        table.to_csv(out, index=False, float_format="%.6g")
+        print(table.to_string(index=False), f"\nwritten: {out}", sep="\n", flush=True)
+        return
     trained = queue(section(args.preset), args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
                     log=lambda line: print(line, flush=True))
     print(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained", flush=True)

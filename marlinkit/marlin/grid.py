@@ -270,6 +270,21 @@ def grid_jobs(config: GridConfig, source_name: str) -> list[tuple[str, dict[str,
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
 
 
+def equivalent_jobs(job: dict[str, Any], source: PlanSource | None) -> list[dict[str, Any]]:
+    """``job`` and, where its plan source declares earlier names that make the same plans in the job's corridor
+    (``equivalent_names``, e.g. ``LlamaSurrogatePlanner``), the same job under each of those names."""
+    names = getattr(source, "equivalent_names", None)
+    if names is None or "plan_source" not in job:
+        return [job]
+    return [job] + [{**job, "plan_source": name} for name in names(job["scenario"])]
+
+
+def is_finished(store: runs.ResultStore, name: str, job: dict[str, Any], source: PlanSource | None) -> bool:
+    """The run ``name`` is saved complete (with its evaluation, unless LLM-only) under ``job`` or an equivalent job."""
+    return any(store.is_complete(name, key) and (key["system"] == "LLM-only" or store.is_complete(name + "__eval", key))
+               for key in equivalent_jobs(job, source))
+
+
 def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, root: Path | None = None,
              progress: bool = True) -> Results:
     """Run (or load) every scenario x system x seed of ``config``; finished runs are never redone.
@@ -280,9 +295,7 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     root = Path(root) if root else results_root(config, preset)
     store = runs.ResultStore(root, code=numerics_entries(source))
     jobs = grid_jobs(config, (source or ExactJointPlanner()).name)
-    todo = [(name, job) for name, job in jobs
-            if not (store.is_complete(name, job)
-                    and (job["system"] == "LLM-only" or store.is_complete(name + "__eval", job)))]
+    todo = [(name, job) for name, job in jobs if not is_finished(store, name, job, source)]
 
     configs = dict(todo)
 

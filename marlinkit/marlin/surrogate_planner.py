@@ -32,7 +32,7 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout
 from marlinkit.envs.corridor.plans import Plan
-from marlinkit.paper_values import AUTHORS_LLM_ONLY, AUTHORS_PERFECT_PLAN_SHARE
+from marlinkit.paper_values import AUTHORS_LLM_ONLY, AUTHORS_MARLIN_ROWS_PER_EPISODE, AUTHORS_PERFECT_PLAN_SHARE
 
 RATES_FILE = Path(__file__).with_name("surrogate_planner_rates.json")
 NAME = "calibrated-surrogate-planner"
@@ -111,22 +111,65 @@ LLAMA_RATES_FILE = Path(__file__).with_name("surrogate_llama_rates.json")
 LLAMA_NAME = "surrogate-llama"
 LLAMA_SALT = 0x11A3A  # the perfect-or-not draw's stream, apart from the corruption's
 IMPERFECT_TRIES = 100  # corruption draws tried for an imperfect plan before the last one is taken
+#: The authors' forced plan episodes (5-9) whose rows give each perfect-plan share.
+FORCED_PLAN_EPISODES = 5
+#: The rows behind a share of 0 that ``llama_shares`` assumes: the most the authors' logs can hold (5 x 12).
+ZERO_SHARE_ROWS = FORCED_PLAN_EPISODES * AUTHORS_MARLIN_ROWS_PER_EPISODE[1]
 
 
-def imperfect_target(scenario: str) -> float:
-    """The mean an imperfect ``surrogate_llama`` plan must reach so that, with the perfect share, the LLM-only mean
-    is the authors' value: ``(mean - share) / (1 - share)``."""
-    share = AUTHORS_PERFECT_PLAN_SHARE[scenario]
+def supported_share(perfect: int, plans: int) -> float:
+    """The posterior mean of a plan source's probability of a perfect plan after ``perfect`` of ``plans`` were
+    perfect, under the Jeffreys prior Beta(1/2, 1/2): ``(perfect + 1/2) / (plans + 1)``. Above 0 for 0 of n."""
+    if not 0 <= perfect <= plans:
+        raise ValueError(f"need 0 <= perfect <= plans, got {perfect} of {plans}")
+    return (perfect + 0.5) / (plans + 1)
+
+
+def llama_shares(rows: int = ZERO_SHARE_ROWS) -> dict[str, float]:
+    """The perfect-plan share ``surrogate_llama`` draws per corridor (a rule fixed before its maze-like curve was seen).
+
+    * Where the authors' forced-episode rows held perfect plans, their share (``AUTHORS_PERFECT_PLAN_SHARE``).
+    * Where they held none (maze-like), not 0 but ``supported_share(0, n)``, the Jeffreys posterior mean, at the
+      largest number of rows the logs can hold: ``n = FORCED_PLAN_EPISODES x 12`` (``AUTHORS_MARLIN_ROWS_PER_EPISODE``)
+      = 60 (``rows``, ``ZERO_SHARE_ROWS``), which gives 1/122 = 0.0082.
+
+    Why: 0 of n perfect plans is not a probability of 0, and under the authors' switch the difference is not one of
+    degree. A perfect plan, once made for the start state, stays cached and plays every later switching
+    episode (``AuthorsSwitch``), so at a share of exactly 0 it can never happen and at any share above 0 each run
+    makes one eventually; the point estimate 0 decides the outcome rather than estimating it. The posterior mean is
+    the standard estimate for a proportion that stays inside (0, 1). The row count is not recorded, only its bounds
+    (10 to 60 rows), and rows that replay one cached plan are not independent plans, so the sample may be smaller
+    still; of the values the bounds allow, n = 60 gives the smallest share (at n = 10: 1/22 = 0.045), the one least
+    favourable to plans carrying the maze-like curve. Interior shares are kept: they already let the mechanism work.
+    """
+    return {scenario: share if share > 0 else supported_share(0, rows)
+            for scenario, share in AUTHORS_PERFECT_PLAN_SHARE.items()}
+
+
+def imperfect_target(scenario: str, rows: int = ZERO_SHARE_ROWS) -> float:
+    """The mean an imperfect ``surrogate_llama`` plan must reach so that, with the perfect share (``llama_shares``),
+    the LLM-only mean is the authors' value: ``(mean - share) / (1 - share)``."""
+    share = llama_shares(rows)[scenario]
     return (AUTHORS_LLM_ONLY[scenario] - share) / (1 - share)
+
+
+#: Earlier calibrations of ``surrogate_llama`` (rates and shares), before maze-like's share of 0 became
+#: ``supported_share``: a run keyed by one of them is a run of today's plan source in every corridor whose rate and
+#: share are still the same there (``LlamaSurrogatePlanner.equivalent_names``).
+LLAMA_EARLIER: tuple[dict[str, dict[str, float]], ...] = (
+    {"rates": {"asymmetrical_two_slot": 0.05957, "maze_like": 0.246094, "single_slot": 0.464844,
+               "symmetrical_two_slot": 0.816406, "two_path": 0.354492},
+     "shares": dict(AUTHORS_PERFECT_PLAN_SHARE)},
+)
 
 
 class LlamaSurrogatePlanner:
     """``PlanSource`` ``surrogate_llama``: perfect as often as the authors' Llama plans were, else imperfect. NOT an LLM.
 
-    Per plan, a draw from the plan's seed decides: with the scenario's share (``paper_values.AUTHORS_PERFECT_PLAN_SHARE``)
-    the exact plan; otherwise the exact plan corrupted at the scenario's rate (``corrupt``), drawn again until it is
-    not perfect. The rates (``surrogate_llama_rates.json``) are calibrated so that the imperfect plans' mean makes the
-    LLM-only mean the authors' (``imperfect_target``); written by
+    Per plan, a draw from the plan's seed decides: with the scenario's share (``llama_shares``: the authors' share,
+    and above 0 where they saw no perfect plan) the exact plan; otherwise the exact plan corrupted at the scenario's
+    rate (``corrupt``), drawn again until it is not perfect. The rates (``surrogate_llama_rates.json``) are calibrated
+    so that the imperfect plans' mean makes the LLM-only mean the authors' (``imperfect_target``); written by
     ``python -m marlinkit.marlin.surrogate_planner --kind llama``.
 
     The perfect-or-not draw depends on the plan's seed alone, not on the corridor: trainings of one seed in different
@@ -136,10 +179,23 @@ class LlamaSurrogatePlanner:
 
     def __init__(self, rates: dict[str, float] | None = None, shares: dict[str, float] | None = None):
         self.rates = dict(load_rates(LLAMA_RATES_FILE) if rates is None else rates)
-        self.shares = dict(AUTHORS_PERFECT_PLAN_SHARE if shares is None else shares)
+        self.shares = dict(llama_shares() if shares is None else shares)
         record = json.dumps({"rates": self.rates, "shares": self.shares}, sort_keys=True)
         self.name = f"{LLAMA_NAME}[{hashlib.sha256(record.encode()).hexdigest()[:10]}]"
         self._corrupted = CalibratedSurrogatePlanner(self.rates)
+
+    def equivalent_names(self, scenario: str) -> tuple[str, ...]:
+        """The names of earlier calibrations (``LLAMA_EARLIER``) that make this planner's plans in ``scenario``: the
+        same rate and share there, so every plan of every seed is the same (the draws depend on the plan's seed, the
+        corridor's share and rate alone). Runs keyed by those names are runs of this planner in that corridor."""
+        names = []
+        for record in LLAMA_EARLIER:
+            earlier = LlamaSurrogatePlanner(record["rates"], record["shares"])
+            same = all(getattr(earlier, part).get(scenario) == getattr(self, part).get(scenario)
+                       for part in ("rates", "shares"))
+            if same and earlier.name != self.name:
+                names.append(earlier.name)
+        return tuple(names)
 
     def make_plan(self, layout: Layout, positions: np.ndarray, steps_left: int = core.EPISODE_STEPS,
                   seed: int | None = None) -> Plan:
@@ -193,27 +249,43 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kind", choices=("mean", "llama"), default="mean",
                         help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and perfect share)")
     parser.add_argument("--out", type=Path, default=None, help="default: the package data file of --kind")
+    parser.add_argument("--scenarios", nargs="+", choices=LAYOUT_NAMES, default=list(LAYOUT_NAMES),
+                        help="calibrate these (default: all); the others keep their records in --out, made with the "
+                             "same trials and seed (a calibration depends on its own corridor's target alone)")
+    parser.add_argument("--rows", type=int, default=ZERO_SHARE_ROWS,
+                        help=f"llama: rows behind a perfect-plan share of 0 (default {ZERO_SHARE_ROWS}, llama_shares)")
     args = parser.parse_args(argv)
     llama = args.kind == "llama"
     out = args.out or (LLAMA_RATES_FILE if llama else RATES_FILE)
     scenarios = {}
-    for scenario in LAYOUT_NAMES:
-        target = imperfect_target(scenario) if llama else AUTHORS_LLM_ONLY[scenario]
+    if set(args.scenarios) != set(LAYOUT_NAMES):
+        stored = out if Path(out).exists() else LLAMA_RATES_FILE if llama else RATES_FILE  # a new file: the package's
+        kept = json.loads(Path(stored).read_text())
+        if (kept["trials"], kept["seed"]) != (args.trials, args.seed):
+            raise ValueError(f"{out} was calibrated with other trials or seed than {args.trials}, {args.seed}: calibrate all")
+        scenarios = {k: v for k, v in kept["scenarios"].items() if k not in args.scenarios}
+    for scenario in args.scenarios:
+        target = imperfect_target(scenario, args.rows) if llama else AUTHORS_LLM_ONLY[scenario]
         scenarios[scenario] = calibrate(scenario, target, args.trials, args.seed, kind=args.kind)
         print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
     command = f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}" + (" --kind llama" if llama else "")
+    command += f" --rows {args.rows}" if args.rows != ZERO_SHARE_ROWS else ""
     record = {"command": command,
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
               "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
               "trials": args.trials, "seed": args.seed, "scenarios": scenarios}
     if llama:
-        record["target"] += (" with paper_values.AUTHORS_PERFECT_PLAN_SHARE perfect plans: each rate calibrates the imperfect "
-                             "plans' mean to (mean - share) / (1 - share)")
-        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()})
-        for scenario in LAYOUT_NAMES:  # the whole plan source on a held-out seed
+        record["target"] += (" with the perfect plans of surrogate_planner.llama_shares "
+                             "(paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
+                             f"where it is 0, the Jeffreys posterior mean for 0 of {args.rows} rows): each rate "
+                             "calibrates the imperfect plans' mean to (mean - share) / (1 - share)")
+        record["shares"] = llama_shares(args.rows)
+        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()}, llama_shares(args.rows))
+        for scenario in args.scenarios:  # the whole plan source on a held-out seed
             alone = systems.plan_source_alone(scenario, args.seed + 1, args.trials, planner).performance
             scenarios[scenario]["held_out"] = {"seed": args.seed + 1, "llm_only": round(float(alone.mean()), 6),
-                                               "perfect_share": round(float((alone == 1).mean()), 6)}
+                                               "perfect_share": round(float((alone == 1).mean()), 6),
+                                               "perfect_share_target": round(planner.shares[scenario], 6)}
             print(scenario, scenarios[scenario]["held_out"], flush=True)
     atomic_write_text(out, json.dumps(record, indent=1, sort_keys=True) + "\n")
 

@@ -12,13 +12,26 @@ from marlinkit.verify_paper.runs import PRESET, CommittedRun
 
 # ----- recomputing one run (each in a process of its own) --------------------------------------------------
 
+def _sensitivity_rates() -> list[tuple[int, dict[str, float]]]:
+    """The committed zero-share sensitivity checks of the preset: (rows, calibrated rates) per results folder."""
+    from marlinkit.marlin import authors_protocol
+    from marlinkit.marlin.surrogate_planner import load_rates
+
+    found = []
+    for rates in sorted(authors_protocol.sensitivity_root(PRESET, 0).parent.glob(
+            f"*__zero_share_rows*/{authors_protocol.SENSITIVITY_RATES}")):
+        found.append((int(rates.parent.name.rsplit("rows", 1)[1]), load_rates(rates)))
+    return found
+
+
 def _marlin_source(plan_source: str | None, record: bool = False):
     """The plan source a MARLIN sidecar names (``plan_source``), rebuilt: the exact planner, the calibrated surrogate,
     or an LLM negotiation by one of the presets' ``llm_only`` protocols (strict replay)."""
     from marlinkit import presets
     from marlinkit.algos.joint_planner import ExactJointPlanner
     from marlinkit.marlin import llm_only
-    from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner, LlamaSurrogatePlanner
+    from marlinkit.marlin.surrogate_planner import (LLAMA_EARLIER, CalibratedSurrogatePlanner, LlamaSurrogatePlanner,
+                                                    llama_shares)
 
     if plan_source in (None, ExactJointPlanner.name):
         return ExactJointPlanner()
@@ -26,6 +39,12 @@ def _marlin_source(plan_source: str | None, record: bool = False):
         return CalibratedSurrogatePlanner()
     if plan_source == LlamaSurrogatePlanner().name:
         return LlamaSurrogatePlanner()
+    for earlier in LLAMA_EARLIER:  # an earlier calibration whose plans are today's in the run's corridor
+        if plan_source == LlamaSurrogatePlanner(earlier["rates"], earlier["shares"]).name:
+            return LlamaSurrogatePlanner(earlier["rates"], earlier["shares"])
+    for rows, rates in _sensitivity_rates():  # the zero-share sensitivity check's plan sources
+        if plan_source == LlamaSurrogatePlanner(rates, llama_shares(rows)).name:
+            return LlamaSurrogatePlanner(rates, llama_shares(rows))
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:

@@ -9,6 +9,7 @@ authors' public repository SooratiLab/MARLIN at commit a73a337.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -199,6 +200,30 @@ def test_the_step_25_toggle_plans_the_steps_left_plays_them_by_absolute_step_and
     assert algorithm1.score_from(LAYOUT, np.array([[1, 3], [1, 0]]), np.zeros((3, 2), np.int64)) == 0.5
 
 
+def test_a_rarely_perfect_plan_source_ends_up_carrying_every_switching_episode():
+    """follows llm_action_dict.py:32-39 (a plan replaces the cached one only when it scores at least as well: the
+    cache keeps the best plan made so far), llm_stochastic_sampling.py:257-285 (plan mode re-plans while the cached
+    score is not above p-bar) and 170-186 (once the start state's cached plan scores 1, it plays every switching
+    episode, whatever p-bar and the policy say): of seven plans only the last is perfect, and from then on every
+    episode plays it and no plan is made again."""
+    cache = algorithm1.AuthorsPlanCache()
+    first, worse, tie = np.zeros((1, 2), np.int64), np.ones((1, 2), np.int64), np.full((1, 2), 2)
+    cache.offer(START, first, 0.5)
+    cache.offer(START, worse, 0.3)
+    assert cache.get(START)[0] is first, "a worse plan does not replace a better one"
+    cache.offer(START, tie, 0.5)
+    assert cache.get(START)[0] is tie, "ties replace"
+    source = ShortPlans(3, 3, 3, 3, 3, 3, 50)  # the seventh plan is the exact plan, the only perfect one
+    switch = make(source, llm_only=1.0)  # the policy (WAIT) scores 0, below the threshold: plan mode every episode
+    records = [episode(switch) for _ in range(120)]
+    found = next(e for e, r in enumerate(records) if r[2] == 1.0)
+    assert source.calls == 7 and 9 < found < 100, "six imperfect plans first, the perfect one at a later re-plan"
+    assert all(r[2] <= short_score(3) for r in records[:found])
+    for info, from_plan, achieved in records[found + 1:]:
+        assert info["generator"] == PLAN and info["plan_cache_hit"] and all(from_plan) and achieved == 1.0
+    assert switch.cache.get(START)[1] == 1.0
+
+
 def test_only_the_policy_acts_after_the_last_switching_episode():
     """follows llm_stochastic_sampling.py:140-142: after episode 1625 the policy acts alone (no plan, no toggle)."""
     assert AuthorsSwitchConfig().last_switch_episode == 1625
@@ -239,8 +264,29 @@ def test_surrogate_llama_is_perfect_as_often_as_llama_was_and_matches_its_llm_on
         alone = systems.plan_source_alone(scenario, 7, 120, planner).performance  # about 4 standard errors allowed
         assert abs((alone == 1).mean() - AUTHORS_PERFECT_PLAN_SHARE[scenario]) < 0.1, scenario
         assert abs(alone.mean() - AUTHORS_LLM_ONLY[scenario]) < 0.08, scenario
+    assert {k: v for k, v in planner.shares.items() if k != "maze_like"} == {
+        k: v for k, v in AUTHORS_PERFECT_PLAN_SHARE.items() if k != "maze_like"}, "interior shares are the authors'"
     again = systems.plan_source_alone("two_path", 7, 20, LlamaSurrogatePlanner()).performance
     assert again.tolist() == systems.plan_source_alone("two_path", 7, 20, planner).performance.tolist()
+
+
+def test_surrogate_llama_draws_a_rare_perfect_plan_where_the_authors_saw_none():
+    """0 of n perfect plans is not a probability of 0: where the authors' rows held none, the share is the Jeffreys
+    posterior mean at the most rows their logs can hold, 0.5 / (5 x 12 + 1), and the plan source does draw perfect
+    plans (the calibration's held-out seed: its recorded mean and perfect share)."""
+    from marlinkit.marlin.surrogate_planner import (LLAMA_RATES_FILE, LlamaSurrogatePlanner, llama_shares,
+                                                    supported_share)
+    from marlinkit.paper_values import AUTHORS_PERFECT_PLAN_SHARE
+
+    assert AUTHORS_PERFECT_PLAN_SHARE["maze_like"] == 0.0
+    assert llama_shares()["maze_like"] == supported_share(0, 60) == 0.5 / 61
+    assert supported_share(3, 25) == 3.5 / 26
+    with pytest.raises(ValueError):
+        supported_share(2, 1)
+    held_out = json.loads(LLAMA_RATES_FILE.read_text())["scenarios"]["maze_like"]["held_out"]
+    alone = systems.plan_source_alone("maze_like", held_out["seed"], 400, LlamaSurrogatePlanner()).performance
+    assert (alone == 1).sum() >= 1 and (alone == 1).mean() == held_out["perfect_share"]
+    assert abs(alone.mean() - 0.333) < 0.05 and round(float(alone.mean()), 6) == held_out["llm_only"]
 
 
 def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path, monkeypatch):
@@ -275,3 +321,53 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
     smooth = authors_figures.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
     assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5
+
+
+def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_in_a_folder_of_its_own(
+        tmp_path, monkeypatch, capsys):
+    from marlinkit import paths, presets
+    from marlinkit.marlin import authors_protocol
+    from marlinkit.marlin.surrogate_planner import LlamaSurrogatePlanner, llama_shares
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    root = authors_protocol.sensitivity_root("smoke", 10)
+    assert root.parent == tmp_path / "results" / "marlin" / "smoke" and root.name == "authors_protocol__zero_share_rows10"
+    root.mkdir(parents=True)
+    (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
+    assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]
+    authors_protocol.main(lambda preset: presets.get(preset, "authors_protocol", marlin_seeds=[0]),
+                          ["--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"])
+    assert "written:" in capsys.readouterr().out
+    table = pd.read_csv(root / "executed_vs_policy.csv")
+    assert set(table.scenario) == {"maze_like"} and set(table.system) == {"MARLIN surrogate_llama"}
+    sidecar = json.loads((root / "maze_like__marlin-surrogate-llama-authors-switch__seed0.json").read_text())
+    name = LlamaSurrogatePlanner({"maze_like": 0.3}, llama_shares(10)).name
+    assert sidecar["config"]["plan_source"] == name != LlamaSurrogatePlanner().name
+    assert not (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").exists(), "the section's runs untouched"
+
+
+def test_runs_of_an_earlier_surrogate_llama_calibration_stay_finished_where_its_plans_are_todays(tmp_path):
+    """Recalibrating maze-like changes the plan source's name (the cache key of every corridor's runs), but not the
+    plans of the other corridors: runs keyed by the earlier name count as finished there, and only there."""
+    from marlinkit import runs
+    from marlinkit.marlin.surrogate_planner import LLAMA_EARLIER, LlamaSurrogatePlanner
+
+    today = LlamaSurrogatePlanner()
+    earlier = LlamaSurrogatePlanner(LLAMA_EARLIER[0]["rates"], LLAMA_EARLIER[0]["shares"])
+    assert earlier.name == "surrogate-llama[f0b2f80317]" != today.name, "the name the committed runs carry"
+    assert today.equivalent_names("two_path") == (earlier.name,) and today.equivalent_names("maze_like") == ()
+    from marlinkit.verify_paper.prefix import _marlin_source
+
+    assert _marlin_source(earlier.name).name == earlier.name, "verify_paper rebuilds a committed run's planner"
+    for scenario, same in (("two_path", True), ("maze_like", False)):
+        layout = get_layout(scenario)
+        plans = [(earlier.make_plan(layout, np.asarray(layout.starts), seed=s).actions,
+                  today.make_plan(layout, np.asarray(layout.starts), seed=s).actions) for s in range(40)]
+        assert all(a.shape == b.shape and (a == b).all() for a, b in plans) == same, scenario
+    store = runs.ResultStore(tmp_path)
+    for scenario in ("two_path", "maze_like"):
+        job = {"scenario": scenario, "system": "LLM-only", "seed": 0, "trials": 1, "plan_source": earlier.name}
+        store.save(f"{scenario}__run", pd.DataFrame({"performance": [0.5]}), job)
+        keyed_today = {**job, "plan_source": today.name}
+        assert grid.is_finished(store, f"{scenario}__run", keyed_today, today) == (scenario == "two_path")
+        assert not grid.is_finished(store, f"{scenario}__run", keyed_today, ExactJointPlanner())
