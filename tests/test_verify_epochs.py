@@ -18,11 +18,15 @@ def committed():
     return verify_paper.discover(paths.DATA_DIR / "results", paths.DATA_DIR / "maestro_sweep")[0]
 
 
-def test_every_committed_maddpg_run_belongs_to_the_closed_epoch_and_no_mappo_run_does(committed):
+def test_every_maddpg_run_made_before_the_change_belongs_to_the_closed_epoch_and_no_other_run_does(committed):
+    """The runs of the folders that existed at the epoch's last commit are in it; the runs made by today's MADDPG
+    (the shared5 ablation, begun after the change) and every MAPPO run are not."""
     (epoch,) = epochs.epochs()
     assert epoch["name"] == "maddpg-mkl-vector-maths" and epoch["kinds"] == ["maestro-ablation", "maestro-sweep"]
     maddpg = [r for r in committed if r.kind.startswith("maestro")]
-    assert len(maddpg) > 100 and all(epochs.epoch_of(r) == epoch for r in maddpg)
+    today = [r for r in maddpg if "shared5" in r.label]
+    assert len(maddpg) - len(today) > 100 and all(epochs.epoch_of(r) == epoch for r in maddpg if r not in today)
+    assert today and not any(epochs.epoch_of(r) for r in today)
     assert not any(epochs.epoch_of(r) for r in committed if r.kind.startswith(("marlin", "plan")))
 
 
@@ -37,7 +41,7 @@ def test_a_new_run_of_the_same_kind_is_todays(committed, tmp_path):
 def test_a_closed_epochs_runs_are_checked_on_their_own_vendor_only(committed, monkeypatch):
     assert epochs.vendor("Intel(R) Xeon(R) Processor") == "GenuineIntel"
     assert epochs.vendor("AMD EPYC") == "AuthenticAMD" and epochs.vendor(None) == "unknown"
-    maddpg = [r for r in committed if r.kind.startswith("maestro")]
+    maddpg = [r for r in committed if r.kind.startswith("maestro") and epochs.epoch_of(r) is not None]
     for machine in ("GenuineIntel", "AuthenticAMD"):
         monkeypatch.setattr(numerics, "cpu_vendor", lambda machine=machine: machine)
         mine = [r for r in maddpg if epochs.vendor(r.sidecar["numerics"]["cpu"]) == machine]
