@@ -47,6 +47,9 @@ def _files(root) -> dict[str, object]:
         if path.suffix == ".jsonl":
             files[path.name] = [_untimed(json.loads(line)) for line in path.read_text().splitlines()]
             continue
+        if path.suffix == ".pt":  # a trained actor: the same bytes from either executor
+            files[path.name] = path.read_bytes()
+            continue
         table = pd.read_csv(path)
         timed = [c for c in TIMES if c in table]
         files[path.name] = table.drop(columns=timed).to_csv(index=False).encode() if timed else path.read_bytes()
@@ -152,7 +155,8 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
     on_ray = maestro.run(presets.ablation_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
                          progress=False)
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
-    assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.csv", "A7__seed200.generations.jsonl",
+    assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.actor.pt", "A7__seed200.csv",
+                                                        "A7__seed200.generations.jsonl",
                                                         "A7__seed200.json", "ablation_calibration.csv",
                                                         "ablation_calibration.json"]
     for name in local_files:

