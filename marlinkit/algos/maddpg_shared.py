@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from marlinkit.algos import portable_math
-from marlinkit.algos.maddpg_ops import SeededStreams, gumbel_softmax, sample_gumbel
+from marlinkit.algos.maddpg_ops import SeededStreams, gumbel_softmax, sample_gumbel, soft_update
 from marlinkit.algos.replay_buffer import ReplayBuffer
 
 
@@ -59,10 +59,11 @@ class SharedMADDPG(SeededStreams):
         if len(self.seeds) != 1:
             raise ValueError("parameter-shared MADDPG trains one seed per learner")
         torch.manual_seed(self.seeds[0])  # initial weights depend on the seed alone
+        critic_in = obs_dim + n_agents + n_agents * n_actions  # own observation, identity, every agent's action
         self.actor = _mlp(obs_dim, config.hidden, n_actions)
-        self.critic = _mlp(obs_dim + n_agents + n_agents * n_actions, config.hidden, 1)
-        self.target_actor, self.target_critic = _mlp(obs_dim, config.hidden, n_actions), _mlp(
-            obs_dim + n_agents + n_agents * n_actions, config.hidden, 1)
+        self.critic = _mlp(critic_in, config.hidden, 1)
+        self.target_actor = _mlp(obs_dim, config.hidden, n_actions)
+        self.target_critic = _mlp(critic_in, config.hidden, 1)
         self.target_actor.load_state_dict(self.actor.state_dict())
         self.target_critic.load_state_dict(self.critic.state_dict())
         self.actor_opt = portable_math.Adam(self.actor.parameters(), lr=config.actor_lr)
@@ -78,7 +79,10 @@ class SharedMADDPG(SeededStreams):
         obs = torch.as_tensor(obs, dtype=torch.float32)
         logits = self.actor(obs.reshape(-1, self.n, self.obs_dim))
         if explore:
-            generator = self.generator if generator is None else generator[0] if isinstance(generator, list) else generator
+            if generator is None:
+                generator = self.generator
+            elif isinstance(generator, list):
+                generator = generator[0]
             logits = logits + sample_gumbel((self.n, self.n_actions), generator)
         actions = logits.argmax(-1).numpy()
         return actions[0] if obs.dim() == 2 else actions
@@ -119,10 +123,8 @@ class SharedMADDPG(SeededStreams):
             self._descend(self.actor_opt, self.actor, actor_loss)
         finally:
             self.critic.requires_grad_(True)
-        with torch.no_grad():
-            for target, source in ((self.target_actor, self.actor), (self.target_critic, self.critic)):
-                for t, s in zip(target.parameters(), source.parameters(), strict=True):
-                    t.lerp_(s, cfg.tau)
+        soft_update(self.target_actor, self.actor, cfg.tau)
+        soft_update(self.target_critic, self.critic, cfg.tau)
         return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item()}
 
     def _descend(self, optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor) -> None:

@@ -115,7 +115,8 @@ class SharedDQN:
         actions, rewards = batch["actions"].reshape(-1), batch["rewards"].reshape(-1)
         with torch.no_grad():
             best = self.q(next_obs).argmax(-1, keepdim=True)
-            y = rewards + c.gamma * (1.0 - batch["terminated"].reshape(-1)) * self.target(next_obs).gather(1, best)[:, 0]
+            next_q = self.target(next_obs).gather(1, best)[:, 0]
+            y = rewards + c.gamma * (1.0 - batch["terminated"].reshape(-1)) * next_q
         loss = F.smooth_l1_loss(self.q(obs).gather(1, actions[:, None])[:, 0], y)
         self.optimizer.zero_grad()
         loss.backward()

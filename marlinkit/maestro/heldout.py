@@ -23,7 +23,7 @@ import argparse
 import functools
 import io
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +57,7 @@ def calibration(traffic: str, engine: str = "cityflow", seconds: int = 360) -> t
 
     env = make_env(traffic, engine, seconds)
     try:
-        return controller_episode(env, "fixed-time", EVAL_SEED)[0], controller_episode(env, "max-pressure", EVAL_SEED)[0]
+        return tuple(controller_episode(env, name, EVAL_SEED)[0] for name in ("fixed-time", "max-pressure"))
     finally:
         env.close()
 
@@ -68,25 +68,18 @@ def score(traffic: str, episode_return: float, engine: str = "cityflow", seconds
     return float(calibrated_score(episode_return, *calibration(traffic, engine, seconds)))
 
 
-def play(env, choose: Callable[[Any], dict]) -> float:
-    """One episode of ``choose(env) -> actions``: the return (the sum over seconds of the agents' mean reward)."""
-    env.reset(seed=EVAL_SEED)
-    total = 0.0
-    while env.agents:
-        _, rewards, *_ = env.step(choose(env))
-        total += float(np.mean(list(rewards.values())))
-    return total
-
-
 def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDOM_DRAWS) -> list[dict[str, Any]]:
     """The random switcher (a uniform phase request every second, draw k seeded with k) and both baselines."""
+    from marlinkit.envs.traffic.controllers import play_episode
+
     rows = []
     for traffic in TRAFFIC:
         env = make_env(traffic, engine, seconds)
         try:
             for draw in range(draws):
                 rng = np.random.default_rng(draw)
-                ret = play(env, lambda e, rng=rng: {a: int(rng.integers(4)) for a in e.possible_agents})
+                ret = play_episode(env, lambda e, rng=rng: {a: int(rng.integers(4)) for a in e.possible_agents},
+                                   EVAL_SEED)
                 rows.append({"configuration": "random", "seed": draw, "traffic": traffic, "protocol": "stochastic",
                              "score": score(traffic, ret, engine, seconds)})
         finally:

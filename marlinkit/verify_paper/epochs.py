@@ -142,7 +142,8 @@ def recompute_at(commit: str, run: CommittedRun, episodes: int, scratch: str) ->
 
 
 def recompute_any(run: CommittedRun, episodes: int, scratch: str, *extra) -> dict[str, Any]:
-    """A run's prefix by the code that made it: a closed epoch's commit, else today's code (``extra``: its calibration)."""
+    """A run's prefix by the code that made it: a closed epoch's commit, else today's code (``extra``: its
+    calibration)."""
     from marlinkit.verify_paper.prefix import recompute
 
     epoch = epoch_of(run)

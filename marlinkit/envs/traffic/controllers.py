@@ -51,15 +51,22 @@ def make_controller(name: str, green_s: int = 30):
     return FixedTime(green_s) if name == "fixed-time" else MaxPressure()
 
 
-def controller_episode(env, controller: str, seed: int, options: dict | None = None, green_s: int = 30
-                       ) -> tuple[float, dict]:
-    """One episode of a baseline ``controller`` on an open ``env``: its return (sum over seconds of the
-    agents' mean reward, as MADDPG's returns are summed) and the episode's metrics."""
-    policy, total = make_controller(controller, green_s), 0.0
+def play_episode(env, policy, seed: int, options: dict | None = None) -> float:
+    """One episode of ``policy(env) -> actions`` on an open ``env``: its return, the sum over seconds of the agents'
+    mean reward (as MADDPG's returns are summed)."""
+    total = 0.0
     env.reset(seed=seed, options=options)
     while env.agents:
         _, rewards, *_ = env.step(policy(env))
         total += float(np.mean(list(rewards.values())))
+    return total
+
+
+def controller_episode(env, controller: str, seed: int, options: dict | None = None, green_s: int = 30
+                       ) -> tuple[float, dict]:
+    """One episode of a baseline ``controller`` on an open ``env``: its return (:func:`play_episode`) and the
+    episode's metrics."""
+    total = play_episode(env, make_controller(controller, green_s), seed, options)
     return total, dict(env.last_metrics)
 
 
