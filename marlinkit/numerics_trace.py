@@ -63,7 +63,7 @@ def _recorder(entries: list[list[Any]], update: list[int]):
 
 #: The learners traced: the paper's MADDPG with either product route, and the parameter-shared one.
 VARIANTS = {"torch": {"products": "torch"}, "openblas": {"products": "openblas"},
-            "shared-local": {"sharing": "shared-local"}}
+            "shared-local": {"sharing": "shared-local", "products": "openblas"}}
 
 
 def trace(variant: str) -> list[list[Any]]:

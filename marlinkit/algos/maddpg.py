@@ -35,7 +35,8 @@ from marlinkit.algos import portable_math
 from marlinkit.algos.maddpg_ops import (SeededStreams, clip_grad_norm_per_agent, critic_target, gumbel_softmax,
                                         sample_gumbel, seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
-from marlinkit.algos.stacked_mlp import PRODUCTS, Mode, StackedMLP
+from marlinkit.algos.products import PRODUCTS
+from marlinkit.algos.stacked_mlp import Mode, StackedMLP
 
 
 #: Which networks the agents share (:attr:`MADDPGConfig.sharing`).
@@ -80,7 +81,7 @@ class MADDPGConfig:
     eval_every: int = 2
     """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
     products: str = "torch"
-    """Where the batched update's matrix products run (our choice; :data:`~marlinkit.algos.stacked_mlp.PRODUCTS`):
+    """Where the batched update's matrix products run (our choice; :data:`~marlinkit.algos.products.PRODUCTS`):
     "torch" (MKL's pinned branch: every committed run) or "openblas" (NumPy's pinned OpenBLAS: faster, other bits).
     Not part of a run's key while it is "torch" (:meth:`key`)."""
     sharing: Sharing = "none"

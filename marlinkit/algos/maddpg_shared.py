@@ -27,13 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from marlinkit.algos import portable_math
+from marlinkit.algos.products import mlp
 from marlinkit.algos.maddpg_ops import SeededStreams, gumbel_softmax, sample_gumbel, soft_update
 from marlinkit.algos.replay_buffer import ReplayBuffer
-
-
-def _mlp(fan_in: int, hidden: int, fan_out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(fan_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, fan_out))
 
 
 def critic_input(obs: torch.Tensor, identity: torch.Tensor, joint: torch.Tensor) -> torch.Tensor:
@@ -60,10 +56,10 @@ class SharedMADDPG(SeededStreams):
             raise ValueError("parameter-shared MADDPG trains one seed per learner")
         torch.manual_seed(self.seeds[0])  # initial weights depend on the seed alone
         critic_in = obs_dim + n_agents + n_agents * n_actions  # own observation, identity, every agent's action
-        self.actor = _mlp(obs_dim, config.hidden, n_actions)
-        self.critic = _mlp(critic_in, config.hidden, 1)
-        self.target_actor = _mlp(obs_dim, config.hidden, n_actions)
-        self.target_critic = _mlp(critic_in, config.hidden, 1)
+        self.actor = mlp(obs_dim, config.hidden, n_actions, config.products)
+        self.critic = mlp(critic_in, config.hidden, 1, config.products)
+        self.target_actor = mlp(obs_dim, config.hidden, n_actions, config.products)
+        self.target_critic = mlp(critic_in, config.hidden, 1, config.products)
         self.target_actor.load_state_dict(self.actor.state_dict())
         self.target_critic.load_state_dict(self.critic.state_dict())
         self.actor_opt = portable_math.Adam(self.actor.parameters(), lr=config.actor_lr)

@@ -9,56 +9,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from marlinkit.algos import products as products_route
+
 #: How a stacked network is evaluated: all agents in one batched matmul, or one agent at a time.
 Mode = Literal["batched", "loop"]
-#: Where the batched path's matrix products run: ``"torch"`` (MKL on its pinned ``COMPATIBLE`` branch, the
-#: default every committed run used) or ``"openblas"`` (NumPy's OpenBLAS, pinned by :mod:`marlinkit.numerics`
-#: to its Haswell kernels, whose blocking is fixed: as reproducible across AVX2 machines, ~2.5x faster on
-#: these products, different bits). The per-agent reference path (``forward_agent``) always uses torch.
-PRODUCTS = ("torch", "openblas")
-
-
-def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b (batched) in NumPy's OpenBLAS, on views of the tensors' memory (no autograd)."""
-    return torch.from_numpy(np.matmul(a.detach().numpy(), b.detach().numpy()))
-
-
-def _openblas_baddbmm(b: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """b + x @ w with the product in OpenBLAS (no autograd)."""
-    out = _matmul(x, w)
-    out += b
-    return out
-
-
-class _OpenBLASBaddbmm(torch.autograd.Function):
-    """``torch.baddbmm(b, x, w)`` with the forward's and the backward's products in OpenBLAS:
-    b (G, 1, out) + x (G, B, in) @ w (G, in, out); gradients x: g @ w^T, w: x^T @ g, b: sum over B."""
-
-    @staticmethod
-    def forward(ctx, b, x, w):
-        ctx.save_for_backward(x, w)
-        return _openblas_baddbmm(b, x, w)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        grad = grad.contiguous()
-        grad_b = grad.sum(1, keepdim=True) if ctx.needs_input_grad[0] else None
-        grad_x = _matmul(grad, w.transpose(1, 2)) if ctx.needs_input_grad[1] else None
-        grad_w = _matmul(x.transpose(1, 2), grad) if ctx.needs_input_grad[2] else None
-        return grad_b, grad_x, grad_w
-
-
-def baddbmm(b: torch.Tensor, x: torch.Tensor, w: torch.Tensor, products: str = "torch") -> torch.Tensor:
-    """b + x @ w, batched, with the products where :data:`PRODUCTS` says."""
-    if products == "openblas":
-        return _OpenBLASBaddbmm.apply(b, x, w)
-    return torch.baddbmm(b, x, w)
+#: Where the batched path's matrix products run (:mod:`marlinkit.algos.products`, the one place that routes them):
+#: ``"torch"`` (MKL on its pinned ``COMPATIBLE`` branch) or ``"openblas"`` (NumPy's OpenBLAS on its pinned kernels).
+#: The per-agent reference path (``forward_agent``) always uses torch.
+PRODUCTS = products_route.PRODUCTS
 
 
 class _OwnActionLayer(torch.autograd.Function):
@@ -78,7 +40,7 @@ class _OwnActionLayer(torch.autograd.Function):
         ctx.save_for_backward(w)
         ctx.start, ctx.n_actions, ctx.n_agents, ctx.products = start, policy.shape[-1], n_agents, products
         if products == "openblas":
-            return _openblas_baddbmm(b.unsqueeze(1), x, w)
+            return products_route.openblas_baddbmm(b.unsqueeze(1), x, w)
         return torch.baddbmm(b.unsqueeze(1), x, w)
 
     @staticmethod
@@ -88,7 +50,8 @@ class _OwnActionLayer(torch.autograd.Function):
         (w,) = ctx.saved_tensors
         a, n, rows = ctx.n_actions, ctx.n_agents, w.shape[0]
         own = w[:, ctx.start: ctx.start + n * a].transpose(1, 2)
-        joint = _matmul(grad.contiguous(), own) if ctx.products == "openblas" else torch.bmm(grad, own)  # (rows, B, N*A)
+        grad = grad.contiguous()
+        joint = products_route.matmul(grad, own) if ctx.products == "openblas" else torch.bmm(grad, own)  # (rows, B, N*A)
         index = torch.arange(rows)
         return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None, None
 
@@ -141,10 +104,10 @@ class StackedMLP(nn.Module):
                 rows, fan_in, fan_out = w.shape
                 per = rows // groups
                 joined = w.view(groups, per, fan_in, fan_out).permute(0, 2, 1, 3).reshape(groups, fan_in, per * fan_out)
-                x = baddbmm(b.view(groups, 1, per * fan_out), x, joined, self.products)
+                x = products_route.baddbmm(b.view(groups, 1, per * fan_out), x, joined, self.products)
                 x = x.view(groups, size, per, fan_out).transpose(1, 2).reshape(rows, size, fan_out)
             else:
-                x = baddbmm(b.unsqueeze(1), x, w, self.products)
+                x = products_route.baddbmm(b.unsqueeze(1), x, w, self.products)
             x = F.relu(x) if k < last else x
         return x
 

@@ -85,9 +85,11 @@ SETTINGS: dict[str, Setting] = {
     "shared5": Setting("a departure from the paper's MADDPG: one actor and one critic shared by the 16 intersections "
                        "(the critic reads the agent's own observation, its identity and every agent's action), a "
                        "decision every 5 s held in between, an update per decision on 128 transitions, lr 1e-3, "
-                       "gamma 0.9 per decision, 128 hidden units (marlinkit.algos.maddpg_shared)",
+                       "gamma 0.9 per decision, 128 hidden units, the products in the pinned OpenBLAS "
+                       "(marlinkit.algos.maddpg_shared)",
                        MADDPGOverrides(sharing="shared-local", decision_s=5, update_every=5, batch_size=128,
-                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128)),
+                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128,
+                                       products="openblas")),
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).

@@ -279,12 +279,12 @@ def test_the_openblas_products_match_torchs_products_and_gradients_and_repeat_bi
     """products="openblas" (NumPy's pinned OpenBLAS) is the same arithmetic as torch's batched path: the
     layer and its gradients agree to float precision, three updates of a learner agree with the torch
     learner's, and a rerun repeats its bits. Its key names it; the default's key is the one runs had before."""
-    from marlinkit.algos import stacked_mlp
+    from marlinkit.algos import products as routes
 
     rng = torch.Generator().manual_seed(0)
     b, x, w = (torch.randn(shape, generator=rng, requires_grad=True) for shape in ((3, 1, 5), (3, 7, 4), (3, 4, 5)))
     for products in ("torch", "openblas"):
-        out = stacked_mlp.baddbmm(b, x, w, products)
+        out = routes.baddbmm(b, x, w, products)
         (out * torch.linspace(-1, 1, 5)).sum().backward()
         grads = [t.grad.clone() for t in (b, x, w)]
         for t in (b, x, w):

@@ -50,6 +50,37 @@ def test_shared_maddpg_learns_signal_matching_and_repeats_bit_for_bit():
     assert all(torch.equal(a, b) for a, b in zip(learner.actor.state_dict().values(), again.actor.state_dict().values()))
 
 
+def test_the_openblas_linear_is_nn_linear_to_float_precision_and_repeats_its_bits():
+    """products.Linear with products="openblas" keeps nn.Linear's parameters and state dict, computes the same values
+    and gradients to float precision over any leading axes, and repeats its bits; the shared learner routes every
+    network through it."""
+    from marlinkit.algos import products
+
+    torch.manual_seed(0)
+    layer = products.Linear(7, 5, "openblas")
+    reference = torch.nn.Linear(7, 5)
+    reference.load_state_dict(layer.state_dict())
+    assert list(layer.state_dict()) == ["weight", "bias"]
+    x = torch.randn(3, 4, 7, requires_grad=True)
+    outs, grads = [], []
+    for net in (layer, reference, layer):
+        x.grad = None
+        net.zero_grad()
+        out = net(x)
+        (out * torch.linspace(-1, 1, 5)).sum().backward()
+        outs.append(out.detach())
+        grads.append([x.grad.clone(), net.weight.grad.clone(), net.bias.grad.clone()])
+    torch.testing.assert_close(outs[0], outs[1])
+    for mine, theirs in zip(grads[0], grads[1]):
+        torch.testing.assert_close(mine, theirs)
+    assert torch.equal(outs[0], outs[2]) and all(torch.equal(a, b) for a, b in zip(grads[0], grads[2]))
+    with pytest.raises(ValueError, match="products must be one of"):
+        products.Linear(2, 2, "mkl")
+    shared = maddpg.make_learner(3, 4, 4, MADDPGConfig(**SHARED, products="openblas"))
+    assert {m.products for net in (shared.actor, shared.critic, shared.target_actor, shared.target_critic)
+            for m in net if isinstance(m, products.Linear)} == {"openblas"}
+
+
 class CountingEnv(SignalMatchEnv):
     """SignalMatchEnv that records every joint action it is stepped with, and the team reward it paid."""
 
