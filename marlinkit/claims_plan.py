@@ -550,17 +550,17 @@ def check_sources(plan: Plan, root: Path = paths.REPO_ROOT) -> list[str]:
 
 
 def ledger_claims(tables: tuple[Path, ...] = LEDGER_TABLES) -> list[str]:
-    """The claims the ledger's tables hold, in order, once each."""
+    """The claims the ledger's tables hold, in order, once each (by id where a table has a ``claim_id`` column)."""
     seen: dict[str, None] = {}
     for table in tables:
         with open(table, encoding="utf-8", newline="") as f:
-            seen.update((row["claim"], None) for row in csv.DictReader(f))
+            seen.update((row.get("claim_id") or row["claim"], None) for row in csv.DictReader(f))
     return list(seen)
 
 
 def uncovered(plan: Plan, claims: list[str]) -> list[str]:
-    """The ledger claims (``claims``) that no plan entry lists in its ``ledger`` field."""
-    covered = {text for c in plan.claims for text in c.ledger}
+    """The ledger claims (``claims``) that no plan entry lists in its ``ledger`` field or names by its id."""
+    covered = {text for c in plan.claims for text in c.ledger} | {c.id for c in plan.claims}
     return [text for text in claims if text not in covered]
 
 
