@@ -26,7 +26,8 @@ stand-ins, or "depends on the stand-in" with each listed.
 MAESTRO rows comparing learners pass the plan's gates first: each compared configuration beats the random phase
 switcher on the held-out flows (:func:`gate_beats_random`), and A7 is not A2 to the bit (:func:`gate_a7_distinct`).
 
-``notebooks/claims_ledger.ipynb`` writes :data:`LEDGER_PATH` (and the per-cell table :data:`CELLS_PATH`) and renders
+``notebooks/claims_ledger.ipynb`` writes :data:`LEDGER_PATH` (with each test in :data:`CELLS_PATH` and the values it
+was computed from in :data:`VALUES_PATH`) and renders
 the README's claims table between :data:`README_BEGIN` and :data:`README_END`.
 """
 
@@ -36,6 +37,7 @@ import math
 import warnings
 import zlib
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +50,7 @@ from marlinkit import claims_plan, paths
 PAPER_FIGURES = paths.FIGURES_DIR / "paper"
 LEDGER_PATH = paths.FIGURES_DIR / "claims.csv"
 CELLS_PATH = paths.FIGURES_DIR / "claims_cells.csv"
+VALUES_PATH = paths.FIGURES_DIR / "claims_values.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
 ALPHA = 0.05
@@ -57,7 +60,8 @@ TESTED_VERDICTS = ("holds", "holds, not significant", "contradicted", "contradic
 COLUMNS = ["paper", "claim_id", "claim", "paper_location", "stand_in", "runs", "engine", "curriculum_target",
            "protocol", "metric", "compared", "test", "family", "n", "effect", "ci_low", "ci_high", "p", "p_adjusted",
            "verdict", "detail", "summary", "ours", "evidence"]
-CELL_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "test", "family", "n", "effect", "ci_low",
+CELL_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "test", "pairing", "sign", "null", "margin",
+                "family", "n", "effect", "ci_low",
                 "ci_high", "p_holds", "p_contra", "p_equiv", "p_holds_adj", "p_contra_adj", "p_equiv_adj", "mde",
                 "verdict"]
 #: Random-switcher margin the held-out gate requires (calibrated points), and the flows it checks.
@@ -345,6 +349,7 @@ class Row:
     test: str
     compared: str = ""
     cells: tuple[Tested, ...] = ()
+    values: tuple[data.Cell, ...] = ()
     verdict: str = ""
     detail: str = ""
     adjusted: tuple[tuple[float, float, float], ...] = ()
@@ -381,7 +386,7 @@ def evaluate(ctx: data.Context, plan: claims_plan.Plan) -> Row:
         return row
     key = f"{c.id}|{ctx.stand_in}|{ctx.run_set.name if ctx.run_set else ''}|{ctx.protocol}"
     pairing = c.pairing_for(ctx.protocol)
-    row.compared = got.compared
+    row.compared, row.values = got.compared, got.cells
     row.cells = tuple(_tested(row.test, pairing, cell, c, f"{key}|{cell.name}", settings) for cell in got.cells)
     return row
 
@@ -424,6 +429,9 @@ def decide(row: Row, plan: claims_plan.Plan) -> None:
     verdicts = [("inconclusive" if t.n_small or math.isnan(t.effect) else cell_verdict(*adj, alpha))
                 for t, adj in zip(row.cells, row.adjusted)]
     row.verdict = row_verdict(verdicts)
+    if len(set(verdicts)) > 1:
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
+        row.verdict += f" (cells: {counts})"
     row.detail = "; ".join(_cell_text(t, adj, v, row, plan) for t, adj, v in zip(row.cells, row.adjusted, verdicts))
 
 
@@ -442,7 +450,8 @@ def _cell_text(t: Tested, adj: tuple[float, float, float], verdict: str, row: Ro
 
 def _deciding(row: Row) -> int:
     """The cell whose numbers the row shows: the weakest in the direction of its verdict."""
-    which = {"contradicted": 1, "equivalent": 2}.get(row.verdict, 0 if row.ctx.claim.kind != "equivalence" else 2)
+    head = row.verdict.split(" (")[0]
+    which = {"contradicted": 1, "equivalent": 2}.get(head, 0 if row.ctx.claim.kind != "equivalence" else 2)
     ps = [adj[which] if not math.isnan(adj[which]) else -1.0 for adj in row.adjusted]
     return int(np.argmax(ps)) if ps else -1
 
@@ -452,7 +461,7 @@ def _row_record(row: Row, plan: claims_plan.Plan) -> dict:
     rs = ctx.run_set
     i = _deciding(row)
     t = row.cells[i] if i >= 0 else None
-    which = {"contradicted": 1, "equivalent": 2}.get(row.verdict, 2 if c.kind == "equivalence" else 0)
+    which = {"contradicted": 1, "equivalent": 2}.get(row.verdict.split(" (")[0], 2 if c.kind == "equivalence" else 0)
     p = [t.p_holds, t.p_contra, t.p_equiv][which] if t else math.nan
     return {"paper": c.paper, "claim_id": c.id, "claim": " ".join(c.claim.split()), "paper_location": c.location,
             "stand_in": ctx.stand_in, "runs": rs.name if rs else "", "engine": rs.engine if rs else "",
@@ -473,11 +482,12 @@ def summary_line(primary: list[dict]) -> str:
     """A claim's summary from its primary protocol's rows: the verdict they share (rows that cannot test it aside),
     else "depends on the stand-in" with each listed."""
     tested = [r for r in primary if not r["verdict"].startswith("not testable")]
+    heads = {r["verdict"].split(" (")[0] for r in tested}
     if not tested:
         reasons = dict.fromkeys(r["verdict"].partition(": ")[2] or r["detail"] for r in primary)
         return "not testable: " + "; ".join(reasons)
-    if len({r["verdict"] for r in tested}) == 1:
-        return tested[0]["verdict"]
+    if len(heads) == 1:
+        return heads.pop()
     return "depends on the stand-in: " + "; ".join(f"{_stand_in_label(r)}: {r['verdict']}" for r in primary)
 
 
@@ -490,8 +500,17 @@ def summaries(records: list[dict], plan: claims_plan.Plan) -> None:
             r["summary"] = line
 
 
-def compute(root: Path = paths.REPO_ROOT, plan: claims_plan.Plan | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ledger (one row per claim, stand-in or run set, and protocol) and its per-cell table."""
+class Tables(NamedTuple):
+    ledger: pd.DataFrame
+    """One row per claim, stand-in (MAESTRO: run set) and protocol (:data:`COLUMNS`)."""
+    cells: pd.DataFrame
+    """One row per test (:data:`CELL_COLUMNS`)."""
+    values: pd.DataFrame
+    """The values each test was computed from (:data:`VALUE_COLUMNS`)."""
+
+
+def compute(root: Path = paths.REPO_ROOT, plan: claims_plan.Plan | None = None) -> Tables:
+    """The ledger, its per-test cells and their values."""
     plan = plan or claims_plan.load(root / "docs" / "claims.toml")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # identical samples (A7 = A2 to the bit) and empty slices are handled above
@@ -501,17 +520,19 @@ def compute(root: Path = paths.REPO_ROOT, plan: claims_plan.Plan | None = None) 
         decide(row, plan)
     records = [_row_record(row, plan) for row in rows]
     summaries(records, plan)
-    return pd.DataFrame(records, columns=COLUMNS), cells_table(rows, plan)
+    return Tables(pd.DataFrame(records, columns=COLUMNS), cells_table(rows, plan), values_table(rows))
 
 
 def cells_table(rows: list[Row], plan: claims_plan.Plan) -> pd.DataFrame:
     out = []
     for row in rows:
-        for t, adj in zip(row.cells, row.adjusted):
+        for t, raw, adj in zip(row.cells, row.values, row.adjusted):
             verdict = "inconclusive" if t.n_small or math.isnan(t.effect) else cell_verdict(*adj, plan.settings.alpha)
             out.append({"claim_id": row.ctx.claim.id, "stand_in": row.ctx.stand_in,
                         "runs": row.ctx.run_set.name if row.ctx.run_set else "", "protocol": row.ctx.protocol,
-                        "cell": t.name, "test": row.test, "family": row.ctx.claim.family, "n": t.n,
+                        "cell": t.name, "test": row.test, "pairing": row.ctx.claim.pairing_for(row.ctx.protocol),
+                        "sign": raw.sign, "null": raw.null, "margin": row.ctx.claim.margin,
+                        "family": row.ctx.claim.family, "n": t.n,
                         "effect": t.effect, "ci_low": t.ci_low, "ci_high": t.ci_high, "p_holds": t.p_holds,
                         "p_contra": t.p_contra, "p_equiv": t.p_equiv, "p_holds_adj": adj[0], "p_contra_adj": adj[1],
                         "p_equiv_adj": adj[2],
@@ -520,9 +541,34 @@ def cells_table(rows: list[Row], plan: claims_plan.Plan) -> pd.DataFrame:
     return pd.DataFrame(out, columns=CELL_COLUMNS)
 
 
+VALUE_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "role", "unit", "value"]
+
+
+def _cell_values(raw: data.Cell) -> list[tuple[str, str, float]]:
+    """A cell's values as (role, unit, value): x and y per unit, a summary's mean, sd and n, a matrix's columns."""
+    if raw.summary is not None:
+        return [(role, "", float(v)) for role, v in zip(("mean", "sd", "n"), raw.summary)]
+    if raw.matrix:
+        return [(f"m{j}", u, float(v)) for u, line in zip(raw.units, raw.matrix) for j, v in enumerate(line)]
+    units = list(raw.units) + [""] * len(raw.x)
+    out = [("x", units[i], float(v)) for i, v in enumerate(raw.x)]
+    paired = len(raw.y) == len(raw.x) and len(raw.units) == len(raw.x)
+    return out + [("y", units[i] if paired else "", float(v)) for i, v in enumerate(raw.y)]
+
+
+def values_table(rows: list[Row]) -> pd.DataFrame:
+    """Every tested cell's values, one per line: what the statistics are computed from."""
+    out = []
+    for row in rows:
+        head = [row.ctx.claim.id, row.ctx.stand_in, row.ctx.run_set.name if row.ctx.run_set else "", row.ctx.protocol]
+        for raw in row.values:
+            out += [head + [raw.name, role, unit, v] for role, unit, v in _cell_values(raw)]
+    return pd.DataFrame(out, columns=VALUE_COLUMNS)
+
+
 def ledger(root: Path = paths.REPO_ROOT) -> pd.DataFrame:
     """Every claim of both papers as a table with :data:`COLUMNS`."""
-    return compute(root)[0]
+    return compute(root).ledger
 
 
 # ----- rendering -----------------------------------------------------------------------------------------------------
@@ -580,12 +626,14 @@ def render_into(text: str, table: pd.DataFrame) -> str:
     return text[:start] + README_BEGIN + "\n" + readme_table(table) + "\n" + text[end:]
 
 
-def write(table: pd.DataFrame, path: Path = LEDGER_PATH, cells: pd.DataFrame | None = None) -> Path:
+def write(table: pd.DataFrame, path: Path = LEDGER_PATH, tables: Tables | None = None) -> Path:
+    """The ledger to ``path``; its cells and values beside it (``claims_cells.csv``, ``claims_values.csv``)."""
     from marlinkit.files import atomic_write_text
 
     atomic_write_text(Path(path), table.to_csv(index=False))
-    if cells is not None:
-        atomic_write_text(Path(path).with_name("claims_cells.csv"), cells.to_csv(index=False))
+    if tables is not None:
+        atomic_write_text(Path(path).with_name("claims_cells.csv"), tables.cells.to_csv(index=False))
+        atomic_write_text(Path(path).with_name("claims_values.csv"), tables.values.to_csv(index=False))
     return Path(path)
 
 
@@ -597,8 +645,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=LEDGER_PATH, help="the ledger (default figures/claims.csv)")
     parser.add_argument("--readme", type=Path, default=None, help="a README whose claims block is rewritten")
     args = parser.parse_args(argv)
-    table, cells = compute()
-    write(table, args.out, cells)
+    tables = compute()
+    table = tables.ledger
+    write(table, args.out, tables)
     if args.readme:
         args.readme.write_text(render_into(args.readme.read_text(encoding="utf-8"), table), encoding="utf-8")
     print(f"{len(table)} rows, {table.claim_id.nunique()} claims: {args.out}")

@@ -324,7 +324,7 @@ def fidelity(ctx: Context) -> Extract | Unavailable:
     cells = tuple(Cell(f"{r.scenario} @ {r.paper_episode}", null=float(r.paper_MARL),
                        summary=(float(r.ours_MARL), float(r.ours_seed_sd), int(r.seeds)))
                   for r in ours.itertuples())
-    return Extract(cells, "our MARL (15 copies, per-seed summary of figures/paper/marlin/fidelity_rllib_departures.csv) "
+    return Extract(cells, "our MARL (15 copies; mean, SD and seeds of fidelity_rllib_departures.csv, a t interval) "
                           "- the authors' printed MARL, per cell")
 
 
