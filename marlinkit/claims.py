@@ -257,6 +257,16 @@ def cell_verdict(p_holds: float, p_contra: float, p_equiv: float, alpha: float) 
     return "inconclusive"
 
 
+def tested_verdict(t: Tested, adjusted: tuple[float, float, float], alpha: float) -> str:
+    """A cell's verdict: inconclusive below the plan's n, not testable where its statistic is undefined (a CV of a
+    mean <= 0, a Sharpe of an SD of 0), else by its adjusted p-values."""
+    if t.n_small or t.n < 2:
+        return "inconclusive"
+    if math.isnan(t.effect):
+        return "not testable"
+    return cell_verdict(*adjusted, alpha)
+
+
 def row_verdict(verdicts: list[str]) -> str:
     """The verdict of a row's cells: unanimous, ``mixed`` where cells go both ways, else inconclusive."""
     kinds = set(verdicts)
@@ -374,6 +384,10 @@ def evaluate(ctx: data.Context, plan: claims_plan.Plan) -> Row:
     if c.kind == "not-testable":
         row.verdict, row.detail = "not testable", f"{c.not_testable_reason} (experiment: {c.experiment})"
         return row
+    if c.paper == "MAESTRO" and ctx.stand_in != "none" and ctx.run_set is None:
+        row.verdict = "not testable: no runs with this stand-in"
+        row.detail = f"the plan lists no run set of {ctx.stand_in} (experiment: the ablation with it as the architect)"
+        return row
     if ctx.run_set is not None:
         why = gates(ctx, settings.alpha)
         if why:
@@ -426,8 +440,7 @@ def decide(row: Row, plan: claims_plan.Plan) -> None:
     if row.verdict:
         return
     alpha = plan.settings.alpha
-    verdicts = [("inconclusive" if t.n_small or math.isnan(t.effect) else cell_verdict(*adj, alpha))
-                for t, adj in zip(row.cells, row.adjusted)]
+    verdicts = [tested_verdict(t, adj, alpha) for t, adj in zip(row.cells, row.adjusted)]
     row.verdict = row_verdict(verdicts)
     if len(set(verdicts)) > 1:
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
@@ -439,6 +452,8 @@ def _cell_text(t: Tested, adj: tuple[float, float, float], verdict: str, row: Ro
     text = f"{t.name}: {t.effect:+.3g} [{t.ci_low:+.3g}, {t.ci_high:+.3g}], n = {t.n}, {verdict}"
     if t.n_small:
         return text + f" (n = {t.n} of {row.ctx.claim.min_n})"
+    if verdict == "not testable":
+        return text + " (the statistic is undefined on these values)"
     if verdict == "inconclusive":
         size = plan.family_size(row.ctx.claim.family)
         mde = detectable(t, plan.settings.alpha / max(1, size), plan.settings.power)
@@ -527,7 +542,7 @@ def cells_table(rows: list[Row], plan: claims_plan.Plan) -> pd.DataFrame:
     out = []
     for row in rows:
         for t, raw, adj in zip(row.cells, row.values, row.adjusted):
-            verdict = "inconclusive" if t.n_small or math.isnan(t.effect) else cell_verdict(*adj, plan.settings.alpha)
+            verdict = tested_verdict(t, adj, plan.settings.alpha)
             out.append({"claim_id": row.ctx.claim.id, "stand_in": row.ctx.stand_in,
                         "runs": row.ctx.run_set.name if row.ctx.run_set else "", "protocol": row.ctx.protocol,
                         "cell": t.name, "test": row.test, "pairing": row.ctx.claim.pairing_for(row.ctx.protocol),

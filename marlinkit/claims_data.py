@@ -549,8 +549,8 @@ def reaches_level(ctx: Context) -> Extract | Unavailable:
 def _needs_target(ctx: Context, target: float) -> Unavailable | None:
     if abs(ctx.run_set.target - target) < 1e-9:
         return None
-    return Unavailable("not testable", f"{ctx.run_set.name} ran under curriculum target {ctx.run_set.target:g}, "
-                                       f"this row needs {target:g} (experiment: A2 runs under target {target:g})")
+    return Unavailable("not testable", f"runs under curriculum target {ctx.run_set.target:g}, this row needs "
+                                       f"{target:g} (experiment: A2 runs under target {target:g})")
 
 
 def raises_difficulty(target: float) -> Callable[[Context], Extract | Unavailable]:

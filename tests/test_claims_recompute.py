@@ -171,8 +171,10 @@ def holm_table(cells: pd.DataFrame) -> pd.DataFrame:
 def cell_verdicts(cells: pd.DataFrame, plan: dict) -> pd.Series:
     def one(c) -> str:
         small = c.pairing != "unpaired" and c.n < _claim(plan, c.claim_id)["min_n"]
-        if small or pd.isna(c.effect):
+        if small or c.n < 2:
             return "inconclusive"
+        if pd.isna(c.effect):
+            return "not testable"
         for col, word in (("p_holds_holm", "holds"), ("p_contra_holm", "contradicted"), ("p_equiv_holm", "equivalent")):
             if not pd.isna(c[col]) and c[col] < ALPHA:
                 return word
