@@ -377,8 +377,8 @@ def _missing(ctx: Context, *configurations: str) -> Unavailable | None:
     if not gone:
         return None
     where = "held-out evaluation" if ctx.protocol in HELDOUT_PROTOCOLS else "runs"
-    return Unavailable("not testable", f"no {where} of {', '.join(gone)} in {ctx.run_set.name} (experiment: "
-                                       f"train and evaluate them on seeds 200-1300)")
+    return Unavailable("not testable", f"no {where} of {', '.join(gone)} committed (experiment: train and evaluate "
+                                       f"them on seeds 200-1300)")
 
 
 def _maestro_label(ctx: Context) -> str:
