@@ -564,6 +564,21 @@ def uncovered(plan: Plan, claims: list[str]) -> list[str]:
     return [text for text in claims if text not in covered]
 
 
+def markdown(plan: Plan) -> str:
+    """The plan's claims as a Markdown table (the docs site renders it under the plan's page)."""
+    def cell(text: object) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["| Claim | Paper's words | Where | Kind | Protocols | Stand-ins | Test | Family | Margin | Registered |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in plan.claims:
+        margin = f"{c.margin:g} {c.margin_unit}" if c.margin is not None else "—"
+        tests = c.test + "".join(f"; {p}: {t}" for p, t in c.protocol_tests)
+        lines.append(f"| `{c.id}` | {cell(c.claim)} | {cell(c.location)} | {c.kind} | {', '.join(c.protocols)} | "
+                     f"{', '.join(c.stand_ins)} | {tests} | {c.family} | {cell(margin)} | {c.registered} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m marlinkit.claims_plan", description=__doc__.split("\n")[0])
     parser.add_argument("--plan", type=Path, default=PLAN_PATH, help="the plan (default docs/claims.toml)")

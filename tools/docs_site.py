@@ -33,7 +33,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from marlinkit import catalog, claims  # noqa: E402
+from marlinkit import catalog, claims, claims_plan  # noqa: E402
 
 DOCS = REPO / "docs"
 FIGURES = REPO / "figures"
@@ -148,10 +148,10 @@ def report_page(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame, 
             continue
         lines += [f"## {e.label}: {e.title}", "",
                   f"**Claim.** {e.claim}", "", f"**Deviations.** {e.deviations}", ""]
-        verdicts = own[own.evidence.map(lambda ev: any(Path(ev).stem == Path(o).stem.split("__")[0]
-                                                      or Path(ev).stem == Path(o).stem for o in e.outputs))]
-        for r in verdicts.itertuples(index=False):
-            lines += [f"**Verdict: {r.verdict}.** {r.claim}: paper {r.paper_value}; ours {r.ours}.", ""]
+        stems = {Path(o).stem.split("__")[0] for o in e.outputs} | {Path(o).stem for o in e.outputs}
+        verdicts = own[own.evidence.map(lambda ev: any(Path(p).stem in stems for p in ev.split("; ")))]
+        for r in verdicts.drop_duplicates("claim_id").itertuples(index=False):
+            lines += [f"**Verdict: {r.summary}.** `{r.claim_id}`: {r.claim}", ""]
         if e.command:
             where = f" (notebook `{e.notebook}`, `marlinkit.{e.function}`)" if e.notebook else ""
             lines += [f"**Remake.** `{e.command}`{where}.", ""]
@@ -183,6 +183,9 @@ def stage(staging: Path) -> None:
     shutil.copytree(DOCS, staging, ignore=shutil.ignore_patterns("*_notes.md", "figures.toml", "__pycache__"))
     (staging / "reference").mkdir(exist_ok=True)
     (staging / "reference" / "configuration.md").write_text(configuration_page(), encoding="utf-8")
+    plan_page = staging / "claims-plan.md"
+    plan_page.write_text(plan_page.read_text(encoding="utf-8") + "\n## The claims, as the plan holds them\n\n"
+                         + claims_plan.markdown(claims_plan.load()) + "\n", encoding="utf-8")
     ledger = pd.read_csv(claims.LEDGER_PATH, keep_default_na=False, na_values=[""]) if claims.LEDGER_PATH.exists() \
         else claims.ledger()
     entries = catalog.load()
