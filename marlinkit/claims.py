@@ -267,14 +267,20 @@ def tested_verdict(t: Tested, adjusted: tuple[float, float, float], alpha: float
     return cell_verdict(*adjusted, alpha)
 
 
-def row_verdict(verdicts: list[str]) -> str:
-    """The verdict of a row's cells: unanimous, ``mixed`` where cells go both ways, else inconclusive."""
-    kinds = set(verdicts)
+def row_verdict(verdicts: list[str], aggregate: str = "all-cells") -> str:
+    """The verdict of a row's cells under the plan's ``aggregate`` (:data:`marlinkit.claims_plan.AGGREGATES`)."""
+    kinds, n = set(verdicts), len(verdicts)
+    if aggregate == "majority":
+        top = max(("holds", "contradicted", "equivalent"), key=verdicts.count)
+        return top if verdicts.count(top) > n / 2 else "inconclusive"
     if len(kinds) == 1:
         return verdicts[0]
-    if kinds & {"holds", "equivalent"} and "contradicted" in kinds:
-        return "mixed"
-    return "inconclusive"
+    both = bool(kinds & {"holds", "equivalent"}) and "contradicted" in kinds
+    if aggregate == "any-contradicts" and "contradicted" in kinds:
+        return "contradicted"
+    if aggregate == "reversal-contradicts" and "contradicted" in kinds and not both:
+        return "contradicted"
+    return "mixed" if both else "inconclusive"
 
 
 def detectable(t: Tested, alpha: float, power: float) -> float:
@@ -441,7 +447,7 @@ def decide(row: Row, plan: claims_plan.Plan) -> None:
         return
     alpha = plan.settings.alpha
     verdicts = [tested_verdict(t, adj, alpha) for t, adj in zip(row.cells, row.adjusted)]
-    row.verdict = row_verdict(verdicts)
+    row.verdict = row_verdict(verdicts, row.ctx.claim.aggregate)
     if len(set(verdicts)) > 1:
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
         row.verdict += f" (cells: {counts})"

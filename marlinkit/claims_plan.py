@@ -40,8 +40,10 @@ KINDS = ("superiority", "non-inferiority", "equivalence", "association", "not-te
 PAIRINGS = ("paired", "unpaired", "one-sample", "association")
 ALTERNATIVES = ("greater", "less", "two-sided")
 UNITS = ("seed", "run", "corridor-seed", "trial", "difficulty-level")
-#: How a claim's cells (corridors, metrics, flows) give its summary: one test, or every cell must agree.
-AGGREGATES = ("single", "all-cells")
+#: How a claim's cells (corridors, metrics, flows) give its verdict: one test; every cell must agree (cells both ways
+#: are mixed); every cell must hold and any contradicted cell contradicts; as all-cells, but a contradicted cell with
+#: none holding contradicts; or the majority of cells decides.
+AGGREGATES = ("single", "all-cells", "any-contradicts", "reversal-contradicts", "majority")
 REGISTRATIONS = ("before-results", "after-results")
 VERDICTS = ("holds", "contradicted", "equivalent", "inconclusive", "not testable")
 SUMMARY_VERDICTS = ("mixed", "depends on the stand-in")
@@ -420,7 +422,7 @@ def _test_problems(c: Claim) -> list[str]:
     if c.min_n < 2:
         out.append(f"{where}: min_n: at least 2, not {c.min_n}")
     if c.cells < 1 or (c.aggregate == "single") != (c.cells == 1):
-        out.append(f"{where}: cells, aggregate: one cell is 'single', several are 'all-cells' "
+        out.append(f"{where}: cells, aggregate: one cell is 'single', several are another aggregate "
                    f"(cells {c.cells}, aggregate {c.aggregate!r})")
     primary = c.protocols[0] if c.protocols else ""
     if LEARNER_GATE in c.gates and primary == TRAINING_PROTOCOL:

@@ -34,6 +34,17 @@ def test_mixed_needs_cells_both_ways():
     assert claims.row_verdict(["contradicted"] * 3) == "contradicted"
 
 
+@pytest.mark.parametrize("aggregate, verdicts, expected", [
+    ("any-contradicts", ["holds", "contradicted"], "contradicted"),
+    ("any-contradicts", ["holds", "inconclusive"], "inconclusive"),
+    ("reversal-contradicts", ["holds", "contradicted"], "mixed"),
+    ("reversal-contradicts", ["inconclusive", "contradicted"], "contradicted"),
+    ("majority", ["holds", "holds", "holds", "inconclusive", "contradicted"], "holds"),
+    ("majority", ["holds", "holds", "inconclusive", "inconclusive", "contradicted"], "inconclusive")])
+def test_the_plans_aggregates(aggregate, verdicts, expected):
+    assert claims.row_verdict(verdicts, aggregate) == expected
+
+
 def test_the_paired_bootstrap_finds_a_clear_difference_and_its_reverse():
     rng = np.random.default_rng(0)
     low_cv = 100 + rng.normal(0, 1, 12)

@@ -182,11 +182,23 @@ def cell_verdicts(cells: pd.DataFrame, plan: dict) -> pd.Series:
     return cells.apply(one, axis=1)
 
 
-def row_verdict(verdicts: list[str]) -> str:
-    kinds = set(verdicts)
-    if len(kinds) == 1:
+def row_verdict(verdicts: list[str], aggregate: str) -> str:
+    """The plan's aggregates, as its verdict rules word them."""
+    holds, against = verdicts.count("holds") + verdicts.count("equivalent"), verdicts.count("contradicted")
+    if aggregate == "majority":
+        for word in ("holds", "contradicted", "equivalent"):
+            if verdicts.count(word) * 2 > len(verdicts):
+                return word
+        return "inconclusive"
+    if len(set(verdicts)) == 1:
         return verdicts[0]
-    return "mixed" if kinds & {"holds", "equivalent"} and "contradicted" in kinds else "inconclusive"
+    if aggregate == "any-contradicts" and against:
+        return "contradicted"
+    if holds and against:
+        return "mixed"
+    if aggregate == "reversal-contradicts" and against:
+        return "contradicted"
+    return "inconclusive"
 
 
 def test_holm_and_every_verdict_follow_from_the_plan(cells, ledger, plan):
@@ -198,7 +210,8 @@ def test_holm_and_every_verdict_follow_from_the_plan(cells, ledger, plan):
     assert (table.mine == table.verdict).all(), table[table.mine != table.verdict][KEYS + ["cell", "verdict", "mine"]]
     rows = ledger.set_index(KEYS)
     for key, g in table.groupby(KEYS, sort=False):
-        assert rows.loc[key, "verdict"].split(" (")[0] == row_verdict(list(g.mine)), key
+        aggregate = _claim(plan, key[0])["aggregate"]
+        assert rows.loc[key, "verdict"].split(" (")[0] == row_verdict(list(g.mine), aggregate), key
 
 
 def test_rows_without_tests_say_why(ledger, plan):
