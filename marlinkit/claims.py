@@ -64,6 +64,8 @@ CELL_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "test", "pai
                 "family", "n", "effect", "ci_low",
                 "ci_high", "p_holds", "p_contra", "p_equiv", "p_holds_adj", "p_contra_adj", "p_equiv_adj", "mde",
                 "verdict"]
+#: The engine of the rows that have no MAESTRO run set (MARLIN's corridors; MAESTRO's fixed-time sweep ran on both).
+ENGINES = {"MARLIN": "corridor core (numpy)", "MAESTRO": "CityFlow, SUMO"}
 #: Random-switcher margin the held-out gate requires (calibrated points), and the flows it checks.
 GATE_MARGIN = 20.0
 
@@ -485,7 +487,7 @@ def _row_record(row: Row, plan: claims_plan.Plan) -> dict:
     which = {"contradicted": 1, "equivalent": 2}.get(row.verdict.split(" (")[0], 2 if c.kind == "equivalence" else 0)
     p = [t.p_holds, t.p_contra, t.p_equiv][which] if t else math.nan
     return {"paper": c.paper, "claim_id": c.id, "claim": " ".join(c.claim.split()), "paper_location": c.location,
-            "stand_in": ctx.stand_in, "runs": rs.name if rs else "", "engine": rs.engine if rs else "",
+            "stand_in": ctx.stand_in, "runs": rs.name if rs else "", "engine": rs.engine if rs else ENGINES[c.paper],
             "curriculum_target": f"{rs.target:g}" if rs else "", "protocol": ctx.protocol,
             "metric": " ".join(c.metric.split()), "compared": row.compared, "test": row.test, "family": c.family,
             "n": t.n if t else None, "effect": t.effect if t else None, "ci_low": t.ci_low if t else None,
