@@ -306,11 +306,12 @@ $(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT 
 $(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(SHARED5_SIDECARS)
 	$(NOTEBOOK_RECIPE)
 
-$(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py $(STAMP)
+$(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py \
+                  marlinkit/claims_data.py docs/claims.toml $(STAMP)
 	@mkdir -p $(@D)
 	@echo "== $< (preset $(PRESET)), started $$(date +%H:%M:%S)"
 	@$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb -p PRESET $(PRESET) \
-	    -p TABLES $(abspath $(FIGURES_ROOT)) -p LEDGER $(abspath $(FIGURES_ROOT)/../claims.csv) \
+	    -p LEDGER $(abspath $(FIGURES_ROOT)/../claims.csv) \
 	    $(if $(filter figures/paper,$(FIGURES_ROOT)),-p README $(abspath README.md))
 	@mv $(basename $@).partial.ipynb $@
 

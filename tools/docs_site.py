@@ -33,7 +33,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from marlinkit import catalog, claims  # noqa: E402
+from marlinkit import catalog, claims, claims_plan  # noqa: E402
 
 DOCS = REPO / "docs"
 FIGURES = REPO / "figures"
@@ -115,11 +115,20 @@ def _table_markdown(path: Path) -> str:
 
 
 def _claims_table(ledger: pd.DataFrame) -> str:
-    lines = ["| Claim | Verdict | Paper | Ours | Test | p |", "|---|---|---|---|---|---|"]
-    for r in ledger.itertuples(index=False):
-        p = claims.format_p(None if pd.isna(r.p) else float(r.p))
-        lines.append(f"| {claims.markdown_cell(r.claim)} | **{claims.markdown_cell(r.verdict)}** | {claims.markdown_cell(r.paper_value)} | {claims.markdown_cell(r.ours)} | "
-                     f"{claims.markdown_cell(r.test)} | {p} |")
+    """Every row of a paper's ledger, a claim's rows together under its summary."""
+    lines = ["| Claim | Stand-in | Protocol | Test | n | Effect [95 % CI] | p | p (Holm) | Verdict | Detail |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    cell = claims.markdown_cell
+    for claim_id, group in ledger.groupby("claim_id", sort=False):
+        head = group.iloc[0]
+        lines.append(f"| **{claim_id}** ({cell(head.paper_location)}): {cell(head.claim)} | | | | | | | | "
+                     f"**{cell(head.summary)}** | |")
+        for r in group.itertuples(index=False):
+            who = r.runs if isinstance(r.runs, str) and r.runs else r.stand_in
+            n = "—" if pd.isna(r.n) else str(int(r.n))
+            p, adjusted = (claims.format_p(None if pd.isna(v) else float(v)) for v in (r.p, r.p_adjusted))
+            lines.append(f"| | {cell(who)} | {r.protocol} | {r.test} | {n} | {claims.effect_text(r)} | {p} | "
+                         f"{adjusted} | {cell(r.verdict)} | {cell(r.ours)} |")
     return "\n".join(lines)
 
 
@@ -132,16 +141,17 @@ def report_page(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame, 
              "claim it supports, our verdict, how our set-up deviates, and the command that remakes it. Nothing here is",
              "re-run when the site is built: the figures and tables are the committed files under `figures/`.", "",
              "## Claims", "", _claims_table(own) if len(own) else "No claim rows in the ledger.", "",
-             f"Verdicts and their rules: `marlinkit/claims.py`; the ledger: `figures/claims.csv`.", ""]
+             f"The plan: `docs/claims.toml`; verdicts and their rules: `marlinkit/claims.py`; the ledger: "
+             f"`figures/claims.csv`.", ""]
     for e in entries:
         if e.paper not in (paper, "both"):
             continue
         lines += [f"## {e.label}: {e.title}", "",
                   f"**Claim.** {e.claim}", "", f"**Deviations.** {e.deviations}", ""]
-        verdicts = own[own.evidence.map(lambda ev: any(Path(ev).stem == Path(o).stem.split("__")[0]
-                                                      or Path(ev).stem == Path(o).stem for o in e.outputs))]
-        for r in verdicts.itertuples(index=False):
-            lines += [f"**Verdict: {r.verdict}.** {r.claim}: paper {r.paper_value}; ours {r.ours}.", ""]
+        stems = {Path(o).stem.split("__")[0] for o in e.outputs} | {Path(o).stem for o in e.outputs}
+        verdicts = own[own.evidence.map(lambda ev: any(Path(p).stem in stems for p in ev.split("; ")))]
+        for r in verdicts.drop_duplicates("claim_id").itertuples(index=False):
+            lines += [f"**Verdict: {r.summary}.** `{r.claim_id}`: {r.claim}", ""]
         if e.command:
             where = f" (notebook `{e.notebook}`, `marlinkit.{e.function}`)" if e.notebook else ""
             lines += [f"**Remake.** `{e.command}`{where}.", ""]
@@ -173,7 +183,11 @@ def stage(staging: Path) -> None:
     shutil.copytree(DOCS, staging, ignore=shutil.ignore_patterns("*_notes.md", "figures.toml", "__pycache__"))
     (staging / "reference").mkdir(exist_ok=True)
     (staging / "reference" / "configuration.md").write_text(configuration_page(), encoding="utf-8")
-    ledger = pd.read_csv(claims.LEDGER_PATH) if claims.LEDGER_PATH.exists() else claims.ledger()
+    plan_page = staging / "claims-plan.md"
+    plan_page.write_text(plan_page.read_text(encoding="utf-8") + "\n## The claims, as the plan holds them\n\n"
+                         + claims_plan.markdown(claims_plan.load()) + "\n", encoding="utf-8")
+    ledger = pd.read_csv(claims.LEDGER_PATH, keep_default_na=False, na_values=[""]) if claims.LEDGER_PATH.exists() \
+        else claims.ledger()
     entries = catalog.load()
     (staging / "reproduction").mkdir(exist_ok=True)
     for paper, slug in REPORT_PAPERS.items():
