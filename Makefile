@@ -131,7 +131,8 @@ EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(
 endif
 endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
-# The claims ledger (figures/claims.csv) and the README's claims table, made last from the paper preset's tables.
+# The claims ledger (figures/claims.csv, both papers' claims) and the README's claims table, made last from the paper
+# preset's tables; each paper's reproduction report shows that paper's rows of it.
 # It is written beside the paper folder: figures/claims.csv, or the scratch folder's claims.csv under `make verify`.
 CLAIMS_LEDGER := $(BUILD_ROOT)/claims_ledger.ipynb
 ifeq ($(PRESET),paper)
@@ -140,11 +141,6 @@ endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
-# MAESTRO's claims table (claims.{csv,md,tex} beside the ablation's figures), from the committed runs of both rows only.
-MAESTRO_CLAIMS := $(FIGURES_ROOT)/maestro/claims.csv
-ifeq ($(PRESET),paper)
-EXECUTED  += $(MAESTRO_CLAIMS)
-endif
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
 HELDOUT_RUNS_DIRS := $(SHARED5_RUNS_DIR)
@@ -291,10 +287,6 @@ $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $
 $(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
 	$(PY) -m marlinkit heldout --runs $(wildcard $(HELDOUT_RUNS_DIRS)) --out $@
 
-$(MAESTRO_CLAIMS): $(PACKAGE_SOURCES) $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
-                  $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json $(REFERENCE_RUNS_DIR)/A*__seed*.json)
-	@mkdir -p $(@D)
-	$(PY) -m marlinkit.maestro.claims --out $(@D)
 # The ablation with the reference architect (a surrogate, not an LLM), A0 and CityFlow (marlinkit.maestro.reference_queue).
 $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference $(REFERENCE_SEEDS_ARG)
 $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(REFERENCE_SIDECARS)

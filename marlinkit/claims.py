@@ -53,10 +53,7 @@ CELLS_PATH = paths.FIGURES_DIR / "claims_cells.csv"
 VALUES_PATH = paths.FIGURES_DIR / "claims_values.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
-ALPHA = 0.05
 VERDICTS = ("holds", "contradicted", "equivalent", "inconclusive", "not testable", "mixed")
-#: The earlier ledger's vocabulary, still used by the per-paper MAESTRO table (:mod:`marlinkit.maestro.claims`).
-TESTED_VERDICTS = ("holds", "holds, not significant", "contradicted", "contradicted, not significant")
 COLUMNS = ["paper", "claim_id", "claim", "paper_location", "stand_in", "runs", "engine", "curriculum_target",
            "protocol", "metric", "compared", "test", "family", "n", "effect", "ci_low", "ci_high", "p", "p_adjusted",
            "verdict", "detail", "summary", "ours", "evidence"]
@@ -68,12 +65,6 @@ CELL_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "test", "pai
 ENGINES = {"MARLIN": "corridor core (numpy)", "MAESTRO": "CityFlow, SUMO"}
 #: Random-switcher margin the held-out gate requires (calibrated points), and the flows it checks.
 GATE_MARGIN = 20.0
-
-
-def verdict_for(direction: bool, p: float | None) -> str:
-    """The earlier ledger's verdict words (kept for :mod:`marlinkit.maestro.claims`'s own table)."""
-    word = "holds" if direction else "contradicted"
-    return word if p is not None and p < ALPHA else f"{word}, not significant"
 
 
 # ----- one cell's test -----------------------------------------------------------------------------------------------

@@ -523,8 +523,8 @@ def validate(plan: Plan) -> list[str]:
 
 # ----- the plan against the repository ----------------------------------------------------------------------------
 
-#: The ledger's tables whose ``claim`` column the plan must cover.
-LEDGER_TABLES = (paths.FIGURES_DIR / "claims.csv", paths.FIGURES_DIR / "paper" / "maestro" / "claims.csv")
+#: The ledger's tables whose claims (``claim_id``, else ``claim``) the plan must cover.
+LEDGER_TABLES = (paths.FIGURES_DIR / "claims.csv",)
 
 
 def _header(path: Path) -> list[str]:
