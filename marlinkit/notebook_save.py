@@ -22,8 +22,9 @@ from pathlib import Path
 #: The Jupyter server configuration that enables this extension (``jupyter_server_config.d/marlinkit.json``).
 SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {__name__: True}}}
 #: The metadata keys the nbstripout command strips by default (its ``extra_keys``), as the git filter runs it.
-NBSTRIPOUT_EXTRA_KEYS = ("metadata.signature", "metadata.widgets", "cell.metadata.collapsed", "cell.metadata.ExecuteTime",
-                         "cell.metadata.execution", "cell.metadata.heading_collapsed", "cell.metadata.hidden",
+NBSTRIPOUT_EXTRA_KEYS = ("metadata.signature", "metadata.widgets", "cell.metadata.collapsed",
+                         "cell.metadata.ExecuteTime", "cell.metadata.execution", "cell.metadata.heading_collapsed",
+                         "cell.metadata.hidden",
                          "cell.metadata.scrolled")
 FILTER = "nbstripout"
 
@@ -47,7 +48,7 @@ def stored_stripped(path: str | Path) -> bool:
 
 
 def extra_keys(folder: Path) -> list[str]:
-    """The filter's keys: nbstripout's defaults and the repository's ``filter.nbstripout.extrakeys``, as it reads them."""
+    """The filter's keys: nbstripout's defaults and the repository's ``filter.nbstripout.extrakeys``."""
     configured = (_git(folder, "config", "filter.nbstripout.extrakeys") or "").split()
     return [*NBSTRIPOUT_EXTRA_KEYS, *configured]
 

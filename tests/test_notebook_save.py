@@ -45,8 +45,9 @@ def repo(tmp_path) -> Path:
     (repo / ".gitignore").write_text("/workshop/\n.ipynb_checkpoints/\n")
     shutil.copy(paths.NOTEBOOKS_DIR / "workshop" / NOTEBOOK, repo / "notebooks" / "workshop" / NOTEBOOK)
     _git(repo, "init", "-q")
-    for key, value in (("filter.nbstripout.clean", f"{sys.executable} -m nbstripout"), ("filter.nbstripout.smudge", "cat"),
-                       ("user.name", "test"), ("user.email", "test@example.invalid")):
+    for key, value in (("filter.nbstripout.clean", f"{sys.executable} -m nbstripout"),
+                       ("filter.nbstripout.smudge", "cat"), ("user.name", "test"),
+                       ("user.email", "test@example.invalid")):
         _git(repo, "config", key, value)
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "notebooks")
@@ -86,7 +87,8 @@ def _save_with_outputs(repo: Path, config: Path | None, root: str, api_path: str
     else:  # not even this environment's configuration, where `make setup` may have enabled the hook
         env["JUPYTER_NO_CONFIG"] = "1"
     args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-            f"--IdentityProvider.token={TOKEN}", *(["--allow-root"] if os.geteuid() == 0 else []), *([root] if root else [])]
+            f"--IdentityProvider.token={TOKEN}", *(["--allow-root"] if os.geteuid() == 0 else []),
+            *([root] if root else [])]
     log_path = home / "jupyterlab.log"
     home.mkdir(parents=True)
     with log_path.open("w") as log:
@@ -105,7 +107,8 @@ def _save_with_outputs(repo: Path, config: Path | None, root: str, api_path: str
                         pytest.fail(f"JupyterLab did not answer: {log_path.read_text()[-3000:]}")
                     time.sleep(0.5)
             body = json.dumps(_with_outputs(model)).encode()
-            with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers, method="PUT")) as answer:
+            request = urllib.request.Request(url, data=body, headers=headers, method="PUT")
+            with urllib.request.urlopen(request) as answer:
                 assert answer.status == 200
         finally:
             server.terminate()
@@ -139,7 +142,8 @@ def test_the_hook_strips_exactly_as_the_git_filter_does(tmp_path):
 def test_saving_a_tracked_notebook_leaves_git_clean(repo, tmp_path, started_as, root, api_path):
     _save_with_outputs(repo, _config(tmp_path), root, api_path)
     assert _git(repo, "status", "--porcelain") == "", f"saving in JupyterLab started as {started_as} dirtied git"
-    assert (repo / "notebooks" / "workshop" / NOTEBOOK).read_bytes() == (paths.NOTEBOOKS_DIR / "workshop" / NOTEBOOK).read_bytes()
+    saved = (repo / "notebooks" / "workshop" / NOTEBOOK).read_bytes()
+    assert saved == (paths.NOTEBOOKS_DIR / "workshop" / NOTEBOOK).read_bytes()
 
 
 @SERVER
