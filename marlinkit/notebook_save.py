@@ -20,12 +20,12 @@ import subprocess
 from pathlib import Path
 
 #: The Jupyter server configuration that enables this extension (``jupyter_server_config.d/marlinkit.json``).
-SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {__name__: True}}}
+EXTENSION = "marlinkit.notebook_save"  # this module's name, also when it runs as `python -m` (then __name__ is __main__)
+SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}
 #: The metadata keys the nbstripout command strips by default (its ``extra_keys``), as the git filter runs it.
 NBSTRIPOUT_EXTRA_KEYS = ("metadata.signature", "metadata.widgets", "cell.metadata.collapsed",
                          "cell.metadata.ExecuteTime", "cell.metadata.execution", "cell.metadata.heading_collapsed",
-                         "cell.metadata.hidden",
-                         "cell.metadata.scrolled")
+                         "cell.metadata.hidden", "cell.metadata.scrolled")
 FILTER = "nbstripout"
 
 
@@ -75,7 +75,7 @@ def pre_save_hook(model: dict, path: str, contents_manager, **kwargs) -> None:
 
 
 def _jupyter_server_extension_points() -> list[dict]:
-    return [{"module": __name__}]
+    return [{"module": EXTENSION}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
