@@ -13,8 +13,8 @@ performance). The paper trains 15 copies x 1600 episodes, the quick preset 15 x 
 they show what 100 episodes teach, not the paper's converged policies. Rebuild them all with
 ``python -m marlinkit.marlin.policies`` (about 20 CPU-s each).
 
-:func:`play_episode` plays one episode of a policy on the corridor core; :func:`animation` draws it frame by frame
-as a GIF (:func:`save_gif`, which a notebook shows inline: ``IPython.display.Image``). ``python -m
+:func:`play_episode` plays one episode of a policy on the corridor core; :func:`frames` draws it step by step and
+:func:`save_gif` writes the frames as a GIF, which a notebook shows inline (``IPython.display.Image``). ``python -m
 marlinkit.marlin.policies --gif figures/marlin --scenarios single_slot --systems MARLIN`` wrote the committed
 ``figures/marlin/policy__single_slot__MARLIN.gif``.
 """
@@ -130,41 +130,45 @@ def play_episode(policy: Policy, seed: int = 0, greedy: bool = False) -> tuple[n
     return np.stack(cells), float(core.performance(arrays, state)[0])
 
 
-def animation(policy: Policy, cells: np.ndarray, performance: float, interval_ms: int = 200):
-    """The episode ``cells`` (from :func:`play_episode`) as a matplotlib animation, one frame per step."""
-    import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation
-    from matplotlib.patches import Circle
+def frames(policy: Policy, cells: np.ndarray, performance: float, dpi: int = 72) -> list:
+    """The episode ``cells`` (from :func:`play_episode`) as one image per step (Pillow images): the corridor drawn
+    once by matplotlib (``render.draw_layout``), both robots and the step painted on it per frame."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from PIL import Image, ImageDraw
 
     from marlinkit.envs.corridor.render import ROBOT_COLORS, draw_layout
 
     layout = get_layout(policy.scenario)
-    fig, ax = plt.subplots(figsize=(0.55 * layout.width + 1.4, 0.42 * layout.height + 1.0), dpi=72)
-    draw_layout(layout, ax, title="")
-    robots = [ax.add_patch(Circle(tuple(cells[0, r]), 0.3, facecolor=c, edgecolor="black", lw=1.0, zorder=6))
-              for r, c in enumerate(ROBOT_COLORS)]
-    title = ax.set_title("", fontsize=8)
+    fig = Figure(figsize=(0.5 * layout.width + 1.2, 0.42 * layout.height + 1.1), dpi=dpi)
+    ax = fig.subplots()
+    draw_layout(layout, ax, title=f"{policy.system}, {layout.name}\n")
     fig.tight_layout()
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    background = Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())
+    height = background.height
+    radius = abs(ax.transData.transform((0.3, 0))[0] - ax.transData.transform((0, 0))[0])
+    images = []
+    for t, step_cells in enumerate(cells):
+        image = background.copy()
+        draw = ImageDraw.Draw(image)
+        for (x, y), color in zip(step_cells, ROBOT_COLORS):
+            px, py = ax.transData.transform((x, y))
+            py = height - py
+            draw.ellipse((px - radius, py - radius, px + radius, py + radius), fill=color, outline="black", width=2)
+        caption = f"step {t}/{len(cells) - 1}" + (f", performance {performance:.2f}" if t == len(cells) - 1 else "")
+        draw.text((6, height - 14), caption, fill="black")
+        images.append(image)
+    return images
 
-    def frame(t: int):
-        for robot, patch in zip(robots, cells[t]):
-            robot.center = tuple(patch)
-        title.set_text(f"{policy.system}, {layout.name}\nstep {t}/{len(cells) - 1}"
-                       + (f", performance {performance:.2f}" if t == len(cells) - 1 else ""))
-        return (*robots, title)
 
-    anim = FuncAnimation(fig, frame, frames=len(cells), interval=interval_ms, blit=False)
-    plt.close(fig)  # shown through the animation, not as a still figure
-    return anim
-
-
-def save_gif(anim, path: str | Path, fps: int = 5) -> Path:
-    """Write ``anim`` as a GIF (Pillow, which matplotlib brings)."""
-    from matplotlib.animation import PillowWriter
-
+def save_gif(images: list, path: str | Path, frame_ms: int = 200, last_ms: int = 1500) -> Path:
+    """Write ``images`` (from :func:`frames`) as a looping GIF; the last frame stays ``last_ms``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    anim.save(path, writer=PillowWriter(fps=fps))
+    durations = [frame_ms] * (len(images) - 1) + [last_ms]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0, optimize=True)
     return path
 
 
@@ -184,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
             for system in args.systems:
                 policy = load(scenario, system, root=args.root)
                 cells, performance = play_episode(policy)
-                print(save_gif(animation(policy, cells, performance), args.gif / f"policy__{scenario}__{system}.gif"))
+                print(save_gif(frames(policy, cells, performance), args.gif / f"policy__{scenario}__{system}.gif"))
         return
     import time
 
