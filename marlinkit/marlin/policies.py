@@ -15,8 +15,8 @@ they show what 100 episodes teach, not the paper's converged policies. Rebuild t
 
 :func:`play_episode` plays one episode of a policy on the corridor core; :func:`frames` draws it step by step and
 :func:`save_gif` writes the frames as a GIF, which a notebook shows inline (``IPython.display.Image``). ``python -m
-marlinkit.marlin.policies --gif figures/marlin --scenarios single_slot --systems MARLIN`` wrote the committed
-``figures/marlin/policy__single_slot__MARLIN.gif``.
+marlinkit.marlin.policies --gif figures/policies --scenarios single_slot --systems MARLIN`` wrote the committed
+``figures/policies/policy__single_slot__MARLIN.gif`` (``make verify`` leaves that folder to this command).
 """
 
 from __future__ import annotations
