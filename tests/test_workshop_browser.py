@@ -58,7 +58,7 @@ EXERCISES = {
     ],
     "04_marlin_in_15_minutes.ipynb": [
         ("a larger plan budget, smollm2 replayed", 'PRESET = "workshop"', "PLAN_BUDGET = None",
-         "PLAN_BUDGET = 16", "all", "0 calls to the model"),
+         "PLAN_BUDGET = 8", "all", "0 calls to the model"),
         ("the scripted LLM", 'PRESET = "workshop"', 'LLM = None', 'LLM = "scripted"', "all",
          "replies computed by the script"),
     ],
