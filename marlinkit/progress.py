@@ -64,6 +64,8 @@ class Progress:
     PART_INTERVAL = 1.0
     #: The cell (its execution count) and the display handle of the last notebook line a bar drew.
     _cell_line: tuple[object, object] | None = None
+    #: The same for the line of :func:`waiting` (a live call outside any bar).
+    _waiting_line: tuple[object, object] | None = None
 
     def __init__(self, total: int, desc: str, unit: str = "runs", enabled: bool = True, min_interval: float = 1.0,
                  live: bool = True):
@@ -162,18 +164,24 @@ class Progress:
 
 @contextmanager
 def waiting(what: str, interval: float = 1.0) -> Iterator[None]:
-    """A blocking call that may take seconds, shown from its first second in a notebook (``what``, e.g. ``"smollm2:
-    live call 3 (not in the transcript), usually 5-25 s"``, then the seconds so far). The open live bar's line says
-    it; without one, a line of its own in the cell, left at ``what, took Ns``. Outside a notebook: nothing."""
+    """A blocking call that may take seconds, shown from its first second in a notebook: ``what`` (e.g. ``"smollm2:
+    live call 3 (its reply is not in the transcript; ...)"``) and the seconds so far. The open live bar's line says
+    it; without one, one line of the cell's own (the calls of one cell share it), left at ``what: took Ns``. Outside a
+    notebook: nothing."""
     if not in_notebook():
         yield
         return
+    from IPython import get_ipython
     from IPython.display import display
 
-    outer = Progress._live[-1] if Progress._live else None
+    outer = Progress._live[-1] if Progress._live and Progress._live[-1]._handle is not None else None
     start, stop = time.perf_counter(), threading.Event()
-    own = None if outer is not None and outer._handle is not None else display(
-        {"text/plain": f"{what}: 0s so far"}, raw=True, display_id=True)
+    own = None
+    if outer is None:
+        cell, last = get_ipython().execution_count, Progress._waiting_line
+        own = last[1] if last is not None and last[0] == cell else display({"text/plain": ""}, raw=True,
+                                                                             display_id=True)
+        Progress._waiting_line = (cell, own)
 
     def show(text: str) -> None:
         if own is not None:
@@ -181,6 +189,8 @@ def waiting(what: str, interval: float = 1.0) -> Iterator[None]:
         else:
             outer._part = text
             outer._handle.update(outer._text_output(), raw=True)
+
+    show(f"{what}: 0s so far")
 
     def tick() -> None:
         while not stop.wait(interval):

@@ -83,13 +83,15 @@ def test_in_a_notebook_a_cell_keeps_one_progress_line_and_a_long_call_counts_its
         "for part in ('LLM-only', 'MARL and MARLIN', 'MARLIN'):\n"
         "    executors.run_jobs(abs, [(-1,)], desc=f'{part} runs')",
         "import time\nwith progress.waiting('smollm2: live call 1'):\n    time.sleep(2.5)",
-        "with progress.waiting('smollm2: live call 2'):\n    time.sleep(0.1)\nprint('after')")
+        "for call in (2, 3):\n    with progress.waiting(f'smollm2: live call {call}'):\n        time.sleep(0.1)\n"
+        "print('after')")
     grids, live, quick = (cell.outputs for cell in notebook.cells)
     assert [o.output_type for o in grids] == ["display_data"], grids  # one line, updated in place
     assert grids[0].data["text/plain"].startswith("MARLIN runs 1/1 runs")
     assert [o.output_type for o in live] == ["display_data"]
     assert live[0].data["text/plain"] in ("smollm2: live call 1: took 2s", "smollm2: live call 1: took 3s")
-    assert quick[0].data["text/plain"] == "smollm2: live call 2: took 0s" and quick[1].text == "after\n"
+    assert [o.output_type for o in quick] == ["display_data", "stream"]  # one line for the cell's live calls
+    assert quick[0].data["text/plain"] == "smollm2: live call 3: took 0s" and quick[1].text == "after\n"
 
 
 def test_an_interrupted_workshop_cell_shows_one_line(tmp_path):
