@@ -167,7 +167,7 @@ help:
 	@echo "make cityflow                            build and install CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
-setup: $(STAMP)
+setup: $(STAMP) $(JUPYTER_SAVE)
 	@$(INSTALL_NBSTRIPOUT)
 
 # Outputs never reach a commit: git runs every notebook through nbstripout (.gitattributes names the filter).
@@ -181,6 +181,12 @@ if git rev-parse --git-dir >/dev/null 2>&1; then \
     echo "nbstripout git filter installed: notebook outputs are stripped when you commit"; \
 fi
 endef
+
+# JupyterLab from this environment saves a notebook git tracks as git stores it (marlinkit/notebook_save.py), so that
+# saving in `make lab` never shows in `git status`; participants' copies (`make workshop`) keep their outputs.
+JUPYTER_SAVE := $(VENV)/etc/jupyter/jupyter_server_config.d/marlinkit.json
+$(JUPYTER_SAVE): marlinkit/notebook_save.py | $(STAMP)
+	@$(PY) -m marlinkit.notebook_save
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -307,14 +313,14 @@ $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(
 	    $(if $(filter figures/paper,$(FIGURES_ROOT)),-p README $(abspath README.md))
 	@mv $(basename $@).partial.ipynb $@
 
-lab: $(STAMP) data
+lab: $(STAMP) $(JUPYTER_SAVE) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
 # The workshop track: each participant works in copies of notebooks/workshop/ under WORKSHOP_DIR, a folder git ignores,
 # so running, editing and saving a notebook never changes a tracked file and `git pull` always applies; a copy already
 # there is kept (delete it for a fresh one).
 WORKSHOP_DIR ?= workshop
-workshop: $(STAMP)
+workshop: $(STAMP) $(JUPYTER_SAVE)
 	@$(PY) -c 'import sys; from marlinkit.marlin import workshop; print(*workshop.copy_notebooks(sys.argv[1]), sep="\n")' $(WORKSHOP_DIR)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(WORKSHOP_DIR)
 
