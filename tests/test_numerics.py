@@ -24,10 +24,10 @@ from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.mappo import MAPPOConfig, train
 from marlinkit.envs.corridor.layouts import get_layout
 
-def digest(*modules):
+def digest(*state_dicts):
     h = hashlib.sha256()
-    for module in modules:
-        for key, value in sorted(module.state_dict().items()):
+    for state in state_dicts:
+        for key, value in sorted(state.items()):
             h.update(key.encode()); h.update(value.detach().numpy().tobytes())
     return h.hexdigest()
 
@@ -39,7 +39,8 @@ for _ in range(512):
     buffer.add(rng.normal(size=(16, 9)), rng.integers(4, size=16), rng.normal(size=16), rng.normal(size=(16, 9)), rng.random(16) < 0.05)
 for _ in range(3):
     learner.update(buffer.sample(128, rng), learner.noise(128), "batched")
-print(json.dumps({"mappo": digest(agent.actor, agent.critic), "maddpg": digest(learner.actor, learner.critic),
+print(json.dumps({"mappo": digest(agent.state_dict()),
+                  "maddpg": digest(learner.actor.state_dict(), learner.critic.state_dict()),
                   "numerics": numerics.state()}))
 """
 

@@ -57,7 +57,9 @@ def _floor_seconds(config) -> float:
     n_envs = 15
     horizon = round(config.steps_per_iteration / n_envs)
     rows = horizon * n_envs * 2
-    actor, critic = mappo.Actor(config.actor_hidden), mappo.Critic(config.critic_hidden)
+    layers = mappo.initial_layers(config, seed=0)
+    actor = torch.nn.Sequential(layers[0], torch.nn.Tanh(), layers[1], torch.nn.Tanh(), layers[2])
+    critic = torch.nn.Sequential(layers[3], torch.nn.Tanh(), layers[4])
     optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=config.lr, fused=True)
     obs = torch.randint(0, 8, (rows, mappo_rollouts.OBS_SIZE)).float()
     critic_in = torch.rand(rows, mappo_rollouts.CRITIC_SIZE)

@@ -3,8 +3,8 @@
 The paper grid of one seed is 10 trainings (5 scenarios x MARL/MARLIN), each 15 copies x 1600
 episodes with the authors' MAPPO settings (4000 steps per update, 30 epochs of 128 rows). This
 measures a slice of it in this process on one torch thread: ``--episodes`` episodes of every
-training of ``--seeds`` seeds, (a) as one batch on ``marlinkit.algos.mappo_batched`` and (b) one
-training after the other on ``mappo.train`` (what the grid runner does today), then projects each
+training of ``--seeds`` seeds, (a) as one batch (``marlinkit.algos.mappo.train_runs``) and (b) one
+training after the other (``mappo.train``, the grid runner's "one-at-a-time" trainer), then projects each
 to 1600 episodes and to 2 cores (two such processes side by side: the single-core time halved).
 Wall-clock figures are the ones asked for; ``*_from_cpu_time`` use the process's CPU time, which a
 loaded machine disturbs less.

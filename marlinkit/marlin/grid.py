@@ -27,7 +27,7 @@ from marlinkit.marlin.algorithm1 import SYSTEMS
 from marlinkit.marlin.systems import TrainingConfig, plan_source_alone, train_system
 
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
-#: (``marlinkit.marlin.batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
+#: (``marlinkit.marlin.batched``). Both train by ``mappo.train_runs``: a run's numbers do not depend on its batch partners.
 TRAINERS = ("one-at-a-time", "batched")
 
 
@@ -140,7 +140,7 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
         training = dataclasses.replace(training, generated_steps="learn")
     base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
                 eval_runs=config.eval_runs, mappo=mappo.config_key(training))
-    if config.trainer != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
+    if config.trainer != "one-at-a-time":  # "batched" is part of its runs' keys (the cached runs keep them)
         base["trainer"] = config.trainer
     if config.layout_schedule:
         base["layout_schedule"] = [[k, name] for k, name in config.layout_schedule]

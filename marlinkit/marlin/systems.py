@@ -124,7 +124,7 @@ def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int
 
 
 class SystemRun(NamedTuple):
-    """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
+    """One MARL or MARLIN training's parts: what the trainer (``mappo.train`` or ``mappo.train_runs``) takes, and its tables."""
 
     layout_at: Callable[[int], Layout]
     generator: Algorithm1 | AuthorsSwitch | None  # MARLIN's switch for this run (None: MARL)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from marlinkit import presets
-from marlinkit.algos import mappo, mappo_batched
+from marlinkit.algos import mappo
 from marlinkit.marlin import algorithm1, batched, grid
 
 VARIANTS = ("no-toggle", "mask-actor", "separate", "separate-critic", "separate-trace")
@@ -90,7 +90,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             _no_policy_gradient(advantages[:, 0], plan_rows[:, 0])  # one run
             return advantages, returns
 
-        mappo_batched.mappo.compute_gae = separated_gae
+        mappo.compute_gae = separated_gae
     elif variant == "mask-actor":
         # [B, 2]: the agent's action came from the plan
         masks = _record_each_step(lambda alg, actions, sampled: np.asarray(actions) != np.asarray(sampled))
@@ -102,7 +102,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             _no_policy_gradient(advantages[:, 0], outside)
             return advantages, returns
 
-        mappo_batched.mappo.compute_gae = masked_gae
+        mappo.compute_gae = masked_gae
     mappo_settings = {"generated_steps": "separate"} if variant == "separate" else {}
     config, source, _ = grid.with_plan_source(presets.get("paper", "fig3_training", scenarios=[scenario], seeds=[seed],
                                                           mappo=mappo_settings))
