@@ -78,7 +78,7 @@ _WORKSHOP_CLASS = {**_WORKSHOP_SESSION,
 def _marlin_grid(trainer: str, workers: int, mappo: dict[str, Any]) -> dict[str, Any]:
     """The settings every MARLIN grid section shares (Fig. 3 / Table I, Fig. 5, the dynamic environment)."""
     return {
-        "trainer": trainer,  # grid.TRAINERS: "one-at-a-time" (a job per run) or "batched" (a worker's runs stacked)
+        "trainer": trainer,  # grid.TRAINERS: "one-at-a-time" (one mappo.train per run) or "batched" (stacked runs, marlin.batched)
         "plan_source": "surrogate",  # MARLIN's plans: grid.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
         "workers": workers,
         "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors

@@ -324,26 +324,28 @@ class MAPPO:
             chunks = zip(*(t[rows, order].split(size, dim=1) for t in batch))
             for mb in map(Minibatch._make, itertools.islice(chunks, n // size)):
                 if cfg.gradients == "autograd":
-                    terms.append(self.autograd_step(mb))
+                    grad, mb_terms = self.autograd_gradients(mb)
                 else:
-                    terms.append(self.closed_form_step(mb, actor_in))
+                    grad, mb_terms = self.closed_form_gradients(mb, actor_in)
+                self._adam_step(grad)
+                terms.append(mb_terms)
         return self._end_update(terms)
 
-    def autograd_step(self, mb: Minibatch) -> torch.Tensor:
-        """One minibatch step as CleanRL writes it: forward, ``ppo_loss``, ``loss.backward()``, an Adam step."""
+    def autograd_gradients(self, mb: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``ppo_loss``'s gradients as CleanRL computes them, by ``loss.backward()``: the gradient of ``flat``
+        [R, width], and the loss terms [R, 3]."""
         flat = self.flat.detach().requires_grad_()
         params = self.views(flat)
         logits = mlp_forward(params[:ACTOR_PARAMS], mb.obs)[-1]
         values = mlp_forward(params[ACTOR_PARAMS:], mb.critic_in)[-1][..., 0]
         loss, terms = ppo_loss(logits, values, mb, self.config, self.kl_coeff.float())
         loss.backward()
-        self._adam_step(flat.grad)
-        return terms
+        return flat.grad, terms
 
     @torch.no_grad()
-    def closed_form_step(self, mb: Minibatch, actor_in: torch.Tensor | None) -> torch.Tensor:
-        """One minibatch step with ``ppo_loss``'s gradients from :func:`marlinkit.algos.mappo_fast.gradients`
-        (``actor_in``: every run's distinct observations, or None to run the actor per row)."""
+    def closed_form_gradients(self, mb: Minibatch, actor_in: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The same by :func:`marlinkit.algos.mappo_fast.gradients` (``actor_in``: every run's distinct
+        observations, or None to run the actor per row)."""
         actor_activations = mlp_forward(self.actor, mb.obs if actor_in is None else actor_in)
         critic_activations = mlp_forward(self.critic, mb.critic_in)
         grads, terms = mappo_fast.gradients(self.actor, self.critic, actor_activations, critic_activations, mb,
@@ -351,8 +353,7 @@ class MAPPO:
         flat_grad = torch.zeros_like(self.flat)
         for view, grad in zip(self.views(flat_grad), grads):
             view.copy_(grad)
-        self._adam_step(flat_grad)
-        return terms
+        return flat_grad, terms
 
     @torch.no_grad()
     def _adam_step(self, flat_grad: torch.Tensor) -> None:
