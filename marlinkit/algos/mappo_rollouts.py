@@ -132,7 +132,8 @@ def rollouts(agent: Agent, runs: Sequence[RunSpec], *, n_envs: int, episodes: in
             episode += 1
             for i, run in enumerate(runs):
                 if run.on_episode_end is not None:
-                    run.on_episode_end(episode, agent.policy(i), core.performance(arrays[i], states[i]), team_return[i].copy())
+                    performance = core.performance(arrays[i], states[i])
+                    run.on_episode_end(episode, agent.policy(i), performance, team_return[i].copy())
             arrays = [core.layout_arrays(f(episode)) for f in layout_of]
             states, team_return = [core.reset(a, n_envs) for a in arrays], np.zeros((R, n_envs))
         last_step = episode == episodes

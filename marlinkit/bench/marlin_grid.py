@@ -26,7 +26,8 @@ CORES = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--episodes", type=int, default=12, help="episodes per training in the measured slice (default 12)")
+    parser.add_argument("--episodes", type=int, default=12,
+                        help="episodes per training in the measured slice (default 12)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds of the grid batched together (default 1: 10 runs)")
     parser.add_argument("--no-alone", action="store_true", help="skip the one-at-a-time measurement")
 
@@ -41,9 +42,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.episodes < 1 or args.seeds < 1:
         raise ValueError(f"--episodes and --seeds must be >= 1, got {args.episodes} and {args.seeds}")
     torch.set_num_threads(1)
-    config = presets.get("paper", "fig3_training", episodes=args.episodes, checkpoints=[], seeds=list(range(args.seeds)))
+    config = presets.get("paper", "fig3_training", episodes=args.episodes, checkpoints=[],
+                         seeds=list(range(args.seeds)))
     config = dataclasses.replace(config, plan_budget=None)
-    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios for system in ("MARL", "MARLIN")]
+    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios
+            for system in ("MARL", "MARLIN")]
     scale = PAPER_EPISODES / args.episodes / args.seeds / CORES / 3600
     batched_s, batched_cpu_s = marlin_batched.timed(jobs, config, CalibratedSurrogatePlanner(), batched=True)
     result: dict[str, Any] = {

@@ -33,7 +33,8 @@ def test_gae_with_lambda_one_gives_discounted_returns_to_go():
     rewards = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]])  # two columns (e.g. agents) at once
     values = np.array([[0.3, 0.1], [0.2, 0.4], [0.7, 0.0]])
     _, returns = gae.compute_gae(rewards, values, np.zeros(3), np.array([10.0, 0.0]), gamma=0.5, lam=1.0)
-    np.testing.assert_allclose(returns[:, 0], [1 + 0.5 * 0 + 0.25 * 2 + 0.125 * 10, 0 + 0.5 * 2 + 0.25 * 10, 2 + 0.5 * 10])
+    np.testing.assert_allclose(returns[:, 0],
+                               [1 + 0.5 * 0 + 0.25 * 2 + 0.125 * 10, 0 + 0.5 * 2 + 0.25 * 10, 2 + 0.5 * 10])
     np.testing.assert_allclose(returns[:, 1], [0 + 0.5 * 1 + 0.25 * 1, 1 + 0.5 * 1, 1.0])
 
 
@@ -239,7 +240,8 @@ def test_the_gradient_comparison_fails_when_one_term_is_perturbed_by_1_percent(m
         if term == "kl_coeff":
             agent.kl_coeff = kl_coeff * 1.01
         else:
-            agent.config = dataclasses.replace(config, **{term: getattr(config, term) * (1.1 if term == "clip_coef" else 1.01)})
+            factor = 1.1 if term == "clip_coef" else 1.01
+            agent.config = dataclasses.replace(config, **{term: getattr(config, term) * factor})
         perturbed, _ = agent.autograd_gradients(batch)
     finally:
         agent.config, agent.kl_coeff = config, kl_coeff
@@ -420,4 +422,5 @@ def test_closed_form_and_autograd_train_to_the_same_weights_over_a_30_episode_pa
     assert min(_relative_weight_errors(weights["closed_form"], initial).values()) > 100 * WEIGHT_RTOL, "it trained"
     assert max(_relative_weight_errors(weights["autograd"], weights["closed_form"]).values()) < WEIGHT_RTOL
     for perturbed in ("lr", "vf_coef"):
-        assert max(_relative_weight_errors(weights[perturbed], weights["closed_form"]).values()) > WEIGHT_RTOL, perturbed
+        errors = _relative_weight_errors(weights[perturbed], weights["closed_form"])
+        assert max(errors.values()) > WEIGHT_RTOL, perturbed

@@ -15,7 +15,8 @@ from marlinkit.algos import mappo, mappo_fast
 from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
 from marlinkit.envs.corridor.layouts import get_layout
 
-SETTINGS = {"scenarios": ["single_slot", "maze_like"], "seeds": [0, 1], "episodes": 6, "n_envs": 3, "checkpoints": [3, 6],
+SETTINGS = {"scenarios": ["single_slot", "maze_like"], "seeds": [0, 1], "episodes": 6, "n_envs": 3,
+            "checkpoints": [3, 6],
             "eval_runs": 5, "llm_only_trials": 1, "workers": 1, "switch_rule": "paper", "llm_only_performance": None,
             "plan_budget": None, "mappo": {"update_epochs": 2, "steps_per_iteration": 150}}
 JOBS = [("single_slot", "MARL", 0), ("maze_like", "MARLIN", 1)]
@@ -30,10 +31,12 @@ def test_two_runs_batched_give_the_bytes_of_each_run_alone():
     source = CalibratedSurrogatePlanner()
     both = marlin_batched.train_systems(JOBS, grid.GridConfig(**SETTINGS), source)
     for job, (episodes, evaluations) in zip(JOBS, both):
-        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**SETTINGS), CalibratedSurrogatePlanner())[0]
+        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**SETTINGS),
+                                                                         CalibratedSurrogatePlanner())[0]
         assert _tables_equal(episodes, alone_episodes) and _tables_equal(evaluations, alone_evaluations), job
     marlin_runs = both[1][0]
-    assert set(marlin_runs.generator) == {algorithm1.SAMPLING, algorithm1.PLAN}  # Algorithm 1 switched per copy inside the batch
+    # Algorithm 1 switched per copy inside the batch
+    assert set(marlin_runs.generator) == {algorithm1.SAMPLING, algorithm1.PLAN}
     assert len(both[0][1]) == 2 * SETTINGS["eval_runs"]
 
     config = mappo.MAPPOConfig(update_epochs=2, steps_per_iteration=150)
@@ -51,7 +54,8 @@ def test_per_run_state_stays_apart():
     config = mappo.MAPPOConfig(update_epochs=1, steps_per_iteration=150, max_grad_norm=0.5)
     batch = mappo.MAPPO(config, [3, 3, 4])
     first, second, third = (batch.policy(r).state_dict() for r in range(3))
-    assert all(torch.equal(first[k], second[k]) for k in first) and not torch.equal(first["actor.0.weight"], third["actor.0.weight"])
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert not torch.equal(first["actor.0.weight"], third["actor.0.weight"])
     assert torch.equal(first["actor.0.weight"], mappo.initial_layers(config, 3)[0].weight.detach())
     assert batch.flat.shape[1] % mappo.FLAT_ALIGN == 0
     with pytest.raises(ValueError, match="MARL and MARLIN"):
@@ -63,12 +67,14 @@ def test_per_run_state_stays_apart():
 
 
 def test_grid_runner_trains_a_workers_runs_as_one_batch_and_resumes(tmp_path):
-    settings = grid.GridConfig(**{**SETTINGS, "scenarios": ["single_slot"], "seeds": [0, 1], "episodes": 4, "checkpoints": [4],
+    settings = grid.GridConfig(**{**SETTINGS, "scenarios": ["single_slot"], "seeds": [0, 1], "episodes": 4,
+                                  "checkpoints": [4],
                                   "llm_only_trials": 2, "trainer": "batched"})
     source = CalibratedSurrogatePlanner()
     results = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
     assert set(results.episodes.system) == set(algorithm1.SYSTEMS) and set(results.evaluations.seed) == {0, 1}
-    alone_episodes, alone_evaluations = marlin_batched.train_systems([("single_slot", "MARLIN", 1)], settings, CalibratedSurrogatePlanner())[0]
+    alone_episodes, alone_evaluations = marlin_batched.train_systems([("single_slot", "MARLIN", 1)], settings,
+                                                                     CalibratedSurrogatePlanner())[0]
     ours = results.episodes[(results.episodes.system == "MARLIN") & (results.episodes.seed == 1)].reset_index(drop=True)
     assert _tables_equal(ours[alone_episodes.columns], alone_episodes)
     sidecar = next(tmp_path.glob("single_slot__marlin-*seed1.json")).read_text()
@@ -95,7 +101,8 @@ def test_separated_plan_steps_batched_give_the_bytes_of_each_run_alone_and_chang
     separate = {**SETTINGS, "mappo": {**SETTINGS["mappo"], "generated_steps": "separate"}}
     both = marlin_batched.train_systems(JOBS, grid.GridConfig(**separate), CalibratedSurrogatePlanner())
     for job, (episodes, evaluations) in zip(JOBS, both):
-        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**separate), CalibratedSurrogatePlanner())[0]
+        alone_episodes, alone_evaluations = marlin_batched.train_systems([job], grid.GridConfig(**separate),
+                                                                         CalibratedSurrogatePlanner())[0]
         assert _tables_equal(episodes, alone_episodes) and _tables_equal(evaluations, alone_evaluations), job
     paper = marlin_batched.train_systems(JOBS, grid.GridConfig(**SETTINGS), CalibratedSurrogatePlanner())
     assert _tables_equal(both[0][1], paper[0][1])  # MARL has no generated steps: the setting changes nothing
