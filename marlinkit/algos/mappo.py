@@ -51,9 +51,14 @@ from marlinkit.envs.corridor.layouts import Layout
 
 def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,
                         clip: float) -> torch.Tensor:
-    """PPO's clipped surrogate, negated for minimisation: ``-E[min(r A, clip(r, 1-eps, 1+eps) A)]``."""
+    """PPO's clipped surrogate, negated for minimisation: ``-E[min(r A, clip(r, 1-eps, 1+eps) A)]``.
+
+    A tie of the two terms goes to the unclipped one, gradient included (``torch.min`` would give each half of
+    it): a ratio just outside the clip range can round to a tie, and PPO piles ratios up at its edges.
+    """
     ratio = torch.exp(logp - old_logp)
-    return -torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages).mean(-1)
+    surrogate, clipped = ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages
+    return -torch.where(surrogate <= clipped, surrogate, clipped).mean(-1)
 
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor, clip: float | None) -> torch.Tensor:
@@ -139,15 +144,18 @@ class MAPPOConfig:
     backward passes; the default: ``bench mappo`` measures it more than 1.5x faster like for like, and the committed
     runs were made by it). The same numbers to float rounding, not in bits: enters a run's cache key only when not
     "closed_form" (``config_key``)."""
+    precision: str = "float32"
+    """Floating-point type of the networks, the optimiser and the update's rows (``PRECISIONS``): "float32", every
+    run's; "float64" for checks that need rounding far below float32's (the closed form against autograd over a
+    training prefix). Enters a run's cache key only when not "float32" (``config_key``)."""
     distinct_obs: bool = True
-    """The closed form runs the actor once per distinct observation of a batch, not once per row (speed only).
+    """Run the actor once per distinct observation of a batch, not once per row (speed only).
 
     An observation is 4 small integers, so a batch of 8000 agent-steps holds a few dozen distinct
     ones (18-32 measured). Each minibatch runs the actor on those, reads its rows' logits from
     them, and sums its rows' logit gradients per distinct observation before the backward pass:
     the same gradients with sums in another order (float rounding only). An update in which some run has more
-    than ``DISTINCT_CAPACITY`` distinct observations (a batch spanning a layout change) uses the per-row pass.
-    "autograd" runs the actor per row."""
+    than ``DISTINCT_CAPACITY`` distinct observations (a batch spanning a layout change) uses the per-row pass."""
 
     def __post_init__(self):
         if self.init not in INITS:
@@ -156,6 +164,13 @@ class MAPPOConfig:
             raise ValueError(f"generated_steps must be one of {GENERATED_STEPS}, got {self.generated_steps!r}")
         if self.gradients not in GRADIENTS:
             raise ValueError(f"gradients must be one of {GRADIENTS}, got {self.gradients!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """``precision`` as a torch dtype."""
+        return getattr(torch, self.precision)
 
 
 #: ``MAPPOConfig.init`` values: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
@@ -164,8 +179,10 @@ INITS = ("orthogonal", "torch")
 GENERATED_STEPS = ("learn", "separate")
 #: ``MAPPOConfig.gradients`` values: the closed-form fast path (mappo_fast.py) or ``loss.backward()``.
 GRADIENTS = ("closed_form", "autograd")
+#: ``MAPPOConfig.precision`` values.
+PRECISIONS = ("float32", "float64")
 #: Settings added after runs were cached: they enter ``config_key`` only when they differ from the default.
-_KEY_WHEN_SET = ("init", "generated_steps", "gradients")
+_KEY_WHEN_SET = ("init", "generated_steps", "gradients", "precision")
 
 
 def config_key(config: MAPPOConfig) -> dict[str, Any]:
@@ -273,7 +290,7 @@ class MAPPO:
         # whatever the number of runs; ``params`` are views into it.
         self.shapes = [p.shape for p in per_run[0]]
         self.sizes = [p.numel() for p in per_run[0]]
-        self.flat = torch.zeros(len(self.seeds), -(-sum(self.sizes) // FLAT_ALIGN) * FLAT_ALIGN)
+        self.flat = torch.zeros(len(self.seeds), -(-sum(self.sizes) // FLAT_ALIGN) * FLAT_ALIGN, dtype=config.dtype)
         self.params = self.views(self.flat)
         for view, tensors in zip(self.params, zip(*per_run)):
             view.copy_(torch.stack(tensors))
@@ -299,12 +316,12 @@ class MAPPO:
     @torch.no_grad()
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Logits [R, n, 5] for observations [R, n, 4]."""
-        return mlp_forward(self.actor, torch.as_tensor(obs, dtype=torch.float32))[-1].numpy()
+        return mlp_forward(self.actor, torch.as_tensor(obs, dtype=self.config.dtype))[-1].numpy()
 
     @torch.no_grad()
     def values(self, critic_in: np.ndarray) -> np.ndarray:
         """V [R, n] for critic inputs [R, n, 13]."""
-        return mlp_forward(self.critic, torch.as_tensor(critic_in, dtype=torch.float32))[-1][..., 0].numpy()
+        return mlp_forward(self.critic, torch.as_tensor(critic_in, dtype=self.config.dtype))[-1][..., 0].numpy()
 
     def policy(self, run: int) -> "RunPolicy":
         return RunPolicy(self, run)
@@ -324,21 +341,24 @@ class MAPPO:
             chunks = zip(*(t[rows, order].split(size, dim=1) for t in batch))
             for mb in map(Minibatch._make, itertools.islice(chunks, n // size)):
                 if cfg.gradients == "autograd":
-                    grad, mb_terms = self.autograd_gradients(mb)
+                    grad, mb_terms = self.autograd_gradients(mb, actor_in)
                 else:
                     grad, mb_terms = self.closed_form_gradients(mb, actor_in)
                 self._adam_step(grad)
                 terms.append(mb_terms)
         return self._end_update(terms)
 
-    def autograd_gradients(self, mb: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
+    def autograd_gradients(self, mb: Minibatch, actor_in: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """``ppo_loss``'s gradients as CleanRL computes them, by ``loss.backward()``: the gradient of ``flat``
-        [R, width], and the loss terms [R, 3]."""
+        [R, width], and the loss terms [R, 3]. ``actor_in``: every run's distinct observations (each row's logits
+        picked from them by ``mb.actor_row``), or None to run the actor per row."""
         flat = self.flat.detach().requires_grad_()
         params = self.views(flat)
-        logits = mlp_forward(params[:ACTOR_PARAMS], mb.obs)[-1]
+        logits = mlp_forward(params[:ACTOR_PARAMS], mb.obs if actor_in is None else actor_in)[-1]
+        if actor_in is not None:
+            logits = torch.gather(logits, 1, mb.actor_row[..., None].expand(-1, -1, core.N_ACTIONS))
         values = mlp_forward(params[ACTOR_PARAMS:], mb.critic_in)[-1][..., 0]
-        loss, terms = ppo_loss(logits, values, mb, self.config, self.kl_coeff.float())
+        loss, terms = ppo_loss(logits, values, mb, self.config, self.kl_coeff.to(self.config.dtype))
         loss.backward()
         return flat.grad, terms
 
@@ -349,7 +369,7 @@ class MAPPO:
         actor_activations = mlp_forward(self.actor, mb.obs if actor_in is None else actor_in)
         critic_activations = mlp_forward(self.critic, mb.critic_in)
         grads, terms = mappo_fast.gradients(self.actor, self.critic, actor_activations, critic_activations, mb,
-                                            self.config, self.kl_coeff.float(), actor_in is not None)
+                                            self.config, self.kl_coeff.to(self.config.dtype), actor_in is not None)
         flat_grad = torch.zeros_like(self.flat)
         for view, grad in zip(self.views(flat_grad), grads):
             view.copy_(grad)
@@ -386,7 +406,7 @@ class RunPolicy:
     @torch.no_grad()
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Logits [..., 5] for observations [..., 4]."""
-        x = torch.as_tensor(obs, dtype=torch.float32)
+        x = torch.as_tensor(obs, dtype=self.config.dtype)
         params = [p[self.run:self.run + 1] for p in self.agent.actor]
         return mlp_forward(params, x.reshape(1, -1, x.shape[-1]))[-1].reshape(*x.shape[:-1], core.N_ACTIONS).numpy()
 
@@ -405,21 +425,22 @@ def training_batch(cfg: MAPPOConfig, obs, critic_in, actions, old_logp, old_logi
     """One update's rows per run (arrays [R, n, ...]) as tensors, advantages standardised per run when
     ``cfg.norm_adv``; and every run's distinct observations padded to ``DISTINCT_CAPACITY`` rows, each row's index
     into them in ``actor_row`` (``MAPPOConfig.distinct_obs``), or None and ``actor_row`` = row."""
-    old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=torch.float32), -1)
-    advantages = torch.as_tensor(advantages, dtype=torch.float32)
+    dtype = cfg.dtype
+    old_log_probs = torch.log_softmax(torch.as_tensor(old_logits, dtype=dtype), -1)
+    advantages = torch.as_tensor(advantages, dtype=dtype)
     if cfg.norm_adv:
         advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
-    batch = Minibatch(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(critic_in, dtype=torch.float32),
-                      nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).float(),
-                      torch.as_tensor(old_logp, dtype=torch.float32), old_log_probs,
-                      mappo_fast.per_run_exp(old_log_probs), advantages, torch.as_tensor(returns, dtype=torch.float32))
+    batch = Minibatch(torch.as_tensor(obs, dtype=dtype), torch.as_tensor(critic_in, dtype=dtype),
+                      nn.functional.one_hot(torch.as_tensor(actions, dtype=torch.int64), core.N_ACTIONS).to(dtype),
+                      torch.as_tensor(old_logp, dtype=dtype), old_log_probs,
+                      mappo_fast.per_run_exp(old_log_probs), advantages, torch.as_tensor(returns, dtype=dtype))
     runs, n = advantages.shape
     uniques = [np.unique(obs[r], axis=0, return_inverse=True) for r in range(runs)]
     if not cfg.distinct_obs or any(len(d) > DISTINCT_CAPACITY for d, _ in uniques):
         return batch._replace(actor_row=torch.arange(n).expand(runs, n)), None
-    actor_in = torch.zeros(runs, DISTINCT_CAPACITY, OBS_SIZE)
+    actor_in = torch.zeros(runs, DISTINCT_CAPACITY, OBS_SIZE, dtype=dtype)
     for r, (distinct, _) in enumerate(uniques):
-        actor_in[r, :len(distinct)] = torch.as_tensor(distinct, dtype=torch.float32)
+        actor_in[r, :len(distinct)] = torch.as_tensor(distinct, dtype=dtype)
     actor_row = np.stack([inverse.reshape(-1) for _, inverse in uniques])
     return batch._replace(actor_row=torch.as_tensor(actor_row, dtype=torch.int64)), actor_in
 

@@ -77,7 +77,7 @@ def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb, cfg,
     minimum = torch.minimum(surrogate, clipped)
     # d/dlog pi(a) of -min(rA, clip(r) A) is -rA where rA is the minimum, else 0 (clip is flat outside its range);
     # d log pi(a) / d logits = onehot(a) - p and d KL(old || new) / d logits = p - p_old.
-    grad_logp = surrogate.mul((surrogate <= clipped).float()).mul_(-1.0 / n)
+    grad_logp = surrogate.mul((surrogate <= clipped).to(surrogate.dtype)).mul_(-1.0 / n)
     grad_logits = (mb.action_onehot - probs).mul_(grad_logp[..., None]).add_(
         (probs - mb.old_probs) * (kl_coeff / n)[:, None, None])
     if cfg.ent_coef:  # d sum(p log p) / d logits = p log p - p sum(p log p)
@@ -87,7 +87,7 @@ def loss_gradients(logits: torch.Tensor, values: torch.Tensor, mb, cfg,
     squared = error.square()
     grad_values = error.mul(2 * cfg.vf_coef / n)
     if cfg.vf_clip is not None:  # the clipped squared error is flat beyond the clip
-        grad_values.mul_((squared <= cfg.vf_clip).float())
+        grad_values.mul_((squared <= cfg.vf_clip).to(squared.dtype))
         squared = squared.clamp_(max=cfg.vf_clip)
     kl = (mb.old_probs * (mb.old_log_probs - log_probs)).sum((1, 2)) / n  # mean categorical_kl
     terms = torch.stack([minimum.mean(1).neg_(), squared.mean(1), kl], dim=1)
@@ -106,7 +106,7 @@ def gradients(actor: list[torch.Tensor], critic: list[torch.Tensor], actor_activ
         logits = torch.gather(logits, 1, mb.actor_row[..., None].expand(-1, -1, core.N_ACTIONS))
     grad_logits, grad_values, terms = loss_gradients(logits, values, mb, cfg, kl_coeff)
     if distinct:  # the gradient of a distinct observation's logits sums its rows'
-        grad_logits = torch.zeros(actor_activations[-1].shape).scatter_add_(
+        grad_logits = torch.zeros_like(actor_activations[-1]).scatter_add_(
             1, mb.actor_row[..., None].expand(-1, -1, core.N_ACTIONS), grad_logits)
     grads = (mlp_backward(actor, actor_activations, grad_logits)
              + mlp_backward(critic, critic_activations, grad_values[..., None]))

@@ -14,8 +14,8 @@ default) the actor run once per distinct observation of a batch (``MAPPOConfig.d
 the same gradients, a few dozen actor rows per minibatch instead of 128). ``*_per_row`` keys
 measure ours with that off, every row through the actor as RLlib does: the like-for-like
 ratio. ``autograd_steps_per_s`` is ours training by ``loss.backward()`` through ``ppo_loss``
-(``MAPPOConfig(gradients="autograd")``, the actor run once per row); ``closed_form_vs_autograd`` is the closed
-form's speed-up over it, ``closed_form_vs_autograd_per_row`` like for like (both run the actor once per row).
+(``MAPPOConfig(gradients="autograd")``); ``closed_form_vs_autograd`` is the closed form's speed-up over it like
+for like (both run the actor once per distinct observation; ``_per_row``: both once per row).
 Larger minibatches or fewer epochs are a separate option (``--epochs``/``--minibatch``) and then the RLlib side
 is skipped: they are never part of the ratio.
 """

@@ -4,6 +4,7 @@ critic inputs, sampling, learning from sampled and from outside actions."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,7 +218,7 @@ def test_closed_form_and_autograd_give_the_same_gradients_on_a_corridor_batch(mo
     batch, actor_in = mappo.training_batch(dataclasses.replace(agent.config, distinct_obs=distinct), *rows)
     assert (actor_in is not None) == distinct
     fast, fast_terms = agent.closed_form_gradients(batch, actor_in)
-    reference, reference_terms = agent.autograd_gradients(batch)
+    reference, reference_terms = agent.autograd_gradients(batch, None)  # the actor per row
     assert fast.shape == reference.shape == agent.flat.shape
     assert max(_relative_errors(fast, reference, agent)) < GRADIENT_RTOL
     torch.testing.assert_close(fast_terms, reference_terms)
@@ -242,7 +243,7 @@ def test_the_gradient_comparison_fails_when_one_term_is_perturbed_by_1_percent(m
         else:
             factor = 1.1 if term == "clip_coef" else 1.01
             agent.config = dataclasses.replace(config, **{term: getattr(config, term) * factor})
-        perturbed, _ = agent.autograd_gradients(batch)
+        perturbed, _ = agent.autograd_gradients(batch, actor_in)
     finally:
         agent.config, agent.kl_coeff = config, kl_coeff
     assert max(_relative_errors(fast, perturbed, agent)) > 10 * GRADIENT_RTOL
@@ -400,27 +401,49 @@ def test_gradients_setting_is_honoured_and_checked(monkeypatch):
 
 #: The paper's MAPPO (the authors' settings: MAPPOConfig's defaults) on its 15 copies of a corridor.
 PAPER_COPIES = 15
-#: Both paths' weights agree to this relative norm per tensor after the prefix (measured: see the test).
+#: Both paths' weights agree to this relative norm per tensor after the prefix.
 WEIGHT_RTOL = 1e-5
 
 
-def _relative_weight_errors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> dict[str, float]:
-    return {k: ((a[k] - b[k]).norm() / b[k].norm()).item() for k in a}
+def _relative_weight_errors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[float]:
+    return [((a[k] - b[k]).norm() / b[k].norm()).item() for k in a]
 
 
 @pytest.mark.slow
 def test_closed_form_and_autograd_train_to_the_same_weights_over_a_30_episode_paper_prefix():
-    """30 episodes x 15 copies at the paper's settings (about 6 updates of 30 epochs of 128-row minibatches):
-    the closed form and ``loss.backward()`` end within ``WEIGHT_RTOL`` of each other; a 1 % change of the
-    learning rate or of the value-loss weight moves the weights by more than that."""
-    layout, config = get_layout("single_slot"), mappo.MAPPOConfig()
+    """30 episodes x 15 copies at the paper's settings (4000 steps per update, 30 epochs of 128-row minibatches:
+    6 updates, ~11,000 Adam steps), trained apart: the closed form and ``loss.backward()`` end within
+    ``WEIGHT_RTOL`` of each other; a 1 % change of the learning rate ends further apart than that.
+
+    In float64 (``MAPPOConfig.precision``): in float32 two computations of PPO that differ in the last bit drift
+    apart over many updates whatever computes them, because PPO piles ratios up at the clip's edges and a last-bit
+    difference moves one across, switching its row's gradient on or off (measured here: ~3e-2 after this prefix
+    in float32, from below 1e-6 after the first update)."""
+    layout, config = get_layout("single_slot"), mappo.MAPPOConfig(precision="float64")
     weights = {name: mappo.train(cfg, layout, n_envs=PAPER_COPIES, episodes=30, seed=0).state_dict() for name, cfg in (
         ("closed_form", config), ("autograd", dataclasses.replace(config, gradients="autograd")),
-        ("lr", dataclasses.replace(config, lr=config.lr * 1.01)),
-        ("vf_coef", dataclasses.replace(config, vf_coef=config.vf_coef * 1.01)))}
+        ("lr", dataclasses.replace(config, lr=config.lr * 1.01)))}
     initial = mappo.MAPPO(config, [0]).policy(0).state_dict()
-    assert min(_relative_weight_errors(weights["closed_form"], initial).values()) > 100 * WEIGHT_RTOL, "it trained"
-    assert max(_relative_weight_errors(weights["autograd"], weights["closed_form"]).values()) < WEIGHT_RTOL
-    for perturbed in ("lr", "vf_coef"):
-        errors = _relative_weight_errors(weights[perturbed], weights["closed_form"])
-        assert max(errors.values()) > WEIGHT_RTOL, perturbed
+    moved = [e for e, w in zip(_relative_weight_errors(weights["closed_form"], initial), initial.values()) if w.any()]
+    assert min(moved) > 100 * WEIGHT_RTOL, "it trained"
+    assert max(_relative_weight_errors(weights["autograd"], weights["closed_form"])) < WEIGHT_RTOL
+    assert max(_relative_weight_errors(weights["lr"], weights["closed_form"])) > WEIGHT_RTOL
+
+
+def test_precision_setting_is_checked_and_enters_the_run_key_only_when_set():
+    assert "precision" not in mappo.config_key(mappo.MAPPOConfig())  # the committed runs keep their keys
+    assert mappo.config_key(mappo.MAPPOConfig(precision="float64"))["precision"] == "float64"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        mappo.MAPPOConfig(precision="float16")
+    agent = mappo.MAPPO(mappo.MAPPOConfig(precision="float64", update_epochs=1), [0])
+    agent.update(*_random_batch(300, distinct=10, seed=0))
+    assert agent.flat.dtype == torch.float64 and agent.logits(np.zeros((1, 2, 4))).dtype == np.float64
+
+
+def test_the_package_calls_no_internal_aten_operator():
+    """Gradients are autograd's or written out with public torch ops: no ``torch.ops.aten`` anywhere."""
+    package = Path(mappo.__file__).resolve().parents[1]
+    sources = sorted(package.rglob("*.py"))
+    assert package / "algos" / "mappo_fast.py" in sources
+    offenders = [str(path.relative_to(package)) for path in sources if "torch.ops" in path.read_text(encoding="utf-8")]
+    assert not offenders, offenders
