@@ -14,8 +14,9 @@ a faster way, for R runs at once (tensors ``[R, n, ...]``, weights ``[R, out, in
 
 It is the default because ``bench mappo`` measures it more than 1.5x faster like for like, and the committed runs
 were made by it. The two paths give the same numbers to float rounding, not in bits, so a run names the setting
-when it is not the default; ``tests/algos/test_mappo.py`` holds them to the same gradients and the same weights
-after a 30-episode training prefix at the paper's settings.
+when it is not the default; ``tests/algos/test_mappo.py`` holds them to the same gradients, and to the same
+weights after a 30-episode training prefix at the paper's settings (in float64: in float32 any two computations
+of PPO drift apart over many updates, see there).
 
 Every op here keeps a run's numbers independent of the other runs of the batch (see :func:`per_run_exp`). This
 module does not import :mod:`marlinkit.algos.mappo` (that module imports this one): the minibatch and the
