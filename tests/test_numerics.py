@@ -24,22 +24,25 @@ from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.mappo import MAPPOConfig, train
 from marlinkit.envs.corridor.layouts import get_layout
 
-def digest(*modules):
+def digest(*state_dicts):
     h = hashlib.sha256()
-    for module in modules:
-        for key, value in sorted(module.state_dict().items()):
+    for state in state_dicts:
+        for key, value in sorted(state.items()):
             h.update(key.encode()); h.update(value.detach().numpy().tobytes())
     return h.hexdigest()
 
-agent = train(MAPPOConfig(steps_per_iteration=600, update_epochs=2), get_layout("single_slot"), n_envs=15, episodes=6, seed=0)
+agent = train(MAPPOConfig(steps_per_iteration=600, update_epochs=2), get_layout("single_slot"), n_envs=15, episodes=6,
+              seed=0)
 rng = np.random.default_rng(0)
 learner = maddpg.MADDPG(16, 9, 4, maddpg.MADDPGConfig(hidden=64, batch_size=128, buffer_size=512))
 buffer = ReplayBuffer(512, 16, 9)
 for _ in range(512):
-    buffer.add(rng.normal(size=(16, 9)), rng.integers(4, size=16), rng.normal(size=16), rng.normal(size=(16, 9)), rng.random(16) < 0.05)
+    buffer.add(rng.normal(size=(16, 9)), rng.integers(4, size=16), rng.normal(size=16), rng.normal(size=(16, 9)),
+               rng.random(16) < 0.05)
 for _ in range(3):
     learner.update(buffer.sample(128, rng), learner.noise(128), "batched")
-print(json.dumps({"mappo": digest(agent.actor, agent.critic), "maddpg": digest(learner.actor, learner.critic),
+print(json.dumps({"mappo": digest(agent.state_dict()),
+                  "maddpg": digest(learner.actor.state_dict(), learner.critic.state_dict()),
                   "numerics": numerics.state()}))
 """
 
@@ -110,7 +113,8 @@ def test_torch_imported_first_is_still_pinned_or_reported():
     script = ("import torch; torch.set_num_threads(2); import marlinkit; from marlinkit import numerics; "
               "import json; print(json.dumps(numerics.check_pinned()))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         env={k: v for k, v in os.environ.items() if k not in ("MARLINKIT_NUMERICS", "ATEN_CPU_CAPABILITY")})
+                         env={k: v for k, v in os.environ.items()
+                              if k not in ("MARLINKIT_NUMERICS", "ATEN_CPU_CAPABILITY")})
     assert out.returncode == 0, out.stderr[-2000:]
     state = json.loads(out.stdout.strip().splitlines()[-1])
     assert state["mkl_branch"] == "COMPATIBLE" and state["torch_threads"] == 1

@@ -13,11 +13,11 @@ optimizer object's bookkeeping, the loss's and the networks' gradients written o
 default) the actor run once per distinct observation of a batch (``MAPPOConfig.distinct_obs``:
 the same gradients, a few dozen actor rows per minibatch instead of 128). ``*_per_row`` keys
 measure ours with that off, every row through the actor as RLlib does: the like-for-like
-ratio. ``autograd_steps_per_s`` is ours training by plain autograd through ``ppo_loss``
-(``MAPPOConfig(gradients="autograd")``); ``closed_form_vs_autograd`` is the closed form's speed-up over it like for
-like (both run the actor once per distinct observation; ``_per_row``: both once per row). Larger minibatches or fewer epochs are a separate
-option (``--epochs``/``--minibatch``) and then the RLlib side is skipped: they are never part of
-the ratio.
+ratio. ``autograd_steps_per_s`` is ours training by ``loss.backward()`` through ``ppo_loss``
+(``MAPPOConfig(gradients="autograd")``); ``closed_form_vs_autograd`` is the closed form's speed-up over it like
+for like (both run the actor once per distinct observation; ``_per_row``: both once per row).
+Larger minibatches or fewer epochs are a separate option (``--epochs``/``--minibatch``) and then the RLlib side
+is skipped: they are never part of the ratio.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ RLLIB_ITERATIONS = 3  # time-box: one warm-up iteration, then this many timed on
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="single_slot", help="corridor layout (default single_slot)")
     parser.add_argument("--iterations", type=int, default=3, help="timed training iterations of ours (default 3)")
-    parser.add_argument("--epochs", type=int, default=30, help="epochs per iteration (30 = the authors'; other values skip RLlib)")
-    parser.add_argument("--minibatch", type=int, default=128, help="minibatch rows (128 = the authors'; other values skip RLlib)")
+    parser.add_argument("--epochs", type=int, default=30,
+                        help="epochs per iteration (30 = the authors'; other values skip RLlib)")
+    parser.add_argument("--minibatch", type=int, default=128,
+                        help="minibatch rows (128 = the authors'; other values skip RLlib)")
     parser.add_argument("--no-rllib", action="store_true", help="skip the RLlib side")
 
 
@@ -57,7 +59,9 @@ def _floor_seconds(config) -> float:
     n_envs = 15
     horizon = round(config.steps_per_iteration / n_envs)
     rows = horizon * n_envs * 2
-    actor, critic = mappo.Actor(config.actor_hidden), mappo.Critic(config.critic_hidden)
+    layers = mappo.initial_layers(config, seed=0)
+    actor = torch.nn.Sequential(layers[0], torch.nn.Tanh(), layers[1], torch.nn.Tanh(), layers[2])
+    critic = torch.nn.Sequential(layers[3], torch.nn.Tanh(), layers[4])
     optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=config.lr, fused=True)
     obs = torch.randint(0, 8, (rows, mappo_rollouts.OBS_SIZE)).float()
     critic_in = torch.rand(rows, mappo_rollouts.CRITIC_SIZE)
@@ -70,7 +74,8 @@ def _floor_seconds(config) -> float:
         order = torch.randperm(rows)
         for start in range(0, rows - config.minibatch_size + 1, config.minibatch_size):
             idx = order[start:start + config.minibatch_size]
-            loss = torch.log_softmax(actor(obs[idx]), -1).gather(1, actions[idx]).mean() + critic(critic_in[idx]).square().mean()
+            loss = (torch.log_softmax(actor(obs[idx]), -1).gather(1, actions[idx]).mean()
+                    + critic(critic_in[idx]).square().mean())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -118,8 +123,10 @@ def _rllib(layout_name: str) -> dict[str, Any]:
         config = (PPOConfig().environment(Corridor)
                   .env_runners(num_env_runners=1, num_envs_per_env_runner=15)
                   .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, *a, **k: "shared")
-                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256], fcnet_activation="tanh", vf_share_layers=True))
-                  .training(lr=1e-5, clip_param=0.2, kl_coeff=0.01, vf_loss_coeff=0.005, train_batch_size_per_learner=4000,
+                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256], fcnet_activation="tanh",
+                                                             vf_share_layers=True))
+                  .training(lr=1e-5, clip_param=0.2, kl_coeff=0.01, vf_loss_coeff=0.005,
+                            train_batch_size_per_learner=4000,
                             minibatch_size=128, num_epochs=30))
         algo = config.build_algo()
         algo.train()  # warm-up: actor start, first sampling
@@ -170,7 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["fraction_of_floor_per_row"] = result["steps_per_s_per_row"] / result["floor_steps_per_s"]
     identical = args.epochs == 30 and args.minibatch == 128
     if args.no_rllib or not identical or importlib.util.find_spec("ray") is None:
-        reason = "--no-rllib" if args.no_rllib else ("settings differ from the authors'" if not identical else "ray[rllib] not installed (pip install '.[bench]')")
+        reason = ("--no-rllib" if args.no_rllib else "settings differ from the authors'" if not identical
+                  else "ray[rllib] not installed (pip install '.[bench]')")
         result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, ratio_vs_rllib_per_row=None, rllib_skipped=reason)
     else:
         try:
@@ -178,5 +186,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["ratio_vs_rllib"] = result["steps_per_s"] / result["rllib_steps_per_s"]
             result["ratio_vs_rllib_per_row"] = result["steps_per_s_per_row"] / result["rllib_steps_per_s"]
         except Exception as error:  # Ray failing to start (e.g. an overloaded machine) must not hide our numbers
-            result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, ratio_vs_rllib_per_row=None, rllib_skipped=f"RLlib failed: {type(error).__name__}: {error}"[:300])
+            result.update(rllib_steps_per_s=None, ratio_vs_rllib=None, ratio_vs_rllib_per_row=None,
+                          rllib_skipped=f"RLlib failed: {type(error).__name__}: {error}"[:300])
     return result

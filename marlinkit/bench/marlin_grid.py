@@ -3,8 +3,8 @@
 The paper grid of one seed is 10 trainings (5 scenarios x MARL/MARLIN), each 15 copies x 1600
 episodes with the authors' MAPPO settings (4000 steps per update, 30 epochs of 128 rows). This
 measures a slice of it in this process on one torch thread: ``--episodes`` episodes of every
-training of ``--seeds`` seeds, (a) as one batch on ``marlinkit.algos.mappo_batched`` and (b) one
-training after the other on ``mappo.train`` (what the grid runner does today), then projects each
+training of ``--seeds`` seeds, (a) as one batch (``marlinkit.algos.mappo.train_runs``) and (b) one
+training after the other (``mappo.train``, the grid runner's "one-at-a-time" trainer), then projects each
 to 1600 episodes and to 2 cores (two such processes side by side: the single-core time halved).
 Wall-clock figures are the ones asked for; ``*_from_cpu_time`` use the process's CPU time, which a
 loaded machine disturbs less.
@@ -26,7 +26,8 @@ CORES = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--episodes", type=int, default=12, help="episodes per training in the measured slice (default 12)")
+    parser.add_argument("--episodes", type=int, default=12,
+                        help="episodes per training in the measured slice (default 12)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds of the grid batched together (default 1: 10 runs)")
     parser.add_argument("--no-alone", action="store_true", help="skip the one-at-a-time measurement")
 
@@ -41,9 +42,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.episodes < 1 or args.seeds < 1:
         raise ValueError(f"--episodes and --seeds must be >= 1, got {args.episodes} and {args.seeds}")
     torch.set_num_threads(1)
-    config = presets.get("paper", "fig3_training", episodes=args.episodes, checkpoints=[], seeds=list(range(args.seeds)))
+    config = presets.get("paper", "fig3_training", episodes=args.episodes, checkpoints=[],
+                         seeds=list(range(args.seeds)))
     config = dataclasses.replace(config, plan_budget=None)
-    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios for system in ("MARL", "MARLIN")]
+    jobs = [(scenario, system, seed) for seed in range(args.seeds) for scenario in config.scenarios
+            for system in ("MARL", "MARLIN")]
     scale = PAPER_EPISODES / args.episodes / args.seeds / CORES / 3600
     batched_s, batched_cpu_s = marlin_batched.timed(jobs, config, CalibratedSurrogatePlanner(), batched=True)
     result: dict[str, Any] = {

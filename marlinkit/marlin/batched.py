@@ -1,7 +1,7 @@
 """MARLIN grids on the batched multi-run trainer: many MARL/MARLIN trainings in one stacked computation.
 
 ``train_systems`` trains a list of (scenario, system, seed) runs of one ``TrainingConfig`` together with
-``marlinkit.algos.mappo_batched``; each run keeps its own Algorithm 1 switch (per run and per copy),
+``marlinkit.algos.mappo.train_runs``; each run keeps its own Algorithm 1 switch (per run and per copy),
 its own records and checkpoint evaluations, built by the same ``systems.system_run`` as a training
 alone. A run's numbers do not depend on which runs share its batch (tested), so a grid may be cut
 into batches in any way, e.g. one batch per worker process.
@@ -13,7 +13,7 @@ import time
 import pandas as pd
 
 from marlinkit.marlin import systems
-from marlinkit.algos import mappo_batched
+from marlinkit.algos import mappo
 from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.marlin.systems import TrainingConfig
 
@@ -25,16 +25,16 @@ def train_systems(jobs: list[tuple[str, str, int]], config: TrainingConfig, sour
     if any(system not in ("MARL", "MARLIN") for _, system, _ in jobs):
         raise ValueError(f"the batched trainer trains MARL and MARLIN runs only, got {sorted({j[1] for j in jobs})}")
     runs = [systems.system_run(scenario, system, seed, config, source) for scenario, system, seed in jobs]
-    specs = [mappo_batched.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
+    specs = [mappo.RunSpec(run.layout_at, seed, run.generator, run.on_episode_end)
              for run, (_, _, seed) in zip(runs, jobs)]
-    mappo_batched.train(config.mappo, specs, n_envs=config.n_envs,
-                       episodes=systems.episodes_to_train(config.episodes, stop_after))
+    mappo.train_runs(config.mappo, specs, n_envs=config.n_envs,
+                     episodes=systems.episodes_to_train(config.episodes, stop_after))
     return [run.tables() for run in runs]
 
 
 def timed(jobs: list[tuple[str, str, int]], config: TrainingConfig, source: PlanSource | None = None,
           batched: bool = True) -> tuple[float, float]:
-    """Wall and CPU seconds to train ``jobs`` in one batch, or one after the other with ``mappo.train`` (``batched=False``)."""
+    """Wall and CPU seconds to train ``jobs`` in one batch, or one after the other (``batched=False``)."""
     started, cpu_started = time.perf_counter(), time.process_time()
     if batched:
         train_systems(jobs, config, source)

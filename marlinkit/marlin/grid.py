@@ -27,7 +27,8 @@ from marlinkit.marlin.algorithm1 import SYSTEMS
 from marlinkit.marlin.systems import TrainingConfig, plan_source_alone, train_system
 
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
-#: (``marlinkit.marlin.batched``; a run's numbers do not depend on its batch partners, but differ from mappo.train's in the last bits).
+#: (``marlinkit.marlin.batched``). Both train by ``mappo.train_runs``: a run's numbers do not depend on its batch
+#: partners.
 TRAINERS = ("one-at-a-time", "batched")
 
 
@@ -61,7 +62,8 @@ class GridResult(Result):
         return Results(self.episodes, self.evaluations, self.paths)
 
     @classmethod
-    def of(cls, experiment: str, results: Results, config: "GridConfig", preset: str, provenance: Provenance) -> "GridResult":
+    def of(cls, experiment: str, results: Results, config: "GridConfig", preset: str,
+           provenance: Provenance) -> "GridResult":
         return cls(experiment, preset, config, result_tables(results), results.files, provenance)
 
 
@@ -140,17 +142,19 @@ def job_config(scenario: str, system: str, seed: int, config: GridConfig, source
         training = dataclasses.replace(training, generated_steps="learn")
     base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
                 eval_runs=config.eval_runs, mappo=mappo.config_key(training))
-    if config.trainer != "one-at-a-time":  # its numbers differ from mappo.train's in the last bits
+    if config.trainer != "one-at-a-time":  # "batched" is part of its runs' keys (the cached runs keep them)
         base["trainer"] = config.trainer
     if config.layout_schedule:
         base["layout_schedule"] = [[k, name] for k, name in config.layout_schedule]
     if system == "MARLIN":
-        base.update(switch=dataclasses.asdict(config.switch_config()), llm_only_performance=config.llm_only_threshold(scenario),
-                    plan_source=source_name)
-        if config.plan_budget is not None:  # spent on episode starts only (Algorithm1._load_plan; runs before that rule differ)
+        base.update(switch=dataclasses.asdict(config.switch_config()),
+                    llm_only_performance=config.llm_only_threshold(scenario), plan_source=source_name)
+        # spent on episode starts only (Algorithm1._load_plan; runs before that rule differ)
+        if config.plan_budget is not None:
             base.update(plan_budget=int(config.plan_budget), plan_budget_for="episode starts")
         if config.layout_schedule:
-            base["llm_only_performance_after"] = {name: config.llm_only_threshold(name) for _, name in config.layout_schedule}
+            base["llm_only_performance_after"] = {name: config.llm_only_threshold(name)
+                                                  for _, name in config.layout_schedule}
     return base
 
 
@@ -159,7 +163,8 @@ def system_tag(system: str, source_name: str, switch_rule: str = "paper", genera
     """The system part of a run name; runs using another plan source than the exact planner name it, and
     MARLIN runs under another switch rule than the paper's, with their plan steps kept out of learning
     (``MAPPOConfig.generated_steps``), or negotiating by another preset's protocol (``GridConfig.negotiation``),
-    name that too, so that switching any of them keeps both sets of results instead of overwriting one with the other."""
+    name that too, so that switching any of them keeps both sets of results instead of overwriting one with the
+    other."""
     tag = system.replace("-", "_").lower()
     if system == "MARL":
         return tag
@@ -186,15 +191,18 @@ def _run_batch(batch: list[tuple[str, dict[str, Any]]], config: GridConfig,
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
         config = config.for_system(batch[0][1]["system"])  # the authors' protocol batches one system at a time
-        results = marlin_batched.train_systems([(c["scenario"], c["system"], c["seed"]) for _, c in batch], config, source)
+        results = marlin_batched.train_systems([(c["scenario"], c["system"], c["seed"]) for _, c in batch], config,
+                                               source)
         share = len(batch)  # each run's share of the batch's time
-        provenance = {"wall_time_s": (time.perf_counter() - started) / share, "cpu_time_s": (time.process_time() - cpu_started) / share,
+        provenance = {"wall_time_s": (time.perf_counter() - started) / share,
+                      "cpu_time_s": (time.process_time() - cpu_started) / share,
                       "engine": "corridor core (numpy)", "trainer": f"batched ({len(batch)} runs)"}
     finally:
         torch.set_num_threads(threads)
     tables = []
     for (name, job), (episodes, evaluations) in zip(batch, results):
-        tables += [(name + "__eval", evaluations, {}), (name, episodes, {**provenance, "plan_source": job.get("plan_source")})]
+        tables += [(name + "__eval", evaluations, {}),
+                   (name, episodes, {**provenance, "plan_source": job.get("plan_source")})]
     return tables
 
 
@@ -225,7 +233,8 @@ def _run_tables(name: str, job: dict[str, Any], config: GridConfig,
     else:
         episodes, evaluations = train_system(job["scenario"], job["system"], job["seed"], config, source)
         tables.append((name + "__eval", evaluations, {}))
-    tables.append((name, episodes, {"wall_time_s": time.perf_counter() - started, "cpu_time_s": time.process_time() - cpu_started,
+    tables.append((name, episodes, {"wall_time_s": time.perf_counter() - started,
+                                    "cpu_time_s": time.process_time() - cpu_started,
                                     "engine": "corridor core (numpy)", "plan_source": job.get("plan_source")}))
     return tables
 
@@ -258,14 +267,17 @@ def results_root(config: GridConfig, preset: str) -> Path:
 
 
 def numerics_entries(source: PlanSource | None) -> tuple[str, ...]:
-    """The modules whose imports make a grid's numerics path (``marlinkit.provenance``): this runner and its plan source's."""
+    """The modules whose imports make a grid's numerics path (``marlinkit.provenance``): this runner and its plan
+    source's."""
     return tuple(dict.fromkeys((__name__, type(source or ExactJointPlanner()).__module__)))
 
 
 def grid_jobs(config: GridConfig, source_name: str) -> list[tuple[str, dict[str, Any]]]:
-    """Every run of ``config`` as (name, cache key), scenario by system by seed; ``source_name``: MARLIN's plan source's."""
+    """Every run of ``config`` as (name, cache key), scenario by system by seed; ``source_name``: MARLIN's plan
+    source's."""
     plan_steps = config.mappo.generated_steps
-    return [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation), f"seed{se}"),
+    return [(runs.run_name(sc, system_tag(sy, source_name, config.switch_rule, plan_steps, config.negotiation),
+                           f"seed{se}"),
              job_config(sc, sy, se, config, source_name))
             for sc in config.scenarios for sy in config.systems for se in config.seeds]
 
@@ -315,14 +327,16 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
             groups = [[t for t in trained if t[1]["system"] == system] for system in ("MARL", "MARLIN")]
             if config.protocol == "paper":  # the same copy count: MARL and MARLIN may share a batch
                 groups = [trained]
-            batches = [batch for group in groups for batch in training_batches(group, workers, config.batch_runs or len(group))]
+            batches = [batch for group in groups
+                       for batch in training_batches(group, workers, config.batch_runs or len(group))]
             executors.run_jobs(_run_batch, [(batch, config, source) for batch in batches], executor, workers,
                                config.ray_address, progress, f"{systems} batches",
                                on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluated = [name + "__eval" for name, job in jobs if job["system"] != "LLM-only"]
     evaluations = [store.load(name) for name in evaluated]
-    saved = [path for name in [name for name, _ in jobs] + evaluated for path in (store.table_path(name), store.sidecar_path(name))]
+    saved = [path for name in [name for name, _ in jobs] + evaluated
+             for path in (store.table_path(name), store.sidecar_path(name))]
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(), tuple(saved))
 
 
@@ -330,14 +344,17 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
 #: default), the configured LLM's negotiation, the exact joint planner (a perfect plan source), and the surrogate
 #: calibrated to both the mean and the share of perfect plans of the authors' Llama runs (not an LLM either).
 PLAN_SOURCES = ("surrogate", "llm", "exact", "surrogate_llama")
-SURROGATE_LABEL = "calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only performance; NOT an LLM)"
+SURROGATE_LABEL = ("calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only "
+                   "performance; NOT an LLM)")
 #: File-name suffix of each plan source's Fig. 3 and Table I outputs.
-PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner", "surrogate_llama": "__surrogate_llama"}
-SURROGATE_LLAMA_LABEL = ("surrogate_llama (exact plans, perfect as often as the authors' Llama 3.1 8B plans were, else corrupted "
-                         "to its LLM-only mean; NOT an LLM)")
+PLAN_SOURCE_SUFFIX = {"surrogate": "", "llm": "__llm", "exact": "__exact_planner",
+                      "surrogate_llama": "__surrogate_llama"}
+SURROGATE_LLAMA_LABEL = ("surrogate_llama (exact plans, perfect as often as the authors' Llama 3.1 8B plans were, "
+                         "else corrupted to its LLM-only mean; NOT an LLM)")
 #: How a figure's one-line footer names each non-LLM plan source (a surrogate named as one); the LLM source is named
 #: by its model (:func:`footer_source`).
-PLAN_SOURCE_FOOTER = {"surrogate": "plans: calibrated surrogate, not an LLM", "exact": "plans: exact planner, not an LLM",
+PLAN_SOURCE_FOOTER = {"surrogate": "plans: calibrated surrogate, not an LLM",
+                      "exact": "plans: exact planner, not an LLM",
                       "surrogate_llama": "plans: surrogate_llama (Llama-calibrated surrogate), not an LLM"}
 
 
@@ -357,9 +374,11 @@ def variant_note(config: GridConfig, protocol=None) -> str:
         note += f"; plan steps kept out of MAPPO's updates (generated_steps={config.mappo.generated_steps!r})"
     if config.negotiation is not None:
         if protocol is None:
-            raise ValueError(f"the grid negotiates by the {config.negotiation} preset's protocol: pass its llm_only section")
-        note += (f"; the {config.negotiation} preset's negotiation (<= {protocol.max_moves} moves, {protocol.max_rounds} "
-                 f"round(s), {protocol.max_new_tokens} tokens, {protocol.trials} LLM-only trials per scenario)")
+            raise ValueError(f"the grid negotiates by the {config.negotiation} preset's protocol: "
+                             "pass its llm_only section")
+        note += (f"; the {config.negotiation} preset's negotiation (<= {protocol.max_moves} moves, "
+                 f"{protocol.max_rounds} round(s), {protocol.max_new_tokens} tokens, {protocol.trials} LLM-only "
+                 "trials per scenario)")
     return note
 
 
@@ -368,7 +387,8 @@ def output_suffix(config: GridConfig) -> str:
     under the authors' code variant of Algorithm 1's switch, ``__separate_plan_steps`` with plan steps kept apart,
     ``__<preset>_negotiation`` with another preset's negotiation protocol."""
     plan_steps = config.mappo.generated_steps
-    return (PLAN_SOURCE_SUFFIX[config.plan_source] + ("" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch")
+    switch = "" if config.switch_rule == "paper" else f"__{config.switch_rule}_switch"
+    return (PLAN_SOURCE_SUFFIX[config.plan_source] + switch
             + ("" if plan_steps == "learn" else f"__{plan_steps}_plan_steps")
             + ("" if config.negotiation is None else f"__{config.negotiation}_negotiation")
             + ("" if config.protocol == "paper" else f"__{config.protocol}_protocol"))
@@ -395,7 +415,8 @@ def with_plan_source(config: GridConfig, plan_source: str | None = None) -> tupl
     return config, CalibratedSurrogatePlanner(), SURROGATE_LABEL
 
 
-def non_llm_plan_source(config: GridConfig, plan_source: str | None, source: PlanSource | None) -> tuple[GridConfig, PlanSource | None]:
+def non_llm_plan_source(config: GridConfig, plan_source: str | None,
+                        source: PlanSource | None) -> tuple[GridConfig, PlanSource | None]:
     """A grid's config and plan source where no LLM is wired (Fig. 5, the dynamic environment): ``source`` if
     given, else ``plan_source`` or the config's ("surrogate" or "exact")."""
     if source is not None:

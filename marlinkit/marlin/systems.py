@@ -26,7 +26,8 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, Layout, get_layout
 from marlinkit.envs.corridor.plans import PlanSource
-from marlinkit.marlin.algorithm1 import PLAN, SAMPLING, Algorithm1, AuthorsSwitch, AuthorsSwitchConfig, SwitchConfig, make_switch
+from marlinkit.marlin.algorithm1 import (PLAN, SAMPLING, Algorithm1, AuthorsSwitch, AuthorsSwitchConfig, SwitchConfig,
+                                         make_switch)
 
 #: ``TrainingConfig.protocol``: "paper", every system on ``n_envs`` copies; "authors", the copies the authors' code
 #: gives each system (``AUTHORS_COPIES``).
@@ -72,9 +73,12 @@ class TrainingConfig:
     def __post_init__(self):
         object.__setattr__(self, "checkpoints", tuple(int(c) for c in self.checkpoints))
         object.__setattr__(self, "mappo", typed(mappo.MAPPOConfig, self.mappo, "mappo"))
-        object.__setattr__(self, "actuation_noise", typed(hardware.ActuationNoise, self.actuation_noise, "actuation_noise"))
+        object.__setattr__(self, "actuation_noise",
+                           typed(hardware.ActuationNoise, self.actuation_noise, "actuation_noise"))
         if self.llm_only_performance is not None:
-            pairs = self.llm_only_performance.items() if isinstance(self.llm_only_performance, Mapping) else self.llm_only_performance
+            pairs = self.llm_only_performance
+            if isinstance(pairs, Mapping):
+                pairs = pairs.items()
             object.__setattr__(self, "llm_only_performance", tuple((str(k), float(v)) for k, v in pairs))
         if self.layout_schedule:
             object.__setattr__(self, "layout_schedule", tuple((int(k), str(name)) for k, name in self.layout_schedule))
@@ -124,7 +128,8 @@ def layout_schedule(scenario: str, changes: list | None = None) -> Callable[[int
 
 
 class SystemRun(NamedTuple):
-    """One MARL or MARLIN training's parts: what a trainer (``mappo.train`` or ``mappo_batched.train``) takes, and its tables."""
+    """One MARL or MARLIN training's parts: what the trainer (``mappo.train`` or ``mappo.train_runs``) takes, and its
+    tables."""
 
     layout_at: Callable[[int], Layout]
     generator: Algorithm1 | AuthorsSwitch | None  # MARLIN's switch for this run (None: MARL)
@@ -132,7 +137,8 @@ class SystemRun(NamedTuple):
     tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]  # per-episode records and checkpoint evaluations
 
 
-def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, source: PlanSource | None = None) -> SystemRun:
+def system_run(scenario: str, system: str, seed: int, config: TrainingConfig,
+               source: PlanSource | None = None) -> SystemRun:
     """Set up one training of MARL or MARLIN (``train_system`` runs it alone, ``marlin_batched`` with others)."""
     config = config.for_system(system)
     layout_at = layout_schedule(scenario, config.layout_schedule)
@@ -140,8 +146,9 @@ def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, so
     noise = config.actuation_noise
     controller = None
     if system == "MARLIN":
-        controller = make_switch(layout_at(0), source or ExactJointPlanner(), n_envs, config.llm_only_threshold(layout_at(0).name),
-                                 config.switch_config(), seed, config.plan_budget)
+        controller = make_switch(layout_at(0), source or ExactJointPlanner(), n_envs,
+                                 config.llm_only_threshold(layout_at(0).name), config.switch_config(), seed,
+                                 config.plan_budget)
     records, evaluations = [], []
     clock = [time.perf_counter()]
     episodes_done = Progress.episodes(config.episodes, f"{scenario} {system} seed {seed}")
@@ -149,28 +156,31 @@ def system_run(scenario: str, system: str, seed: int, config: TrainingConfig, so
     def on_episode_end(episode, agent, performance, team_return):
         now = time.perf_counter()
         layout = layout_at(episode - 1)
-        info = controller.end_episode(performance) if controller else [{"generator": SAMPLING, "toggled": False, "plan_cache_hit": False}] * n_envs
+        info = (controller.end_episode(performance) if controller
+                else [{"generator": SAMPLING, "toggled": False, "plan_cache_hit": False}] * n_envs)
         for c in range(n_envs):
-            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c, "layout": layout.name,
-                            **info[c], "performance": float(performance[c]), "return": float(team_return[c]),
-                            "steps": core.EPISODE_STEPS, "wall_time_s": (now - clock[0]) / n_envs})
+            records.append({"scenario": scenario, "system": system, "seed": seed, "episode": episode, "env_copy": c,
+                            "layout": layout.name, **info[c], "performance": float(performance[c]),
+                            "return": float(team_return[c]), "steps": core.EPISODE_STEPS,
+                            "wall_time_s": (now - clock[0]) / n_envs})
         if episode in checkpoints:
             runs_, stream = config.eval_runs, (seed, episode)
             actuate = noise.actuator(stream, runs_) if noise else None
             scores = mappo.evaluate(agent, layout, runs_, stream, actuate)
-            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode, "layout": layout.name,
-                                "run": r, "performance": float(s)} for r, s in enumerate(scores))
+            evaluations.extend({"scenario": scenario, "system": system, "seed": seed, "checkpoint": episode,
+                                "layout": layout.name, "run": r, "performance": float(s)} for r, s in enumerate(scores))
         if controller:
             controller.set_layout(layout_at(episode), config.llm_only_threshold(layout_at(episode).name))
         episodes_done.update()
         clock[0] = time.perf_counter()
 
-    return SystemRun(layout_at, controller, on_episode_end, lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
+    return SystemRun(layout_at, controller, on_episode_end,
+                     lambda: (episodes_done.close(), pd.DataFrame(records), pd.DataFrame(evaluations))[1:])
 
 
 def episodes_to_train(episodes: int, stop_after: int | None) -> int:
-    """Episodes a trainer plays: all ``episodes`` of the schedule, or its first ``stop_after`` (a prefix of the full run:
-    every setting stays the full run's, so the prefix's records are the full run's first ones)."""
+    """Episodes a trainer plays: all ``episodes`` of the schedule, or its first ``stop_after`` (a prefix of the full
+    run: every setting stays the full run's, so the prefix's records are the full run's first ones)."""
     if stop_after is not None and int(stop_after) < 1:
         raise ValueError(f"stop_after must be None or >= 1, got {stop_after}")
     return episodes if stop_after is None else min(episodes, int(stop_after))
@@ -186,8 +196,9 @@ def train_system(scenario: str, system: str, seed: int, config: TrainingConfig,
     """
     run = system_run(scenario, system, seed, config, source)
     config = config.for_system(system)
-    mappo.train(config.mappo, run.layout_at, n_envs=config.n_envs, episodes=episodes_to_train(config.episodes, stop_after),
-                seed=seed, generator=run.generator, on_episode_end=run.on_episode_end)
+    mappo.train(config.mappo, run.layout_at, n_envs=config.n_envs,
+                episodes=episodes_to_train(config.episodes, stop_after), seed=seed, generator=run.generator,
+                on_episode_end=run.on_episode_end)
     return run.tables()
 
 
@@ -204,17 +215,20 @@ def plan_source_alone(scenario: str, seed: int, trials: int, source: PlanSource 
     for trial in range(trials):
         started = time.perf_counter()
         if noise:
+            plan_seed = (seed * 1_000_003 + trial) * core.EPISODE_STEPS
             performance, total, _ = hardware.play_plans_under_noise(layout, source, noise, (seed, trial),
-                                                                    plan_seed=(seed * 1_000_003 + trial) * core.EPISODE_STEPS)
+                                                                    plan_seed=plan_seed)
         else:
-            plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS, seed=seed * 1_000_003 + trial)
+            plan = source.make_plan(layout, np.asarray(layout.starts), core.EPISODE_STEPS,
+                                    seed=seed * 1_000_003 + trial)
             padded = np.zeros((core.EPISODE_STEPS, core.N_AGENTS), np.int64)
             padded[:len(plan.actions)] = plan.actions[:core.EPISODE_STEPS]
             end, rewards = core.rollout(arrays, padded)
             performance, total = float(core.performance(arrays, end)[0]), float(rewards.sum())
-        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0, "layout": scenario,
-                     "generator": PLAN, "toggled": False, "plan_cache_hit": False, "performance": performance, "return": total,
-                     "steps": core.EPISODE_STEPS, "wall_time_s": time.perf_counter() - started})
+        rows.append({"scenario": scenario, "system": "LLM-only", "seed": seed, "episode": trial + 1, "env_copy": 0,
+                     "layout": scenario, "generator": PLAN, "toggled": False, "plan_cache_hit": False,
+                     "performance": performance, "return": total, "steps": core.EPISODE_STEPS,
+                     "wall_time_s": time.perf_counter() - started})
         trials_done.update()
     trials_done.close()
     return pd.DataFrame(rows)

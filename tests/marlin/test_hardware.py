@@ -85,7 +85,7 @@ def test_a_slip_lands_on_a_neighbouring_cell_perpendicular_to_the_move(move):
 
 def test_policy_evaluation_under_noise_is_paired_and_reaches_the_robots():
     layout = get_layout("maze_like")
-    agent = mappo.MAPPO(mappo.MAPPOConfig(), seed=0)
+    agent = mappo.MAPPO(mappo.MAPPOConfig(), [0]).policy(0)
     stuck = mappo.evaluate(agent, layout, 8, (0, 1), ActuationNoise(p_fail=1.0, p_slip=0.0).actuator((0, 1), 8))
     np.testing.assert_array_equal(stuck, 0.0)  # every move fails: nobody leaves the start
     noise = ActuationNoise(0.1, 0.1)
@@ -95,7 +95,8 @@ def test_policy_evaluation_under_noise_is_paired_and_reaches_the_robots():
 
 def test_plans_under_noise_replan_after_a_deviation_and_still_reach_the_goals():
     layout = get_layout("maze_like")
-    performance, _, plans = play_plans_under_noise(layout, ExactJointPlanner(), ActuationNoise(0.0, 0.0), 0, plan_seed=0)
+    performance, _, plans = play_plans_under_noise(layout, ExactJointPlanner(), ActuationNoise(0.0, 0.0), 0,
+                                                   plan_seed=0)
     assert (performance, plans) == (1.0, 1)
     noise = ActuationNoise(p_fail=0.2, p_slip=0.1)
     outcomes = [play_plans_under_noise(layout, ExactJointPlanner(), noise, seed, plan_seed=0) for seed in range(4)]

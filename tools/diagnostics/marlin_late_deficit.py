@@ -1,10 +1,12 @@
 """MARLIN's late deficit: one paper-protocol MARLIN training with one part of Algorithm 1 changed.
 
-    python tools/diagnostics/marlin_late_deficit.py no-toggle      # Algorithm 1's mid-episode toggle off
-    python tools/diagnostics/marlin_late_deficit.py mask-actor     # the actor learns nothing from plan-driven steps
-    python tools/diagnostics/marlin_late_deficit.py separate       # ... nor the critic, and no return crosses into a plan
-    python tools/diagnostics/marlin_late_deficit.py separate-critic  # actor and critic only (returns still cross)
-    python tools/diagnostics/marlin_late_deficit.py separate-trace   # actor and the cut trace only (critic learns plans)
+    python tools/diagnostics/marlin_late_deficit.py VARIANT
+
+    no-toggle        Algorithm 1's mid-episode toggle off
+    mask-actor       the actor learns nothing from plan-driven steps
+    separate         ... nor the critic, and no return crosses into a plan
+    separate-critic  actor and critic only (returns still cross)
+    separate-trace   actor and the cut trace only (critic learns plans)
 
 Each trains single-slot, seed 1 (or ``SCENARIO`` and ``SEED`` from the environment), 15 copies x 1600 episodes
 with the calibrated surrogate planner (the committed paper runs' settings, batched trainer) and prints the checkpoint
@@ -34,7 +36,7 @@ import numpy as np
 import torch
 
 from marlinkit import presets
-from marlinkit.algos import mappo, mappo_batched
+from marlinkit.algos import mappo
 from marlinkit.marlin import algorithm1, batched, grid
 
 VARIANTS = ("no-toggle", "mask-actor", "separate", "separate-critic", "separate-trace")
@@ -65,16 +67,19 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
     if variant == "no-toggle":
         from marlinkit.marlin import systems
 
-        systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule, toggle_probability=0.0)
+        systems.TrainingConfig.switch_config = lambda self: algorithm1.SwitchConfig(rule=self.switch_rule,
+                                                                                    toggle_probability=0.0)
     elif variant in ("separate-critic", "separate-trace"):  # "separate" itself is the MAPPO setting, below
         cut_trace, critic_out = variant == "separate-trace", variant == "separate-critic"
         # [B]: the copy's step is plan-driven
-        on_plan = _record_each_step(lambda alg, actions, sampled: np.array([g == algorithm1.PLAN for g in alg.generator]))
+        on_plan = _record_each_step(
+            lambda alg, actions, sampled: np.array([g == algorithm1.PLAN for g in alg.generator]))
 
         def separated_gae(rewards, values, dones, next_value, gamma, lam):
             T = len(rewards)
             plan = np.stack([on_plan.popleft() for _ in range(T)])[:, None, :, None]  # [T, 1, B, 1]
-            plan_after = on_plan[0][None, :, None] if on_plan else np.zeros_like(plan[0], bool)  # the next window's first step
+            # the next window's first step
+            plan_after = on_plan[0][None, :, None] if on_plan else np.zeros_like(plan[0], bool)
             advantages, last = np.zeros_like(values), np.zeros_like(next_value)
             for t in reversed(range(T)):
                 following = next_value if t == T - 1 else values[t + 1]
@@ -90,7 +95,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             _no_policy_gradient(advantages[:, 0], plan_rows[:, 0])  # one run
             return advantages, returns
 
-        mappo_batched.mappo.compute_gae = separated_gae
+        mappo.compute_gae = separated_gae
     elif variant == "mask-actor":
         # [B, 2]: the agent's action came from the plan
         masks = _record_each_step(lambda alg, actions, sampled: np.asarray(actions) != np.asarray(sampled))
@@ -102,7 +107,7 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
             _no_policy_gradient(advantages[:, 0], outside)
             return advantages, returns
 
-        mappo_batched.mappo.compute_gae = masked_gae
+        mappo.compute_gae = masked_gae
     mappo_settings = {"generated_steps": "separate"} if variant == "separate" else {}
     config, source, _ = grid.with_plan_source(presets.get("paper", "fig3_training", scenarios=[scenario], seeds=[seed],
                                                           mappo=mappo_settings))
@@ -111,10 +116,12 @@ def main(variant: str, out: str, scenario: str = "single_slot", seed: int = 1) -
     name = f"{variant}_{scenario}_seed{seed}"
     episodes.to_csv(os.path.join(out, f"episodes_{name}.csv.gz"), index=False)
     evaluations.to_csv(os.path.join(out, f"eval_{name}.csv"), index=False)
-    print(name, f"{time.time() - started:.0f} s", evaluations.groupby("checkpoint").performance.mean().round(3).to_dict())
+    print(name, f"{time.time() - started:.0f} s",
+          evaluations.groupby("checkpoint").performance.mean().round(3).to_dict())
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in VARIANTS:
         sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(VARIANTS)}}}")
-    main(sys.argv[1], os.environ.get("OUT", "/tmp"), os.environ.get("SCENARIO", "single_slot"), int(os.environ.get("SEED", "1")))
+    main(sys.argv[1], os.environ.get("OUT", "/tmp"), os.environ.get("SCENARIO", "single_slot"),
+         int(os.environ.get("SEED", "1")))
