@@ -1,5 +1,8 @@
 """The documentation site as a reader meets it: built with warnings as errors, then opened in a real headless
-Chromium (Playwright), every page loaded, every image decoded, every internal link resolved.
+Chromium (Playwright): every page loaded, every image decoded, every internal link resolved; the shape of the site
+(a left navigation tree, a top bar on one row, the verdict summary on the index, one page per figure or table with
+what it must say, long tables folded, nothing cut off at the right); and the generator's pure parts, without a
+browser.
 
 Runs where Chromium and the docs extra are installed (``make docs`` installs the extra; ``.ci/run`` installs
 Chromium). ``MARLINKIT_BROWSER_TEST=1`` (set by ``.ci/run``) turns a missing piece into a failure instead of a skip;
@@ -9,8 +12,11 @@ Chromium). ``MARLINKIT_BROWSER_TEST=1`` (set by ``.ci/run``) turns a missing pie
 from __future__ import annotations
 
 import functools
+import html
 import http.server
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,13 +26,29 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from marlinkit import paths
+import pandas as pd
+
+from marlinkit import catalog, claims, paths
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SWITCH = os.environ.get("MARLINKIT_BROWSER_TEST", "")
 REQUIRED = SWITCH == "1"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+
+def _load_docs_site():
+    spec = importlib.util.spec_from_file_location("docs_site", paths.REPO_ROOT / "tools" / "docs_site.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+docs_site = _load_docs_site()
+#: Widths at which the top bar must stay on one row.
+WIDTHS = (1280, 1400, 1920)
 
 
 def _missing() -> str | None:
@@ -56,8 +78,11 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -65,50 +90,220 @@ def served(site):
     server.shutdown()
 
 
-@pytest.mark.slow
-def test_every_page_loads_with_its_images_and_internal_links(site, served):
+def _plain(text: object) -> str:
+    """Text as compared with a page: whitespace collapsed, typographic quotes and dashes (docutils' smart quotes)
+    as typed."""
+    text = " ".join(str(text).split())
+    for typographic, typed in (("\u2019", "'"), ("\u2018", "'"), ("\u201c", '"'), ("\u201d", '"'),
+                               ("\u2013", "--"), ("\u2014", "---"), ("\u2026", "...")):
+        text = text.replace(typographic, typed)
+    return text
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if not p.name.startswith(("genindex", "search")) and not p.relative_to(site).parts[0].startswith("_"))
+
+
+@pytest.fixture(scope="module")
+def browser():
     from playwright.sync_api import sync_playwright
 
-    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
-                   if not p.name.startswith(("genindex", "search")))
-    assert {"index.html", "reproduction/marlin.html", "reproduction/maestro.html",
+    with sync_playwright() as play:
+        chromium = play.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _figure_pages() -> dict[str, list]:
+    entries = catalog.load()
+    return {slug: docs_site.figure_pages(paper, entries) for paper, slug in docs_site.REPORT_PAPERS.items()}
+
+
+@pytest.mark.slow
+def test_every_page_loads_with_its_images_and_internal_links(site, served, browser):
+    pages = _pages(site)
+    assert {"index.html", "reproduction/marlin/index.html", "reproduction/maestro/index.html",
             "reference/configuration.html"} <= set(pages)
     broken_images, broken_links, failed = [], [], []
-    with sync_playwright() as play:
-        browser = play.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        for name in pages:
-            url = urljoin(served, name)
-            response = page.goto(url, wait_until="load")
-            if response is None or response.status != 200:
-                failed.append(f"{name}: HTTP {response.status if response else 'none'}")
+    page = browser.new_page()
+    for name in pages:
+        url = urljoin(served, name)
+        response = page.goto(url, wait_until="load")
+        if response is None or response.status != 200:
+            failed.append(f"{name}: HTTP {response.status if response else 'none'}")
+            continue
+        images = page.eval_on_selector_all(
+            "img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth > 0])")
+        broken_images += [f"{name}: {src}" for src, ok in images if not ok]
+        links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        for link in links:
+            target, _ = urldefrag(link)
+            if not target.startswith(served):
                 continue
-            images = page.eval_on_selector_all(
-                "img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth > 0])")
-            broken_images += [f"{name}: {src}" for src, ok in images if not ok]
-            links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-            for link in links:
-                target, _ = urldefrag(link)
-                if not target.startswith(served):
-                    continue
-                path = site / urlparse(target).path.lstrip("/")
-                if path.is_dir():
-                    path = path / "index.html"
-                if not path.exists():
-                    broken_links.append(f"{name} -> {target}")
-        browser.close()
+            path = site / urlparse(target).path.lstrip("/")
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.exists():
+                broken_links.append(f"{name} -> {target}")
+    page.close()
     assert not failed, failed
     assert not broken_images, broken_images
     assert not broken_links, sorted(set(broken_links))
 
 
-def test_reproduction_reports_show_the_committed_figures_and_the_claims(site):
-    marlin = (site / "reproduction" / "marlin.html").read_text(encoding="utf-8")
-    maestro = (site / "reproduction" / "maestro.html").read_text(encoding="utf-8")
-    assert "fig3_training.png" in marlin and "Table I" in marlin
-    assert "fig7_difficulty" in maestro
-    for report in (marlin, maestro):
-        assert "Verdict" in report and "Claims" in report
+#: Measured in the page: the left tree, the article's overflow, the tables cut off at the right, the longest table
+#: shown unfolded, the page's height and any raw Sphinx role in the text.
+SHAPE_JS = """() => {
+  const nav = document.querySelector('.bd-sidebar-primary nav.site-nav');
+  const navBox = nav ? nav.getBoundingClientRect() : null;
+  const article = document.querySelector('article.bd-article');
+  const right = article.getBoundingClientRect().right;
+  const scrolls = el => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true; } return false; };
+  const tables = [...article.querySelectorAll('table')];
+  return {
+    nav_links: nav ? nav.querySelectorAll('a[href]').length : 0,
+    nav_visible: !!navBox && navBox.width > 100 && navBox.left < 400 && getComputedStyle(nav).visibility !== 'hidden',
+    overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    cut_tables: tables.filter(t => !scrolls(t) && t.getBoundingClientRect().right > right + 1).length,
+    unfolded_rows: Math.max(0, ...tables.filter(t => !t.closest('details'))
+                                      .map(t => t.tBodies.length ? t.tBodies[0].rows.length : 0)),
+    folded_open: [...article.querySelectorAll('details')].filter(d => d.open).length,
+    height: document.documentElement.scrollHeight,
+    roles: (article.innerText.match(/:(?:py:)?(?:data|mod|meth|func|class|attr|obj|exc|const):/g) || []).length,
+  };
+}"""
+#: A report page longer than this (px at 1280 px wide) is the one-page report the site must not have.
+MAX_REPORT_HEIGHT = 16000
+
+
+@pytest.mark.slow
+def test_every_page_has_the_left_tree_no_overflow_and_folded_long_tables(site, served, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = []
+    for name in _pages(site):
+        page.goto(urljoin(served, name), wait_until="load")
+        shape = page.evaluate(SHAPE_JS)
+        if not shape["nav_visible"] or shape["nav_links"] < 10:
+            problems.append(f"{name}: no left navigation tree ({shape['nav_links']} links)")
+        if shape["overflow"] > 0 or shape["cut_tables"]:
+            problems.append(f"{name}: cut off at the right ({shape['overflow']} px, {shape['cut_tables']} tables)")
+        if shape["unfolded_rows"] > docs_site.FOLD_ROWS and name.startswith("reproduction/"):
+            problems.append(f"{name}: a table of {shape['unfolded_rows']} rows is not folded")
+        if shape["folded_open"]:
+            problems.append(f"{name}: a folded table opens by itself")
+        if name.startswith("reproduction/") and shape["height"] > MAX_REPORT_HEIGHT:
+            problems.append(f"{name}: {shape['height']} px long")
+        if shape["roles"]:
+            problems.append(f"{name}: {shape['roles']} raw Sphinx roles")
+    page.close()
+    assert not problems, problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_top_bar_is_one_row(served, browser, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    for name in ("index.html", "reproduction/marlin/index.html", "reference/configuration.html"):
+        page.goto(urljoin(served, name), wait_until="load")
+        tops = page.eval_on_selector_all(
+            ".bd-header .navbar-header-items a, .bd-header .navbar-header-items button, .bd-header .navbar-brand",
+            "els => els.filter(e => e.offsetParent !== null).map(e => { const r = e.getBoundingClientRect();"
+            " return [e.innerText.trim(), r.top + r.height / 2]; })")
+        header = page.eval_on_selector(".bd-header", "e => e.getBoundingClientRect().height")
+        assert len(tops) >= 4, tops
+        centres = [centre for _, centre in tops]
+        assert max(centres) - min(centres) < 12, f"{name} at {width} px: the top bar wraps: {tops}"
+        assert header < 100, f"{name} at {width} px: the top bar is {header} px high"
+    page.close()
+
+
+def _verdict_counts(ledger: pd.DataFrame) -> dict[tuple[str, str], int]:
+    return {(paper, verdict): int(n) for (paper, verdict), n in
+            ledger.assign(v=ledger.verdict.map(docs_site.base_verdict)).groupby(["paper", "v"]).size().items()}
+
+
+@pytest.mark.slow
+def test_the_index_shows_the_verdicts_with_links_to_the_claims_pages(site, served, browser):
+    ledger = pd.read_csv(claims.LEDGER_PATH)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(urljoin(served, "index.html"), wait_until="load")
+    table = page.eval_on_selector(
+        "#verdicts table", "t => [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim()))")
+    papers = table[0][1:]
+    assert papers == list(docs_site.REPORT_PAPERS), papers
+    shown = {(paper, row[0]): int(cell) for row in table[1:] if row[0] != "claims"
+             for paper, cell in zip(papers, row[1:]) if int(cell)}
+    assert shown == _verdict_counts(ledger)
+    top = page.eval_on_selector("#verdicts table", "t => t.getBoundingClientRect().top")
+    assert top < 900, f"the verdict summary starts at {top} px, below the first screen"
+    links = page.eval_on_selector_all("#verdicts li a", "els => els.map(e => [e.innerText.trim(), e.href])")
+    page.close()
+    linked = {_plain(text): href for text, href in links}
+    for claim in ledger.claim:
+        text = _plain(claim)
+        assert text in linked, f"the index does not link the claim {text!r}"
+        path = site / urlparse(linked[text]).path.lstrip("/")
+        assert path.exists() and path.parent.parent.name == "reproduction", linked[text]
+
+
+@pytest.mark.slow
+def test_one_page_per_figure_with_figure_numbers_deviations_command_and_claim(site, served, browser):
+    ledger = pd.read_csv(claims.LEDGER_PATH)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = []
+    for slug, figure_pages in _figure_pages().items():
+        for fp in figure_pages:
+            name = f"reproduction/{slug}/{fp.name}.html"
+            response = page.goto(urljoin(served, name), wait_until="load")
+            if response is None or response.status != 200:
+                problems.append(f"{name}: missing")
+                continue
+            ids = set(page.eval_on_selector_all("article section[id]", "els => els.map(e => e.id)"))
+            text = _plain(page.inner_text("article"))
+            for section in ("the-paper-beside-ours", "deviations-from-the-paper", "remake-it"):
+                if section not in ids:
+                    problems.append(f"{name}: no section {section}")
+            e = fp.entry
+            for what, value in (("title", e.title), ("claim", e.claim), ("deviations", e.deviations),
+                                ("command", e.command)):
+                if value and _plain(value) not in text:
+                    problems.append(f"{name}: its {what} is not shown")
+            committed = [o for o in fp.outputs if (paths.FIGURES_DIR / o).exists()]
+            images = page.eval_on_selector_all("article img", "els => els.map(e => e.getAttribute('src'))")
+            for output in committed:
+                shown = re.compile(re.escape(Path(output).stem) + r"\d*\.png$")  # Sphinx numbers a repeated name
+                if output.endswith(".png") and not any(shown.match(Path(src).name) for src in images):
+                    problems.append(f"{name}: {output} not shown")
+            # every figure on a page is its own paper's: a file named after the other paper never is
+            other = "maestro" if slug == "marlin" else "marlin"
+            problems += [f"{name}: shows {src}" for src in images if other in Path(src).name]
+            own = ledger[ledger.paper == {v: k for k, v in docs_site.REPORT_PAPERS.items()}[slug]]
+            bearing = own if e.label == "Claims ledger" else own[[fp in docs_site.claim_pages(r, figure_pages)
+                                                                   for _, r in own.iterrows()]]
+            for claim in bearing.claim:
+                if _plain(claim) not in text:
+                    problems.append(f"{name}: the claim {claim!r} it bears on is not shown")
+            if e.label == "Claims ledger" and len(bearing) == 0:
+                problems.append(f"{name}: no claim")
+    page.close()
+    assert not problems, problems
+
+
+def test_every_report_section_comes_from_its_own_papers_files(site):
+    """The MARLIN audit shows MARLIN's audit table; the MAESTRO audit MAESTRO's; each claims ledger page its own
+    paper's rows only."""
+    marlin = (site / "reproduction" / "marlin" / "audit.html").read_text(encoding="utf-8")
+    maestro = (site / "reproduction" / "maestro" / "audit.html").read_text(encoding="utf-8")
+    assert "paper_audit_marlin_table1" in marlin and "paper_audit_maestro" not in marlin
+    assert "paper_audit_maestro" in maestro and "paper_audit_marlin" not in maestro
+    ledger = pd.read_csv(claims.LEDGER_PATH)
+    for paper, slug in docs_site.REPORT_PAPERS.items():
+        text = _plain((site / "reproduction" / slug / "claims-ledger.html").read_text(encoding="utf-8"))
+        for row in ledger.itertuples():
+            claim = _plain(html.escape(str(row.claim), quote=False))
+            assert (claim in text) == (row.paper == paper), (slug, row.claim)
 
 
 def test_configuration_reference_lists_every_config_field(site):
@@ -119,3 +314,78 @@ def test_configuration_reference_lists_every_config_field(site):
     for name in ("lr", "clip_coef", "generated_steps"):
         assert f">{name}<" in text, name
     assert "Adam learning rate of actor and critic" in text  # a field docstring, read from the code
+    assert not re.search(r":(?:data|mod|meth|func|class|attr):", text)
+
+
+# ----- the generator's parts, no browser ---------------------------------------------------------------------
+
+def test_plain_roles_turns_sphinx_roles_into_code():
+    assert docs_site.plain_roles("see :data:`README_BEGIN` and :meth:`~a.B.c`") == "see `README_BEGIN` and `a.B.c`"
+    assert docs_site.plain_roles(":mod:`the audit <marlinkit.paper_audit>`") == "`marlinkit.paper_audit`"
+    assert docs_site.plain_roles("no role: `x`") == "no role: `x`"
+
+
+def test_references_expand_ranges_and_lists():
+    assert docs_site.references("Fig. 3-5, Tables 1-2") == {"Fig. 3", "Fig. 4", "Fig. 5", "Table 1", "Table 2"}
+    assert docs_site.references("Table I, episode 100") == {"Table I"}
+    assert docs_site.references("Fig. 3-8, Tables 1-4, 6, 7") >= {"Fig. 8", "Table 4", "Table 6", "Table 7"}
+    assert "Table 5" not in docs_site.references("Fig. 3-8, Tables 1-4, 6, 7")
+
+
+def test_a_ledger_row_links_to_its_figure_page_by_evidence_or_location():
+    pages = docs_site.figure_pages("MARLIN", catalog.load())
+    by_evidence = pd.Series({"claim": "c", "evidence": "figures/paper/marlin/table1_ttests.csv", "paper_value": ""})
+    assert docs_site.claim_pages(by_evidence, pages)[0].entry.label == "Table I"
+    by_location = pd.Series({"claim": "c", "evidence": "figures/x.csv", "paper_location": "Fig. 5"})
+    assert [p.entry.label for p in docs_site.claim_pages(by_location, pages)] == ["Fig. 5"]
+    nowhere = pd.Series({"claim": "c", "evidence": "figures/x.csv", "paper_location": "Section 4"})
+    assert docs_site.claim_pages(nowhere, pages) == []
+
+
+def test_an_entry_of_both_papers_gives_each_report_its_own_files():
+    entry = catalog.Entry(paper="both", label="Audit", title="t", claim="c", deviations="d", command="",
+                          outputs=("paper/maestro/paper_audit_maestro.png", "paper/maestro/paper_audit_marlin.md",
+                                   "claims.csv"))
+    assert docs_site.own_outputs(entry, "marlin") == ("paper/maestro/paper_audit_marlin.md", "claims.csv")
+    assert docs_site.own_outputs(entry, "maestro") == ("paper/maestro/paper_audit_maestro.png", "claims.csv")
+
+
+def test_the_verdict_summary_counts_a_changed_ledger():
+    ledger = pd.read_csv(claims.LEDGER_PATH)
+    entries = catalog.load()
+    before = docs_site.verdict_summary(ledger, entries)
+    changed = ledger.copy()
+    changed.loc[0, "verdict"] = "pending"
+    after = docs_site.verdict_summary(changed, entries)
+    assert before != after and "pending" in after and "pending" not in before
+
+
+def test_a_ledger_with_the_new_columns_renders(tmp_path):
+    """Both column sets of the ledger: the older one, and one with paper_location, stand_in, n, effect, CI, p and
+    p_adjusted; a column present is shown, a column absent is left out."""
+    ledger = pd.read_csv(claims.LEDGER_PATH)
+    wide = ledger.assign(paper_location="Table I", stand_in="calibrated-surrogate", metric="m", protocol="ours",
+                         n=5, effect=0.03, ci_low=-0.01, ci_high=0.07, p_adjusted=0.2)
+    for table in (ledger, wide):
+        pages = docs_site.report_pages("MARLIN", catalog.load(), table, tmp_path)
+        assert "table-i" in pages and "index" in pages
+    assert "p (adjusted)" in docs_site.report_pages("MARLIN", catalog.load(), wide, tmp_path)["table-i"]
+    assert "p (adjusted)" not in docs_site.report_pages("MARLIN", catalog.load(), ledger, tmp_path)["table-i"]
+
+
+def test_long_tables_are_folded_and_short_ones_are_not(tmp_path):
+    def table(rows: int) -> Path:
+        path = tmp_path / f"t{rows}.md"
+        path.write_text("Caption.\n\n| a |\n|---|\n" + "".join(f"| {i} |\n" for i in range(rows)), encoding="utf-8")
+        return path
+
+    assert "<details>" in docs_site._table_markdown(table(docs_site.FOLD_ROWS + 1))
+    assert "<details>" not in docs_site._table_markdown(table(docs_site.FOLD_ROWS))
+
+
+def test_notes_split_into_topics_at_bold_openings():
+    text = ("**First.** one\nline\n\n**Second topic** (detail) two\n**Third: more.** three\n"
+            "a line with **bold** inside\n**not a topic** because it continues a sentence\n")
+    topics = docs_site.notes_topics(text)
+    assert [t for t, _ in topics] == ["First", "Second topic", "Third"]
+    assert topics[2][1].endswith("continues a sentence")

@@ -1,11 +1,15 @@
 """Build the documentation site: ``make docs`` (Sphinx + MyST, warnings are errors).
 
-The hand-written pages in ``docs/`` are copied into a staging folder (``build/docs/src``) beside three kinds of
-generated pages, so nothing generated is ever committed and nothing can drift:
+The hand-written pages in ``docs/`` are copied into a staging folder (``build/docs/src``) beside the generated
+pages, so nothing generated is ever committed and nothing can drift:
 
-* ``reproduction/marlin.md`` and ``reproduction/maestro.md``: one reproduction report per paper, rendered from the
-  figure catalog (``docs/figures.toml``), the claims ledger (``figures/claims.csv``) and the committed figures and
-  tables under ``figures/`` (copied in; no training is re-run);
+* the verdict summary of the index (``docs/index.md`` marks its place): counts per verdict and paper, and every
+  claim linked to the page of the figure or table it bears on, from the claims ledger (``figures/claims.csv``);
+* ``reproduction/<paper>/``: one reproduction report per paper, rendered from the figure catalog
+  (``docs/figures.toml``), the ledger and the committed figures and tables under ``figures/`` (copied in; no
+  training is re-run): an overview with the paper's claims, one page per figure or table (the figure, the paper's
+  numbers beside ours, the deviations, the command, the claims it bears on), and one page per topic of the paper's
+  notes (``docs/reproduction/<paper>_notes.md``, a topic per paragraph that opens in bold);
 * ``reference/configuration.md``: every ``*Config`` dataclass of the package with its fields' types, defaults and
   docstrings, read from the code;
 
@@ -19,9 +23,12 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import html
 import importlib
 import inspect
+import math
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +45,8 @@ from marlinkit import catalog, claims  # noqa: E402
 DOCS = REPO / "docs"
 FIGURES = REPO / "figures"
 REPORT_PAPERS = {"MARLIN": "marlin", "MAESTRO": "maestro"}
+#: Where docs/index.md takes the verdict summary.
+VERDICT_MARKER = "<!-- verdict summary -->"
 
 
 # ----- configuration reference -----------------------------------------------------------------------------
@@ -83,6 +92,15 @@ def _default(f: dataclasses.Field) -> str:
     return "required"
 
 
+_ROLE = re.compile(r":(?:py:)?[a-z]+:`~?([^`<]*?)(?:\s*<([^`>]+)>)?`")
+
+
+def plain_roles(text: str) -> str:
+    """Sphinx roles in a docstring as inline code, which MyST shows as written: ":data:`X`" -> "`X`",
+    ":meth:`~a.b.c`" -> "`a.b.c`", ":mod:`title <a.b>`" -> "`a.b`"."""
+    return _ROLE.sub(lambda m: f"`{m.group(2) or m.group(1)}`", text)
+
+
 def configuration_page() -> str:
     lines = ["# Configuration reference", "",
              "Every setting of every experiment, read from the `Config` dataclasses' field docstrings when the site",
@@ -92,7 +110,7 @@ def configuration_page() -> str:
         lines += [f"## `{cls.__module__}.{cls.__qualname__}`", ""]
         doc = inspect.getdoc(cls) or ""
         if doc and not doc.startswith(f"{cls.__name__}("):
-            lines += [doc.split("\n\n")[0], ""]
+            lines += [plain_roles(doc.split("\n\n")[0]), ""]
         docs = field_docstrings(cls)
         for base in cls.__mro__[1:]:
             if dataclasses.is_dataclass(base):
@@ -100,67 +118,304 @@ def configuration_page() -> str:
         lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-            lines.append(f"| `{f.name}` | `{claims.markdown_cell(kind)}` | {claims.markdown_cell(_default(f))} | {claims.markdown_cell(docs.get(f.name, ''))} |")
+            lines.append(f"| `{f.name}` | `{claims.markdown_cell(kind)}` | {claims.markdown_cell(_default(f))} | {claims.markdown_cell(plain_roles(docs.get(f.name, '')))} |")
         lines.append("")
     return "\n".join(lines)
 
 
 # ----- reproduction reports ------------------------------------------------------------------------------------
 
-def _table_markdown(path: Path) -> str:
-    """A committed Markdown table: its caption line as a paragraph, then the table."""
-    text = path.read_text(encoding="utf-8").strip()
-    caption, _, table = text.partition("\n\n")
-    return f"*{caption.strip()}*\n\n{table.strip()}" if table else text
+#: A committed table with more rows than this is shown folded (a <details> element the reader opens).
+FOLD_ROWS = 12
+#: The ledger's columns shown in a page's "paper beside ours" table, then in its folded statistics; a column the
+#: ledger does not have is left out, so older and newer ledgers both render.
+LEDGER_MAIN = (("paper_location", "In the paper"), ("stand_in", "Stand-in"), ("paper_value", "Paper"),
+               ("ours", "Ours"), ("verdict", "Verdict"))
+LEDGER_STATS = (("metric", "Metric"), ("protocol", "Protocol"), ("test", "Test"), ("n", "n"), ("effect", "Effect"),
+                ("ci_low", "CI low"), ("ci_high", "CI high"), ("p", "p"), ("p_adjusted", "p (adjusted)"))
+_REFERENCE = re.compile(r"\b(Fig\.|Figs\.|Table|Tables)\s*((?:[IVX]+|\d+)(?:\s*-\s*(?:[IVX]+|\d+))?"
+                        r"(?:\s*,\s*(?:\d+(?:\s*-\s*\d+)?)(?![\w.]))*)")
 
 
-def _claims_table(ledger: pd.DataFrame) -> str:
-    lines = ["| Claim | Verdict | Paper | Ours | Test | p |", "|---|---|---|---|---|---|"]
-    for r in ledger.itertuples(index=False):
-        p = claims.format_p(None if pd.isna(r.p) else float(r.p))
-        lines.append(f"| {claims.markdown_cell(r.claim)} | **{claims.markdown_cell(r.verdict)}** | {claims.markdown_cell(r.paper_value)} | {claims.markdown_cell(r.ours)} | "
-                     f"{claims.markdown_cell(r.test)} | {p} |")
-    return "\n".join(lines)
+def slug(text: str) -> str:
+    """A page name from a label: "Fig. 3 (executed vs policy)" -> "fig-3-executed-vs-policy"."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "page"
 
 
-def report_page(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame, staging: Path) -> str:
-    """One paper's reproduction report; copies the figures it shows into ``staging/_figures``."""
-    own = ledger[ledger.paper == paper]
-    notes = DOCS / "reproduction" / f"{REPORT_PAPERS[paper]}_notes.md"
-    lines = [f"# {paper}: reproduction report", "",
-             "Every figure and table of the paper as the committed runs give it, beside the paper's numbers, with the",
-             "claim it supports, our verdict, how our set-up deviates, and the command that remakes it. Nothing here is",
-             "re-run when the site is built: the figures and tables are the committed files under `figures/`.", "",
-             "## Claims", "", _claims_table(own) if len(own) else "No claim rows in the ledger.", "",
-             f"Verdicts and their rules: `marlinkit/claims.py`; the ledger: `figures/claims.csv`.", ""]
+def references(text: str) -> set[str]:
+    """The figures and tables a text names: "Fig. 3-5, Tables 1-2" -> {"Fig. 3", "Fig. 4", "Fig. 5", "Table 1",
+    "Table 2"}; Roman numerals ("Table I") are kept as written."""
+    found: set[str] = set()
+    for kind, numbers in _REFERENCE.findall(str(text)):
+        kind = "Fig." if kind.startswith("Fig") else "Table"
+        for part in re.split(r"\s*,\s*", numbers):
+            low, _, high = (x.strip() for x in part.partition("-"))
+            if low.isdigit() and high.isdigit() and int(low) <= int(high) <= int(low) + 20:
+                found.update(f"{kind} {n}" for n in range(int(low), int(high) + 1))
+            elif low:
+                found.add(f"{kind} {low}")
+    return found
+
+
+def base_verdict(verdict: object) -> str:
+    """A verdict without its parenthesised reason: "not testable (...)" -> "not testable"."""
+    return re.sub(r"\s*\(.*\)\s*$", "", str(verdict)).strip() or "—"
+
+
+def verdict_badge(verdict: object) -> str:
+    """The verdict as coloured inline HTML (the class names one verdict family: holds, contradicted, other)."""
+    text = base_verdict(verdict)
+    family = "holds" if text.startswith("holds") else "contradicted" if text.startswith("contradicted") else "other"
+    return f'<span class="verdict verdict-{family}">{html.escape(text)}</span>'
+
+
+@dataclasses.dataclass
+class FigurePage:
+    """One generated page: a catalog entry as one paper's report shows it."""
+
+    entry: catalog.Entry
+    name: str
+    outputs: tuple[str, ...]
+
+
+def own_outputs(entry: catalog.Entry, slug_: str) -> tuple[str, ...]:
+    """The outputs of ``entry`` that belong to one paper: all of them for a one-paper entry; for an entry of both
+    papers, those whose file name names the paper (or names neither paper)."""
+    if entry.paper != "both":
+        return entry.outputs
+    others = [s for s in REPORT_PAPERS.values() if s != slug_]
+    return tuple(o for o in entry.outputs
+                 if slug_ in Path(o).name or not any(other in Path(o).name for other in others))
+
+
+def figure_pages(paper: str, entries: list[catalog.Entry]) -> list[FigurePage]:
+    pages: list[FigurePage] = []
+    taken: set[str] = set()
     for e in entries:
         if e.paper not in (paper, "both"):
             continue
-        lines += [f"## {e.label}: {e.title}", "",
-                  f"**Claim.** {e.claim}", "", f"**Deviations.** {e.deviations}", ""]
-        verdicts = own[own.evidence.map(lambda ev: any(Path(ev).stem == Path(o).stem.split("__")[0]
-                                                      or Path(ev).stem == Path(o).stem for o in e.outputs))]
-        for r in verdicts.itertuples(index=False):
-            lines += [f"**Verdict: {r.verdict}.** {r.claim}: paper {r.paper_value}; ours {r.ours}.", ""]
-        if e.command:
-            where = f" (notebook `{e.notebook}`, `marlinkit.{e.function}`)" if e.notebook else ""
-            lines += [f"**Remake.** `{e.command}`{where}.", ""]
-        for output in e.outputs:
-            source = FIGURES / output
-            if not source.exists():
-                lines += [f"*Not committed yet: `figures/{output}`.*", ""]
-                continue
-            if source.suffix == ".png":
-                target = staging / "_figures" / output
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
-                lines += [f"![{e.label}: {Path(output).stem}](../_figures/{output})", ""]
-            elif source.suffix == ".md":
-                lines += [_table_markdown(source), ""]
-            elif source.suffix == ".csv":
-                lines += [f"`figures/{output}` ({len(pd.read_csv(source))} rows)", ""]
-    if notes.exists():
-        lines += ["## Measurements and discussion", "", notes.read_text(encoding="utf-8").strip(), ""]
+        name = slug(e.label)
+        while name in taken or name in ("index", "claims"):
+            name += "-2"
+        taken.add(name)
+        pages.append(FigurePage(e, name, own_outputs(e, REPORT_PAPERS[paper])))
+    return pages
+
+
+def _evidence_matches(evidence: object, outputs: tuple[str, ...]) -> bool:
+    stem = Path(str(evidence)).stem
+    return any(stem in (Path(o).stem, Path(o).stem.split("__")[0]) for o in outputs)
+
+
+def claim_pages(row: pd.Series, pages: list[FigurePage]) -> list[FigurePage]:
+    """The figure pages a ledger row bears on: its evidence file among a page's outputs, or a figure or table the
+    row's paper location (or, in a ledger without that column, its paper value) names in the page's label."""
+    location = row.get("paper_location", row.get("paper_value", ""))
+    named = references("" if pd.isna(location) else location)
+    by_evidence = [p for p in pages if p.entry.label != "Claims ledger" and _evidence_matches(row.get("evidence"), p.outputs)]
+    by_location = [p for p in pages if p not in by_evidence and named & references(p.entry.label)]
+    return by_evidence + by_location
+
+
+def _cell(value: object, column: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if column in ("p", "p_adjusted"):
+        try:
+            return claims.format_p(float(value))
+        except ValueError:
+            return claims.markdown_cell(value)
+    if isinstance(value, float):
+        return f"{value:.0f}" if value.is_integer() else f"{value:.3g}"
+    return claims.markdown_cell(value) or "—"
+
+
+def _ledger_table(rows: pd.DataFrame, columns: tuple[tuple[str, str], ...], first: str = "Claim",
+                  links: list[str] | None = None) -> str:
+    present = [(c, h) for c, h in columns if c in rows.columns]
+    lines = ["| " + " | ".join([first] + [h for _, h in present]) + " |", "|" + "---|" * (len(present) + 1)]
+    for i, (_, r) in enumerate(rows.iterrows()):
+        claim = claims.markdown_cell(r.get("claim", ""))
+        if links is not None and links[i]:
+            claim = f"[{claim}]({links[i]})"
+        cells = [verdict_badge(r[c]) if c == "verdict" else _cell(r[c], c) for c, _ in present]
+        lines.append("| " + " | ".join([claim] + cells) + " |")
+    return "\n".join(lines)
+
+
+def _scroll(table: str) -> str:
+    return f'<div class="table-scroll">\n\n{table}\n\n</div>'
+
+
+def _fold(summary: str, body: str) -> str:
+    return f"<details>\n<summary>{html.escape(summary)}</summary>\n\n{body}\n\n</details>"
+
+
+def _table_markdown(path: Path) -> str:
+    """A committed Markdown table: its caption as a paragraph, then the table in a scrollable box, folded when it
+    is long; a footer line after the table stays below it."""
+    text = path.read_text(encoding="utf-8").strip()
+    caption, _, rest = text.partition("\n\n")
+    if not rest:
+        caption, rest = "", text
+    table_lines = [line for line in rest.splitlines() if line.startswith("|")]
+    after = "\n".join(line for line in rest.splitlines() if line.strip() and not line.startswith("|"))
+    rows = max(len(table_lines) - 2, 0)
+    body = _scroll("\n".join(table_lines))
+    if rows > FOLD_ROWS:
+        body = _fold(f"Show the table ({rows} rows): {path.name}", body)
+    parts = [f"*{caption.strip()}*" if caption else "", body, f"<small>{html.escape(after)}</small>" if after else ""]
+    return "\n\n".join(p for p in parts if p)
+
+
+def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[FigurePage], staging: Path) -> str:
+    """One figure or table of the paper: the claim and its verdicts first, then the figure, the paper's numbers
+    beside ours, the deviations, the command that remakes it and its tables; copies its images into ``staging``."""
+    e = page.entry
+    ledger_page = e.label == "Claims ledger"
+    if ledger_page:
+        bearing = own
+    else:
+        bearing = own[[page in claim_pages(r, pages) for _, r in own.iterrows()]] if len(own) else own
+    verdicts = " ".join(verdict_badge(v) for v in bearing.verdict) if len(bearing) else "no ledger row"
+    lines = [f"# {e.label}: {e.title}", "",
+             f'<p class="figure-lead"><b>Claim.</b> {html.escape(e.claim)}<br><b>Verdicts.</b> {verdicts}</p>', ""]
+    images, tables, missing = [], [], []
+    for output in page.outputs:
+        source = FIGURES / output
+        if not source.exists():
+            missing.append(output)
+        elif source.suffix == ".png":
+            target = staging / "_figures" / output
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            images += [f"![{e.label}: {Path(output).stem}](../../_figures/{output})", "",
+                       f"<small>figures/{html.escape(output)}</small>", ""]
+        elif source.suffix == ".md":
+            tables += [_table_markdown(source), ""]
+        elif source.suffix == ".csv" and not ledger_page:
+            tables += [f"`figures/{output}` ({len(pd.read_csv(source))} rows)", ""]
+    if images:
+        lines += ["## Figure", ""] + images
+    lines += ["## The paper beside ours", ""]
+    if ledger_page:
+        lines += [f"Every claim of {paper}, one row each of `figures/claims.csv`.", ""]
+    if len(bearing):
+        lines += [_scroll(_ledger_table(bearing, LEDGER_MAIN)), ""]
+        stats = tuple((c, h) for c, h in LEDGER_STATS if c in bearing.columns)
+        if stats:
+            lines += [_fold("The tests behind the verdicts", _scroll(_ledger_table(bearing, stats))), ""]
+    else:
+        lines += ["No row of the claims ledger (`figures/claims.csv`) bears on this figure or table"
+                  + ("; the tables below set the paper's numbers beside ours where the paper prints them." if tables
+                     else "."), ""]
+    lines += ["## Deviations from the paper", "", e.deviations, "", "## Remake it", ""]
+    if e.command:
+        lines += ["```bash", e.command, "```", ""]
+        if e.notebook:
+            lines += [f"Notebook `{e.notebook}`" + (f", functions `marlinkit.{e.function}`." if e.function else "."), ""]
+    else:
+        lines += ["Nothing in the project remakes it.", ""]
+    if tables:
+        lines += ["## Tables", ""] + tables
+    lines += [f"*Not committed yet: `figures/{output}`.*\n" for output in missing]
+    return "\n".join(lines)
+
+
+def notes_topics(text: str) -> list[tuple[str, str]]:
+    """A notes file split into topics: a topic starts at a line that opens in bold, after a blank line or where
+    the bold words end in a full stop or are followed by a parenthesis ("**Measured run time** (...)"); its title is
+    the bold words up to their first colon."""
+    lines = text.strip().splitlines()
+    topics: list[tuple[str, list[str]]] = []
+    for i, line in enumerate(lines):
+        starts = False
+        if line.startswith("**"):
+            closed = re.match(r"\*\*([^*]+)\*\*", line)
+            starts = (i == 0 or not lines[i - 1].strip() or bool(
+                closed and (closed.group(1).endswith(".") or line[closed.end():].lstrip().startswith("("))))
+        if starts:
+            bold = " ".join(lines[i:i + 4])[2:].split("**")[0]
+            title = bold.split(":")[0].split(" (")[0].strip().rstrip(".").replace("`", "")
+            if len(title) > 70:
+                title = title[:70].rsplit(" ", 1)[0] + " ..."
+            topics.append((title, [line]))
+        elif topics:
+            topics[-1][1].append(line)
+        else:
+            topics.append(("Overview", [line]))
+    return [(title, "\n".join(body).strip()) for title, body in topics]
+
+
+def report_pages(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame, staging: Path) -> dict[str, str]:
+    """One paper's report: an overview page with its claims, one page per figure or table, one per notes topic.
+    Returns {page name: Markdown}; copies the figures shown into ``staging/_figures``."""
+    slug_ = REPORT_PAPERS[paper]
+    own = ledger[ledger.paper == paper].reset_index(drop=True)
+    pages = figure_pages(paper, entries)
+    out = {p.name: figure_page(paper, p, own, pages, staging) for p in pages}
+    notes_file = DOCS / "reproduction" / f"{slug_}_notes.md"
+    topics = notes_topics(notes_file.read_text(encoding="utf-8")) if notes_file.exists() else []
+    topic_names = []
+    for i, (title, body) in enumerate(topics, 1):
+        name = f"notes/{i:02d}-{slug(title)[:40].strip('-')}"
+        topic_names.append(name.split("/", 1)[1])
+        out[name] = f"# {title}\n\n{body}\n"
+    if topics:
+        out["notes/index"] = "\n".join([
+            "# Measurements and discussion", "",
+            f"What the runs behind the {paper} report are, how long they took, and what they show beyond the",
+            "figures: one page per topic.", "", "```{toctree}", ":maxdepth: 1", ""] + topic_names + ["```", ""])
+    links = [(claim_pages(r, pages) or [None])[0] for _, r in own.iterrows()]
+    counts = own.verdict.map(base_verdict).value_counts() if len(own) else pd.Series(dtype=int)
+    summary = ", ".join(f"{n} {verdict_badge(v)}" for v, n in counts.items())
+    lines = [f"# {paper} reproduction", "",
+             "Every figure and table of the paper as the committed runs give it, beside the paper's numbers, with the",
+             "claim it bears on, our verdict, how our set-up deviates, and the command that remakes it. Nothing is",
+             "re-run when the site is built: the figures and tables are the committed files under `figures/`.", "",
+             "## Claims and verdicts", ""]
+    if len(own):
+        lines += [f"{len(own)} claims: {summary}.", "",
+                  _scroll(_ledger_table(own, (("verdict", "Verdict"), ("paper_value", "Paper"), ("ours", "Ours")),
+                                        links=[f"{p.name}.md" if p else "" for p in links])), "",
+                  "Verdicts and their rules: `marlinkit/claims.py`; the ledger: `figures/claims.csv`.", ""]
+    else:
+        lines += ["No claim rows in the ledger.", ""]
+    lines += ["```{toctree}", ":caption: Figures and tables", ":maxdepth: 1", ""]
+    lines += [f"{p.entry.label} <{p.name}>" for p in pages] + ["```", ""]
+    if topics:
+        lines += ["```{toctree}", ":caption: Measurements and discussion", ":maxdepth: 1", "", "notes/index", "```",
+                  ""]
+    out["index"] = "\n".join(lines)
+    return out
+
+
+def verdict_summary(ledger: pd.DataFrame, entries: list[catalog.Entry]) -> str:
+    """The index's verdict summary: counts per verdict and paper, then every claim linked to its figure page."""
+    if not len(ledger):
+        return "No claim rows in the ledger yet."
+    verdicts = list(dict.fromkeys(ledger.verdict.map(base_verdict)))
+    counts = {paper: ledger[ledger.paper == paper].verdict.map(base_verdict).value_counts()
+              for paper in REPORT_PAPERS}
+    lines = ["| Verdict | " + " | ".join(f"[{paper}](reproduction/{slug_}/index.md)"
+                                          for paper, slug_ in REPORT_PAPERS.items()) + " |",
+             "|---|" + "---:|" * len(REPORT_PAPERS)]
+    for v in verdicts:
+        lines.append(f"| {verdict_badge(v)} | " + " | ".join(str(counts[p].get(v, 0)) for p in REPORT_PAPERS) + " |")
+    lines.append("| **claims** | " + " | ".join(f"**{int(counts[p].sum())}**" for p in REPORT_PAPERS) + " |")
+    lines.append("")
+    for paper, slug_ in REPORT_PAPERS.items():
+        own = ledger[ledger.paper == paper].reset_index(drop=True)
+        if not len(own):
+            continue
+        pages = figure_pages(paper, entries)
+        lines += [f"**{paper}**", ""]
+        for _, r in own.iterrows():
+            page = (claim_pages(r, pages) or [None])[0]
+            target = f"reproduction/{slug_}/{page.name}.md" if page else f"reproduction/{slug_}/index.md"
+            where = page.entry.label if page else "claims"
+            lines.append(f"- {verdict_badge(r.verdict)} [{claims.markdown_cell(r.claim)}]({target}) ({where})")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -170,19 +425,29 @@ def stage(staging: Path) -> None:
     """Copy the hand-written pages and write the generated ones into ``staging``."""
     if staging.exists():
         shutil.rmtree(staging)
-    shutil.copytree(DOCS, staging, ignore=shutil.ignore_patterns("*_notes.md", "figures.toml", "__pycache__"))
+    shutil.copytree(DOCS, staging, ignore=shutil.ignore_patterns("*_notes.md", "figures.toml", "__pycache__",
+                                                                 "screenshots"))
     (staging / "reference").mkdir(exist_ok=True)
     (staging / "reference" / "configuration.md").write_text(configuration_page(), encoding="utf-8")
     ledger = pd.read_csv(claims.LEDGER_PATH) if claims.LEDGER_PATH.exists() else claims.ledger()
     entries = catalog.load()
-    (staging / "reproduction").mkdir(exist_ok=True)
-    for paper, slug in REPORT_PAPERS.items():
-        (staging / "reproduction" / f"{slug}.md").write_text(report_page(paper, entries, ledger, staging),
-                                                             encoding="utf-8")
+    index = staging / "index.md"
+    text = index.read_text(encoding="utf-8")
+    if VERDICT_MARKER not in text:
+        raise ValueError(f"docs/index.md has no {VERDICT_MARKER!r}: the verdict summary goes there")
+    index.write_text(text.replace(VERDICT_MARKER, verdict_summary(ledger, entries)), encoding="utf-8")
+    for paper, slug_ in REPORT_PAPERS.items():
+        folder = staging / "reproduction" / slug_
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, page in report_pages(paper, entries, ledger, staging).items():
+            (folder / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
+            (folder / f"{name}.md").write_text(page, encoding="utf-8")
 
 
 def build(staging: Path, html: Path) -> int:
     stage(staging)
+    if html.exists():
+        shutil.rmtree(html)  # no page of an earlier build is left behind
     command = [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", str(staging), str(html)]
     return subprocess.call(command)
 
