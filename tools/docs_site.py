@@ -118,7 +118,9 @@ def configuration_page() -> str:
         lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-            lines.append(f"| `{f.name}` | `{claims.markdown_cell(kind)}` | {claims.markdown_cell(_default(f))} | {claims.markdown_cell(plain_roles(docs.get(f.name, '')))} |")
+            cells = (f"`{f.name}`", f"`{claims.markdown_cell(kind)}`", claims.markdown_cell(_default(f)),
+                     claims.markdown_cell(plain_roles(docs.get(f.name, ""))))
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -212,7 +214,8 @@ def claim_pages(row: pd.Series, pages: list[FigurePage]) -> list[FigurePage]:
     row's paper location (or, in a ledger without that column, its paper value) names in the page's label."""
     location = row.get("paper_location", row.get("paper_value", ""))
     named = references("" if pd.isna(location) else location)
-    by_evidence = [p for p in pages if p.entry.label != "Claims ledger" and _evidence_matches(row.get("evidence"), p.outputs)]
+    by_evidence = [p for p in pages
+                   if p.entry.label != "Claims ledger" and _evidence_matches(row.get("evidence"), p.outputs)]
     by_location = [p for p in pages if p not in by_evidence and named & references(p.entry.label)]
     return by_evidence + by_location
 
@@ -313,7 +316,8 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
     if e.command:
         lines += ["```bash", e.command, "```", ""]
         if e.notebook:
-            lines += [f"Notebook `{e.notebook}`" + (f", functions `marlinkit.{e.function}`." if e.function else "."), ""]
+            functions = f", functions `marlinkit.{e.function}`." if e.function else "."
+            lines += [f"Notebook `{e.notebook}`{functions}", ""]
     else:
         lines += ["Nothing in the project remakes it.", ""]
     if tables:
