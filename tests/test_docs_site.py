@@ -124,7 +124,7 @@ def _figure_pages() -> dict[str, list]:
 def test_every_page_loads_with_its_images_and_internal_links(site, served, browser):
     pages = _pages(site)
     assert {"index.html", "reproduction/marlin/index.html", "reproduction/maestro/index.html",
-            "reference/configuration.html"} <= set(pages)
+            "reference/configuration/index.html", "reference/configuration/algos.html"} <= set(pages)
     broken_images, broken_links, failed = [], [], []
     page = browser.new_page()
     for name in pages:
@@ -152,21 +152,32 @@ def test_every_page_loads_with_its_images_and_internal_links(site, served, brows
     assert not broken_links, sorted(set(broken_links))
 
 
-#: Measured in the page: the left tree, the article's overflow, the tables cut off at the right, the longest table
-#: shown unfolded, the page's height and any raw Sphinx role in the text.
+#: Measured in the page: the left tree; the page's and the article's overflow; the tables, other elements and text
+#: that pass the article's right edge outside a scrolling box (a line box more than 8 px past it: an inline code
+#: box's padding at the end of a line reaches a few px past it); the longest table shown unfolded; the page's
+#: height; any raw Sphinx role in the text.
 SHAPE_JS = """() => {
   const nav = document.querySelector('.bd-sidebar-primary nav.site-nav');
   const navBox = nav ? nav.getBoundingClientRect() : null;
   const article = document.querySelector('article.bd-article');
   const right = article.getBoundingClientRect().right;
-  const scrolls = el => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+  const container = article.parentElement;
+  const scrolls = el => { for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
       if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true; } return false; };
   const tables = [...article.querySelectorAll('table')];
+  const far = rects => Math.max(0, ...[...rects].filter(r => r.width > 0).map(r => r.right));
+  const texts = [], walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) texts.push(n);
   return {
     nav_links: nav ? nav.querySelectorAll('a[href]').length : 0,
     nav_visible: !!navBox && navBox.width > 100 && navBox.left < 400 && getComputedStyle(nav).visibility !== 'hidden',
-    overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                       container.scrollWidth - container.clientWidth),
     cut_tables: tables.filter(t => !scrolls(t) && t.getBoundingClientRect().right > right + 1).length,
+    cut_elements: [...article.querySelectorAll('*')].filter(e => far(e.getClientRects()) > right + 8 && !scrolls(e))
+      .map(e => e.tagName + ' ' + e.innerText.slice(0, 40)).concat(texts.filter(n => {
+        const range = document.createRange(); range.selectNodeContents(n);
+        return far(range.getClientRects()) > right + 8 && !scrolls(n); }).map(n => n.textContent.slice(0, 40))),
     unfolded_rows: Math.max(0, ...tables.filter(t => !t.closest('details'))
                                       .map(t => t.tBodies.length ? t.tBodies[0].rows.length : 0)),
     folded_open: [...article.querySelectorAll('details')].filter(d => d.open).length,
@@ -187,8 +198,9 @@ def test_every_page_has_the_left_tree_no_overflow_and_folded_long_tables(site, s
         shape = page.evaluate(SHAPE_JS)
         if not shape["nav_visible"] or shape["nav_links"] < 10:
             problems.append(f"{name}: no left navigation tree ({shape['nav_links']} links)")
-        if shape["overflow"] > 0 or shape["cut_tables"]:
-            problems.append(f"{name}: cut off at the right ({shape['overflow']} px, {shape['cut_tables']} tables)")
+        if shape["overflow"] > 0 or shape["cut_tables"] or shape["cut_elements"]:
+            problems.append(f"{name}: cut off at the right ({shape['overflow']} px, {shape['cut_tables']} tables, "
+                            f"{shape['cut_elements'][:3]})")
         if shape["unfolded_rows"] > docs_site.FOLD_ROWS and name.startswith("reproduction/"):
             problems.append(f"{name}: a table of {shape['unfolded_rows']} rows is not folded")
         if shape["folded_open"]:
@@ -205,7 +217,7 @@ def test_every_page_has_the_left_tree_no_overflow_and_folded_long_tables(site, s
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_top_bar_is_one_row(served, browser, width):
     page = browser.new_page(viewport={"width": width, "height": 900})
-    for name in ("index.html", "reproduction/marlin/index.html", "reference/configuration.html"):
+    for name in ("index.html", "reproduction/marlin/index.html", "reference/configuration/index.html"):
         page.goto(urljoin(served, name), wait_until="load")
         tops = page.eval_on_selector_all(
             ".bd-header .navbar-header-items a, .bd-header .navbar-header-items button, .bd-header .navbar-brand",
@@ -309,8 +321,8 @@ def test_every_report_section_comes_from_its_own_papers_files(site):
 def test_configuration_reference_lists_every_config_field(site):
     from marlinkit.algos.mappo import MAPPOConfig
 
-    text = (site / "reference" / "configuration.html").read_text(encoding="utf-8")
-    assert "MAPPOConfig" in text
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted((site / "reference" / "configuration").glob("*.html")))
+    assert "MAPPOConfig" in text and ">GridConfig<" in text
     for name in ("lr", "clip_coef", "generated_steps"):
         assert f">{name}<" in text, name
     assert "Adam learning rate of actor and critic" in text  # a field docstring, read from the code

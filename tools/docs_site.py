@@ -10,8 +10,8 @@ pages, so nothing generated is ever committed and nothing can drift:
   training is re-run): an overview with the paper's claims, one page per figure or table (the figure, the paper's
   numbers beside ours, the deviations, the command, the claims it bears on), and one page per topic of the paper's
   notes (``docs/reproduction/<paper>_notes.md``, a topic per paragraph that opens in bold);
-* ``reference/configuration.md``: every ``*Config`` dataclass of the package with its fields' types, defaults and
-  docstrings, read from the code;
+* ``reference/configuration/``: every ``*Config`` dataclass of the package with its fields' types, defaults and
+  docstrings, read from the code, a page per subpackage;
 
 then ``sphinx-build -W`` writes the HTML site to ``build/docs/html``.
 
@@ -101,28 +101,49 @@ def plain_roles(text: str) -> str:
     return _ROLE.sub(lambda m: f"`{m.group(2) or m.group(1)}`", text)
 
 
-def configuration_page() -> str:
-    lines = ["# Configuration reference", "",
-             "Every setting of every experiment, read from the `Config` dataclasses' field docstrings when the site",
-             "is built, so this page cannot drift from the code. A preset (`marlinkit/presets.py`) is a set of values",
-             "for these fields.", ""]
+#: The configuration reference's pages: one per subpackage, the package's own modules on the last.
+CONFIG_GROUPS = {"algos": "Learners (marlinkit.algos)", "envs": "Environments (marlinkit.envs)",
+                 "llm": "LLM back-ends (marlinkit.llm)", "marlin": "MARLIN experiments (marlinkit.marlin)",
+                 "maestro": "MAESTRO experiments (marlinkit.maestro)"}
+OTHER_GROUP = ("package", "Shared modules (marlinkit)")
+
+
+def _config_section(cls: type) -> list[str]:
+    lines = [f"## {cls.__qualname__}", "", f"`{cls.__module__}.{cls.__qualname__}`", ""]
+    doc = inspect.getdoc(cls) or ""
+    if doc and not doc.startswith(f"{cls.__name__}("):
+        lines += [plain_roles(doc.split("\n\n")[0]), ""]
+    docs = field_docstrings(cls)
+    for base in cls.__mro__[1:]:
+        if dataclasses.is_dataclass(base):
+            docs = {**field_docstrings(base), **docs}
+    lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
+    for f in dataclasses.fields(cls):
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        cells = (f"`{f.name}`", f"`{claims.markdown_cell(kind)}`", claims.markdown_cell(_default(f)),
+                 claims.markdown_cell(plain_roles(docs.get(f.name, ""))))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def configuration_pages() -> dict[str, str]:
+    """The configuration reference: an overview and one page per subpackage, {page name: Markdown}."""
+    groups: dict[str, list[type]] = {}
     for cls in config_classes():
-        lines += [f"## `{cls.__module__}.{cls.__qualname__}`", ""]
-        doc = inspect.getdoc(cls) or ""
-        if doc and not doc.startswith(f"{cls.__name__}("):
-            lines += [plain_roles(doc.split("\n\n")[0]), ""]
-        docs = field_docstrings(cls)
-        for base in cls.__mro__[1:]:
-            if dataclasses.is_dataclass(base):
-                docs = {**field_docstrings(base), **docs}
-        lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
-        for f in dataclasses.fields(cls):
-            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-            cells = (f"`{f.name}`", f"`{claims.markdown_cell(kind)}`", claims.markdown_cell(_default(f)),
-                     claims.markdown_cell(plain_roles(docs.get(f.name, ""))))
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-    return "\n".join(lines)
+        part = cls.__module__.split(".")[1]
+        groups.setdefault(part if part in CONFIG_GROUPS else OTHER_GROUP[0], []).append(cls)
+    titles = {**CONFIG_GROUPS, OTHER_GROUP[0]: OTHER_GROUP[1]}
+    order = [g for g in (*CONFIG_GROUPS, OTHER_GROUP[0]) if g in groups]
+    pages = {g: "\n".join([f"# {titles[g]}", ""] + [line for cls in groups[g] for line in _config_section(cls)])
+             for g in order}
+    overview = ["# Configuration reference", "",
+                "Every setting of every experiment, read from the `Config` dataclasses' field docstrings when the",
+                "site is built, so these pages cannot drift from the code. A preset (`marlinkit/presets.py`) is a set",
+                "of values for these fields.", ""]
+    for g in order:
+        overview.append(f"- [{titles[g]}]({g}.md): " + ", ".join(f"`{c.__qualname__}`" for c in groups[g]))
+    overview += ["", "```{toctree}", ":hidden:", ""] + order + ["```", ""]
+    return {"index": "\n".join(overview), **pages}
 
 
 # ----- reproduction reports ------------------------------------------------------------------------------------
@@ -431,8 +452,9 @@ def stage(staging: Path) -> None:
         shutil.rmtree(staging)
     shutil.copytree(DOCS, staging, ignore=shutil.ignore_patterns("*_notes.md", "figures.toml", "__pycache__",
                                                                  "screenshots"))
-    (staging / "reference").mkdir(exist_ok=True)
-    (staging / "reference" / "configuration.md").write_text(configuration_page(), encoding="utf-8")
+    (staging / "reference" / "configuration").mkdir(parents=True, exist_ok=True)
+    for name, page in configuration_pages().items():
+        (staging / "reference" / "configuration" / f"{name}.md").write_text(page, encoding="utf-8")
     ledger = pd.read_csv(claims.LEDGER_PATH) if claims.LEDGER_PATH.exists() else claims.ledger()
     entries = catalog.load()
     index = staging / "index.md"
