@@ -108,6 +108,15 @@ CONFIG_GROUPS = {"algos": "Learners (marlinkit.algos)", "envs": "Environments (m
 OTHER_GROUP = ("package", "Shared modules (marlinkit)")
 
 
+def _code(text: str) -> str:
+    """Inline code for a table cell that may break after an underscore, a dot or a comma, so that a long name
+    narrows its column instead of widening the table."""
+    escaped = html.escape(" ".join(text.split())).replace("|", "&#124;")
+    for mark in ("_", ".", ","):
+        escaped = escaped.replace(mark, mark + "<wbr>")
+    return f'<code class="docutils literal notranslate">{escaped}</code>'
+
+
 def _config_section(cls: type) -> list[str]:
     lines = [f"## {cls.__qualname__}", "", f"`{cls.__module__}.{cls.__qualname__}`", ""]
     doc = inspect.getdoc(cls) or ""
@@ -120,8 +129,10 @@ def _config_section(cls: type) -> list[str]:
     lines += ["| Field | Type | Default | Meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        cells = (f"`{f.name}`", f"`{claims.markdown_cell(kind)}`", claims.markdown_cell(_default(f)),
-                 claims.markdown_cell(plain_roles(docs.get(f.name, ""))))
+        default = _default(f)
+        cells = (_code(f.name), _code(str(kind)), _code(default[1:-1]) if default.startswith("`") else default,
+                 claims.markdown_cell(re.sub(r"(`+)([^`]+?)\1(?!`)", lambda m: _code(m.group(2)),
+                                             plain_roles(docs.get(f.name, "")))))
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -428,7 +439,8 @@ def verdict_summary(ledger: pd.DataFrame, entries: list[catalog.Entry]) -> str:
     for v in verdicts:
         lines.append(f"| {verdict_badge(v)} | " + " | ".join(str(counts[p].get(v, 0)) for p in REPORT_PAPERS) + " |")
     lines.append("| **claims** | " + " | ".join(f"**{int(counts[p].sum())}**" for p in REPORT_PAPERS) + " |")
-    lines.append("")
+    lines += ["", "Each claim below links to the page of the figure or table it bears on, where the paper's numbers "
+              "stand beside ours. How a verdict follows from its test: [the analysis plan](claims-plan.md).", ""]
     for paper, slug_ in REPORT_PAPERS.items():
         own = ledger[ledger.paper == paper].reset_index(drop=True)
         if not len(own):
