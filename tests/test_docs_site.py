@@ -402,3 +402,11 @@ def test_notes_split_into_topics_at_bold_openings():
     topics = docs_site.notes_topics(text)
     assert [t for t, _ in topics] == ["First", "Second topic", "Third"]
     assert topics[2][1].endswith("continues a sentence")
+
+
+def test_a_verdict_keeps_its_reason_in_tables_and_drops_it_in_counts():
+    verdict = "not testable (every run's first window already reaches the target)"
+    assert docs_site.base_verdict(verdict) == "not testable"
+    assert "every run" in docs_site.verdict_badge(verdict, reason=True)
+    assert "every run" not in docs_site.verdict_badge(verdict)
+    assert "verdict-contradicted" in docs_site.verdict_badge("contradicted, not significant")

@@ -196,11 +196,14 @@ def base_verdict(verdict: object) -> str:
     return re.sub(r"\s*\(.*\)\s*$", "", str(verdict)).strip() or "—"
 
 
-def verdict_badge(verdict: object) -> str:
-    """The verdict as coloured inline HTML (the class names one verdict family: holds, contradicted, other)."""
+def verdict_badge(verdict: object, reason: bool = False) -> str:
+    """The verdict as coloured inline HTML (the class names one verdict family: holds, contradicted, other), with
+    its parenthesised reason after it when ``reason``."""
     text = base_verdict(verdict)
     family = "holds" if text.startswith("holds") else "contradicted" if text.startswith("contradicted") else "other"
-    return f'<span class="verdict verdict-{family}">{html.escape(text)}</span>'
+    badge = f'<span class="verdict verdict-{family}">{html.escape(text)}</span>'
+    rest = str(verdict).strip()[len(text):].strip() if str(verdict).strip().startswith(text) else ""
+    return f"{badge} {claims.markdown_cell(html.escape(rest))}" if reason and rest else badge
 
 
 @dataclasses.dataclass
@@ -273,7 +276,7 @@ def _ledger_table(rows: pd.DataFrame, columns: tuple[tuple[str, str], ...], firs
         claim = claims.markdown_cell(r.get("claim", ""))
         if links is not None and links[i]:
             claim = f"[{claim}]({links[i]})"
-        cells = [verdict_badge(r[c]) if c == "verdict" else _cell(r[c], c) for c, _ in present]
+        cells = [verdict_badge(r[c], reason=True) if c == "verdict" else _cell(r[c], c) for c, _ in present]
         lines.append("| " + " | ".join([claim] + cells) + " |")
     return "\n".join(lines)
 
