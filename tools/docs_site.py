@@ -308,14 +308,15 @@ def _table_markdown(path: Path) -> str:
 
 def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[FigurePage], staging: Path) -> str:
     """One figure or table of the paper: the claim and its verdicts first, then the figure, the paper's numbers
-    beside ours, the deviations, the command that remakes it and its tables; copies its images into ``staging``."""
+    beside ours, its tables, the deviations and the command that remakes it; copies its images into ``staging``."""
     e = page.entry
     ledger_page = e.label == "Claims ledger"
     if ledger_page:
         bearing = own
     else:
         bearing = own[[page in claim_pages(r, pages) for _, r in own.iterrows()]] if len(own) else own
-    verdicts = " ".join(verdict_badge(v) for v in bearing.verdict) if len(bearing) else "no ledger row"
+    verdicts = (" ".join(verdict_badge(v) for v in bearing.verdict) if len(bearing)
+                else "none: no row of the claims ledger bears on it")
     lines = [f"# {e.label}: {e.title}", "",
              f'<p class="figure-lead"><b>Claim.</b> {html.escape(e.claim)}<br><b>Verdicts.</b> {verdicts}</p>', ""]
     images, tables, missing = [], [], []
@@ -347,6 +348,8 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
         lines += ["No row of the claims ledger (`figures/claims.csv`) bears on this figure or table"
                   + ("; the tables below set the paper's numbers beside ours where the paper prints them." if tables
                      else "."), ""]
+    if tables:
+        lines += ["## Tables", ""] + tables
     lines += ["## Deviations from the paper", "", e.deviations, "", "## Remake it", ""]
     if e.command:
         lines += ["```bash", e.command, "```", ""]
@@ -355,8 +358,6 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
             lines += [f"Notebook `{e.notebook}`{functions}", ""]
     else:
         lines += ["Nothing in the project remakes it.", ""]
-    if tables:
-        lines += ["## Tables", ""] + tables
     lines += [f"*Not committed yet: `figures/{output}`.*\n" for output in missing]
     return "\n".join(lines)
 
