@@ -50,6 +50,9 @@ endif
 
 # The reference-architect ablation's output suffix (marlinkit.maestro.ablation.setting_suffix of its settings).
 REFERENCE_SUFFIX := reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg
+# ... and of the same ablation with MADDPG setting shared5 and the paper's curriculum target, and where its runs are.
+SHARED5_SUFFIX := reference_architect_cityflow_shared5_maddpg
+SHARED5_RUNS_DIR ?= data/results/maestro/paper/$(SHARED5_SUFFIX)
 # Notebooks that `make figures` runs, and the paper folder each writes to.
 NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipynb))
 # Executed notebooks and figures go to BUILD_ROOT and FIGURES_ROOT (`make verify` points both at a scratch folder).
@@ -71,6 +74,13 @@ UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting u
 else
 EXECUTED  += $(UE25_ROWS)
 endif
+# The seeds of a MAESTRO run folder whose four runs (A0, A2, A7, A8) are all committed, and such seeds as the YAML
+# flow list papermill reads (its commas from a variable: a literal one would split make's calls).
+COMMA := ,
+complete_seeds = $(sort $(foreach s,$(patsubst $(1)/A2__seed%.json,%,$(wildcard $(1)/A2__seed*.json)),\
+    $(if $(and $(wildcard $(1)/A0__seed$(s).json),$(wildcard $(1)/A7__seed$(s).json),\
+               $(wildcard $(1)/A8__seed$(s).json)),$(s))))
+seed_list = [$(subst $(eval) ,$(COMMA) ,$(strip $(1)))]
 # MAESTRO's ablation with the reference architect (a surrogate, not an LLM; A0/A2/A7/A8 x the preset's 12 seeds on
 # CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; `python -m marlinkit.maestro.reference_queue run`
 # trains them, resumable). Once all 48 runs are committed these rows run over the preset's seeds; before, over the
@@ -80,22 +90,31 @@ REFERENCE_ALL  := 48
 REFERENCE_RUNS_DIR ?= data/results/maestro/paper/$(REFERENCE_SUFFIX)
 REFERENCE_SIDECARS := $(wildcard $(REFERENCE_RUNS_DIR)/A*__seed*.json)
 REFERENCE_RUNS := $(words $(REFERENCE_SIDECARS))
-REFERENCE_SEEDS := $(sort $(foreach s,$(patsubst $(REFERENCE_RUNS_DIR)/A2__seed%.json,%,$(wildcard $(REFERENCE_RUNS_DIR)/A2__seed*.json)),\
-    $(if $(and $(wildcard $(REFERENCE_RUNS_DIR)/A0__seed$(s).json),$(wildcard $(REFERENCE_RUNS_DIR)/A7__seed$(s).json),\
-               $(wildcard $(REFERENCE_RUNS_DIR)/A8__seed$(s).json)),$(s))))
+REFERENCE_SEEDS := $(call complete_seeds,$(REFERENCE_RUNS_DIR))
 ifneq ($(REFERENCE_RUNS),$(REFERENCE_ALL))
 ifeq ($(REFERENCE_SEEDS),)
 REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit.maestro.reference_queue run trains the rest)
 else
-# papermill reads the seeds as YAML: a flow list, its commas from a variable (a literal one would split make's calls)
-COMMA := ,
-REFERENCE_SEED_LIST := [$(subst $(eval) ,$(COMMA) ,$(strip $(REFERENCE_SEEDS)))]
+REFERENCE_SEED_LIST := $(call seed_list,$(REFERENCE_SEEDS))
 REFERENCE_SEEDS_ARG := -y 'SEEDS: $(REFERENCE_SEED_LIST)'
 REFERENCE_NOTE := PRESET=paper makes the MAESTRO ablation with the reference architect over seeds $(REFERENCE_SEED_LIST) only, those with all four runs committed: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) are (python -m marlinkit.maestro.reference_queue run trains the rest)
 EXECUTED  += $(REFERENCE_ROWS)
 endif
 else
 EXECUTED  += $(REFERENCE_ROWS)
+endif
+# The same ablation with the learner that learns: MADDPG setting shared5 (one actor and one critic shared by the 16
+# intersections, a decision every 5 s; marlinkit.algos.maddpg_shared), the paper's curriculum target, the reference
+# architect, CityFlow (`python -m marlinkit.maestro.reference_queue run --maddpg-setting shared5 --curriculum paper`).
+# Its rows run over the seeds whose four runs are committed, as the row above does.
+SHARED5_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(SHARED5_SUFFIX).ipynb)
+SHARED5_SIDECARS := $(wildcard $(SHARED5_RUNS_DIR)/A*__seed*.json)
+SHARED5_SEEDS := $(call complete_seeds,$(SHARED5_RUNS_DIR))
+ifeq ($(SHARED5_SEEDS),)
+SHARED5_NOTE := PRESET=paper skips the MAESTRO ablation with MADDPG setting shared5: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit.maestro.reference_queue run --maddpg-setting shared5 --curriculum paper trains the rest)
+else
+SHARED5_NOTE := $(if $(filter $(REFERENCE_ALL),$(words $(SHARED5_SIDECARS))),,PRESET=paper makes the MAESTRO ablation with MADDPG setting shared5 over seeds $(call seed_list,$(SHARED5_SEEDS)) only$(COMMA) those with all four runs committed: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) are)
+EXECUTED  += $(SHARED5_ROWS)
 endif
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
 # and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: hundreds of hours, measured from one
@@ -128,7 +147,7 @@ EXECUTED  += $(MAESTRO_CLAIMS)
 endif
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
-HELDOUT_RUNS_DIRS := data/results/maestro/paper/reference_architect_cityflow_shared5_maddpg
+HELDOUT_RUNS_DIRS := $(SHARED5_RUNS_DIR)
 HELDOUT := $(FIGURES_ROOT)/maestro/heldout_evaluation.csv
 ifeq ($(PRESET),paper)
 EXECUTED  += $(HELDOUT)
@@ -219,6 +238,7 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(if $(LEFT_OUT),echo "$(LEFT_OUT_NOTE)")
 	@$(if $(UE25_NOTE),echo "$(UE25_NOTE)")
 	@$(if $(REFERENCE_NOTE),echo "$(REFERENCE_NOTE)")
+	@$(if $(SHARED5_NOTE),echo "$(SHARED5_NOTE)")
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
@@ -280,11 +300,18 @@ $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITEC
 $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(REFERENCE_SIDECARS)
 	$(NOTEBOOK_RECIPE)
 
-$(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py $(STAMP)
+# The shared5 row: the reference architect, MADDPG setting shared5, the paper's curriculum target.
+$(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference -p MADDPG shared5 \
+    -p CURRICULUM paper $(if $(filter $(REFERENCE_ALL),$(words $(SHARED5_SIDECARS))),,-y 'SEEDS: $(call seed_list,$(SHARED5_SEEDS))')
+$(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(SHARED5_SIDECARS)
+	$(NOTEBOOK_RECIPE)
+
+$(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py \
+                  marlinkit/claims_data.py docs/claims.toml $(STAMP)
 	@mkdir -p $(@D)
 	@echo "== $< (preset $(PRESET)), started $$(date +%H:%M:%S)"
 	@$(PY) -m papermill --log-level WARNING --cwd $(dir $<) $< $(basename $@).partial.ipynb -p PRESET $(PRESET) \
-	    -p TABLES $(abspath $(FIGURES_ROOT)) -p LEDGER $(abspath $(FIGURES_ROOT)/../claims.csv) \
+	    -p LEDGER $(abspath $(FIGURES_ROOT)/../claims.csv) \
 	    $(if $(filter figures/paper,$(FIGURES_ROOT)),-p README $(abspath README.md))
 	@mv $(basename $@).partial.ipynb $@
 

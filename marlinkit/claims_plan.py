@@ -40,8 +40,10 @@ KINDS = ("superiority", "non-inferiority", "equivalence", "association", "not-te
 PAIRINGS = ("paired", "unpaired", "one-sample", "association")
 ALTERNATIVES = ("greater", "less", "two-sided")
 UNITS = ("seed", "run", "corridor-seed", "trial", "difficulty-level")
-#: How a claim's cells (corridors, metrics, flows) give its summary: one test, or every cell must agree.
-AGGREGATES = ("single", "all-cells")
+#: How a claim's cells (corridors, metrics, flows) give its verdict: one test; every cell must agree (cells both ways
+#: are mixed); every cell must hold and any contradicted cell contradicts; as all-cells, but a contradicted cell with
+#: none holding contradicts; or the majority of cells decides.
+AGGREGATES = ("single", "all-cells", "any-contradicts", "reversal-contradicts", "majority")
 REGISTRATIONS = ("before-results", "after-results")
 VERDICTS = ("holds", "contradicted", "equivalent", "inconclusive", "not testable")
 SUMMARY_VERDICTS = ("mixed", "depends on the stand-in")
@@ -420,7 +422,7 @@ def _test_problems(c: Claim) -> list[str]:
     if c.min_n < 2:
         out.append(f"{where}: min_n: at least 2, not {c.min_n}")
     if c.cells < 1 or (c.aggregate == "single") != (c.cells == 1):
-        out.append(f"{where}: cells, aggregate: one cell is 'single', several are 'all-cells' "
+        out.append(f"{where}: cells, aggregate: one cell is 'single', several are another aggregate "
                    f"(cells {c.cells}, aggregate {c.aggregate!r})")
     primary = c.protocols[0] if c.protocols else ""
     if LEARNER_GATE in c.gates and primary == TRAINING_PROTOCOL:
@@ -550,18 +552,33 @@ def check_sources(plan: Plan, root: Path = paths.REPO_ROOT) -> list[str]:
 
 
 def ledger_claims(tables: tuple[Path, ...] = LEDGER_TABLES) -> list[str]:
-    """The claims the ledger's tables hold, in order, once each."""
+    """The claims the ledger's tables hold, in order, once each (by id where a table has a ``claim_id`` column)."""
     seen: dict[str, None] = {}
     for table in tables:
         with open(table, encoding="utf-8", newline="") as f:
-            seen.update((row["claim"], None) for row in csv.DictReader(f))
+            seen.update((row.get("claim_id") or row["claim"], None) for row in csv.DictReader(f))
     return list(seen)
 
 
 def uncovered(plan: Plan, claims: list[str]) -> list[str]:
-    """The ledger claims (``claims``) that no plan entry lists in its ``ledger`` field."""
-    covered = {text for c in plan.claims for text in c.ledger}
+    """The ledger claims (``claims``) that no plan entry lists in its ``ledger`` field or names by its id."""
+    covered = {text for c in plan.claims for text in c.ledger} | {c.id for c in plan.claims}
     return [text for text in claims if text not in covered]
+
+
+def markdown(plan: Plan) -> str:
+    """The plan's claims as a Markdown table (the docs site renders it under the plan's page)."""
+    def cell(text: object) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["| Claim | Paper's words | Where | Kind | Protocols | Stand-ins | Test | Family | Margin | Registered |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in plan.claims:
+        margin = f"{c.margin:g} {c.margin_unit}" if c.margin is not None else "—"
+        tests = c.test + "".join(f"; {p}: {t}" for p, t in c.protocol_tests)
+        lines.append(f"| `{c.id}` | {cell(c.claim)} | {cell(c.location)} | {c.kind} | {', '.join(c.protocols)} | "
+                     f"{', '.join(c.stand_ins)} | {tests} | {c.family} | {cell(margin)} | {c.registered} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

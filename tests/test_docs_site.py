@@ -231,14 +231,20 @@ def test_the_top_bar_is_one_row(served, browser, width):
     page.close()
 
 
+def _ledger() -> pd.DataFrame:
+    return pd.read_csv(claims.LEDGER_PATH, keep_default_na=False, na_values=[""])
+
+
 def _verdict_counts(ledger: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """Claims per paper and summary verdict: one count per claim, not per row of the ledger."""
+    heads = docs_site.claim_heads(ledger)
     return {(paper, verdict): int(n) for (paper, verdict), n in
-            ledger.assign(v=ledger.verdict.map(docs_site.base_verdict)).groupby(["paper", "v"]).size().items()}
+            heads.assign(v=heads.summary.map(docs_site.base_verdict)).groupby(["paper", "v"]).size().items()}
 
 
 @pytest.mark.slow
 def test_the_index_shows_the_verdicts_with_links_to_the_claims_pages(site, served, browser):
-    ledger = pd.read_csv(claims.LEDGER_PATH)
+    ledger = _ledger()
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(urljoin(served, "index.html"), wait_until="load")
     table = page.eval_on_selector(
@@ -248,21 +254,29 @@ def test_the_index_shows_the_verdicts_with_links_to_the_claims_pages(site, serve
     shown = {(paper, row[0]): int(cell) for row in table[1:] if row[0] != "claims"
              for paper, cell in zip(papers, row[1:]) if int(cell)}
     assert shown == _verdict_counts(ledger)
+    totals = [int(cell) for row in table[1:] if row[0] == "claims" for cell in row[1:]]
+    assert totals == [ledger[ledger.paper == p].claim_id.nunique() for p in papers]
+    assert sum(totals) == ledger.claim_id.nunique()
     top = page.eval_on_selector("#verdicts table", "t => t.getBoundingClientRect().top")
     assert top < 900, f"the verdict summary starts at {top} px, below the first screen"
     links = page.eval_on_selector_all("#verdicts li a", "els => els.map(e => [e.innerText.trim(), e.href])")
+    items = page.eval_on_selector_all("#verdicts li", "els => els.map(e => e.innerText)")
     page.close()
-    linked = {_plain(text): href for text, href in links}
-    for claim in ledger.claim:
-        text = _plain(claim)
-        assert text in linked, f"the index does not link the claim {text!r}"
-        path = site / urlparse(linked[text]).path.lstrip("/")
-        assert path.exists() and path.parent.parent.name == "reproduction", linked[text]
+    linked = dict(links)
+    assert len(items) == ledger.claim_id.nunique()
+    for head in docs_site.claim_heads(ledger).itertuples():
+        assert head.claim_id in linked, f"the index does not link the claim {head.claim_id!r}"
+        url = urlparse(linked[head.claim_id])
+        path = site / url.path.lstrip("/")
+        assert path.exists() and path.parent.parent.name == "reproduction", linked[head.claim_id]
+        assert url.fragment == head.claim_id and f'id="{head.claim_id}"' in path.read_text(encoding="utf-8")
+        lead = f"{docs_site.base_verdict(head.summary)} {head.claim_id}: "
+        assert any(_plain(i).startswith(lead) for i in items), f"the index does not show {lead!r}"
 
 
 @pytest.mark.slow
 def test_one_page_per_figure_with_figure_numbers_deviations_command_and_claim(site, served, browser):
-    ledger = pd.read_csv(claims.LEDGER_PATH)
+    ledger = _ledger()
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems = []
     for slug, figure_pages in _figure_pages().items():
@@ -292,11 +306,31 @@ def test_one_page_per_figure_with_figure_numbers_deviations_command_and_claim(si
             other = "maestro" if slug == "marlin" else "marlin"
             problems += [f"{name}: shows {src}" for src in images if other in Path(src).name]
             own = ledger[ledger.paper == {v: k for k, v in docs_site.REPORT_PAPERS.items()}[slug]]
-            bearing = own if e.label == "Claims ledger" else own[[fp in docs_site.claim_pages(r, figure_pages)
-                                                                   for _, r in own.iterrows()]]
-            for claim in bearing.claim:
-                if _plain(claim) not in text:
-                    problems.append(f"{name}: the claim {claim!r} it bears on is not shown")
+            on = docs_site.claims_pages(own, figure_pages)
+            bearing = own if e.label == "Claims ledger" else own[own.claim_id.map(lambda c: fp in on[c])]
+            heads = docs_site.claim_heads(bearing)
+            if e.label != "Claims ledger" and len(heads) > docs_site.CLAIM_SECTIONS_MAX:
+                # many claims: one table, a claim a row, each linked to its section of the claims ledger page
+                links = page.eval_on_selector_all("article a[href*='claims-ledger.html#']",
+                                                  "els => els.map(e => e.getAttribute('href').split('#')[1])")
+                problems += [f"{name}: {c} not linked" for c in heads.claim_id if c not in links]
+                continue
+            for head in heads.itertuples():
+                if head.claim_id not in ids:
+                    problems.append(f"{name}: no section for the claim {head.claim_id} it bears on")
+                if _plain(head.claim) not in text:
+                    problems.append(f"{name}: the paper's words of {head.claim_id} are not shown")
+                if _plain(docs_site.base_verdict(head.summary)) not in text:
+                    problems.append(f"{name}: the summary verdict of {head.claim_id} is not shown")
+                # one row per stand-in (run set) of the primary protocol, unfolded, in the claim's own section
+                rows = page.eval_on_selector(f"section[id='{head.claim_id}']",
+                                             "s => [...s.querySelectorAll('table')].filter(t => !t.closest('details'))"
+                                             ".map(t => t.tBodies[0].rows.length)")
+                primary = bearing[(bearing.claim_id == head.claim_id) & (bearing.protocol == head.protocol)]
+                if docs_site.base_verdict(head.summary) == "not testable":  # why, instead of rows that say so
+                    primary = []
+                if rows != ([len(primary)] if len(primary) else []):
+                    problems.append(f"{name}: {head.claim_id} shows {rows} rows, not {len(primary)}")
             if e.label == "Claims ledger" and len(bearing) == 0:
                 problems.append(f"{name}: no claim")
     page.close()
@@ -310,12 +344,13 @@ def test_every_report_section_comes_from_its_own_papers_files(site):
     maestro = (site / "reproduction" / "maestro" / "audit.html").read_text(encoding="utf-8")
     assert "paper_audit_marlin_table1" in marlin and "paper_audit_maestro" not in marlin
     assert "paper_audit_maestro" in maestro and "paper_audit_marlin" not in maestro
-    ledger = pd.read_csv(claims.LEDGER_PATH)
+    heads = docs_site.claim_heads(_ledger())
     for paper, slug in docs_site.REPORT_PAPERS.items():
         text = _plain((site / "reproduction" / slug / "claims-ledger.html").read_text(encoding="utf-8"))
-        for row in ledger.itertuples():
+        for row in heads.itertuples():
             claim = _plain(html.escape(str(row.claim), quote=False))
-            assert (claim in text) == (row.paper == paper), (slug, row.claim)
+            assert (claim in text) == (row.paper == paper), (slug, row.claim_id)
+            assert (f'id="{row.claim_id}"' in text) == (row.paper == paper), (slug, row.claim_id)
 
 
 def test_configuration_reference_lists_every_config_field(site):
@@ -353,6 +388,9 @@ def test_a_ledger_row_links_to_its_figure_page_by_evidence_or_location():
     assert [p.entry.label for p in docs_site.claim_pages(by_location, pages)] == ["Fig. 5"]
     nowhere = pd.Series({"claim": "c", "evidence": "figures/x.csv", "paper_location": "Section 4"})
     assert docs_site.claim_pages(nowhere, pages) == []
+    several = pd.Series({"claim": "c", "paper_location": "Sec. IV",
+                         "evidence": "data/results/*.csv; figures/paper/marlin/table1_ttests.csv; figures/y.csv"})
+    assert [p.entry.label for p in docs_site.claim_pages(several, pages)] == ["Table I"]
 
 
 def test_an_entry_of_both_papers_gives_each_report_its_own_files():
@@ -363,27 +401,34 @@ def test_an_entry_of_both_papers_gives_each_report_its_own_files():
     assert docs_site.own_outputs(entry, "maestro") == ("paper/maestro/paper_audit_maestro.png", "claims.csv")
 
 
-def test_the_verdict_summary_counts_a_changed_ledger():
-    ledger = pd.read_csv(claims.LEDGER_PATH)
+def test_the_verdict_summary_counts_claims_by_their_summary():
+    """One count per claim (its summary verdict), not per row: a claim's rows changed together move one count."""
+    ledger = _ledger()
     entries = catalog.load()
     before = docs_site.verdict_summary(ledger, entries)
+    assert f"**{ledger[ledger.paper == 'MARLIN'].claim_id.nunique()}**" in before
     changed = ledger.copy()
-    changed.loc[0, "verdict"] = "pending"
+    changed.loc[changed.claim_id == changed.claim_id[0], "summary"] = "pending"
     after = docs_site.verdict_summary(changed, entries)
-    assert before != after and "pending" in after and "pending" not in before
+    assert before != after and "pending</span> | 1 | 0 |" in after and "pending" not in before
+    changed.loc[0, "verdict"] = "holds"  # a row's verdict alone does not change a count
+    assert docs_site.verdict_summary(changed, entries) == after
 
 
-def test_a_ledger_with_the_new_columns_renders(tmp_path):
-    """Both column sets of the ledger: the older one, and one with paper_location, stand_in, n, effect, CI, p and
-    p_adjusted; a column present is shown, a column absent is left out."""
-    ledger = pd.read_csv(claims.LEDGER_PATH)
-    wide = ledger.assign(paper_location="Table I", stand_in="calibrated-surrogate", metric="m", protocol="ours",
-                         n=5, effect=0.03, ci_low=-0.01, ci_high=0.07, p_adjusted=0.2)
-    for table in (ledger, wide):
-        pages = docs_site.report_pages("MARLIN", catalog.load(), table, tmp_path)
-        assert "table-i" in pages and "index" in pages
-    assert "p (adjusted)" in docs_site.report_pages("MARLIN", catalog.load(), wide, tmp_path)["table-i"]
-    assert "p (adjusted)" not in docs_site.report_pages("MARLIN", catalog.load(), ledger, tmp_path)["table-i"]
+def test_a_claim_is_grouped_under_its_summary_with_a_row_per_stand_in(tmp_path):
+    ledger = _ledger()
+    pages = docs_site.report_pages("MARLIN", catalog.load(), ledger, tmp_path)
+    rows = ledger[ledger.claim_id == "marlin-ahead-at-100"]
+    section = pages["claims-ledger"].split("### `marlin-ahead-at-100`")[1].split("\n### ")[0]
+    assert docs_site.verdict_badge(rows.summary.iloc[0]) in section and rows.claim.iloc[0] in section
+    primary, folded = section.split("<details>")
+    for r in rows.itertuples():
+        assert r.stand_in in folded and r.protocol in folded
+        assert r.protocol != rows.protocol.iloc[0] or r.stand_in in primary
+    assert primary.count("\n| ") - 1 == (rows.protocol == rows.protocol.iloc[0]).sum()  # the header row aside
+    index = pages["index"]
+    assert f"{ledger[ledger.paper == 'MARLIN'].claim_id.nunique()} claims" in index
+    assert "[`marlin-ahead-at-100`](" in index
 
 
 def test_long_tables_are_folded_and_short_ones_are_not(tmp_path):
@@ -409,4 +454,9 @@ def test_a_verdict_keeps_its_reason_in_tables_and_drops_it_in_counts():
     assert docs_site.base_verdict(verdict) == "not testable"
     assert "every run" in docs_site.verdict_badge(verdict, reason=True)
     assert "every run" not in docs_site.verdict_badge(verdict)
+    assert docs_site.base_verdict("not testable: held-out evaluation missing") == "not testable"
+    assert docs_site.base_verdict("depends on the stand-in: a: holds; b: inconclusive (cells: 1)") == (
+        "depends on the stand-in")
+    assert docs_site.base_verdict("inconclusive (cells: 3 contradicted, 2 inconclusive)") == "inconclusive"
+    assert docs_site.verdict_badge("not testable: runs missing", reason=True).endswith("</span> runs missing")
     assert "verdict-contradicted" in docs_site.verdict_badge("contradicted, not significant")

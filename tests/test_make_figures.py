@@ -114,39 +114,54 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
         assert "leaves out the MAESTRO ablation" not in out, args
 
 
+ROWS_WITH_FOUR_CONFIGURATIONS = {  # make's folder variable, the overrides, the words of its note
+    "reference": ("REFERENCE_RUNS_DIR", {}, "reference architect"),
+    "shared5": ("SHARED5_RUNS_DIR", {"maddpg": "shared5", "curriculum": "paper"}, "MADDPG setting shared5"),
+}
+
+
 @pytest.mark.slow
-def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_are_named_after_their_outputs(tmp_path):
-    """The reference-architect ablation (A0/A2/A7/A8 x 12 seeds, `reference_queue`) runs at PRESET=paper over the seeds
-    whose four runs are committed (counted in REFERENCE_RUNS_DIR), and says so; with no such seed make skips it and
-    says how many runs are in; with all 48 it runs over the preset's seeds. Its rows pass ARCHITECT=reference and carry
-    the suffix its outputs get; the MAESTRO claims table is made at PRESET=paper."""
+@pytest.mark.parametrize("row", sorted(ROWS_WITH_FOUR_CONFIGURATIONS))
+def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_are_named_after_their_outputs(
+        tmp_path, row):
+    """The reference-architect ablations (A0/A2/A7/A8 x 12 seeds, `reference_queue`; its first row and the shared5 row)
+    run at PRESET=paper over the seeds whose four runs are committed (counted in the row's folder), and say so; with no
+    such seed make skips the row and says how many runs are in; with all 48 it runs over the preset's seeds. The rows
+    pass ARCHITECT=reference (and the shared5 row its MADDPG setting and curriculum target) and carry the suffix their
+    outputs get; the MAESTRO claims table is made at PRESET=paper."""
     from marlinkit.maestro import ablation, reference_queue
 
-    config = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference"))
-    runs = tmp_path / "runs"
+    folder_variable, chosen, words = ROWS_WITH_FOUR_CONFIGURATIONS[row]
+    config = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference", **chosen))
+    runs, empty = tmp_path / "runs", tmp_path / "empty"
     runs.mkdir()
+    empty.mkdir()
+    others = [f"{v}={empty}" for v, _, _ in ROWS_WITH_FOUR_CONFIGURATIONS.values() if v != folder_variable]
 
     def commit(first: int, last: int) -> str:
         for a, s in reference_queue.queue(config.seeds)[first:last]:
             (runs / f"{a}__seed{s}.json").write_text("{}")
-        return _dry_run(tmp_path / "build", "PRESET=paper", f"REFERENCE_RUNS_DIR={runs}")[1]
+        return _dry_run(tmp_path / "build", "PRESET=paper", f"{folder_variable}={runs}", *others)[1]
 
     def rows(out: str) -> list[tuple[str, str, dict[str, str]]]:
         found = [(nb, suffix, {**dict(re.findall(r"-p (\S+) (\S+)", parameters)),
                                **dict(re.findall(r"-y '(SEEDS): (\[[^]]*\])'", parameters))})
                  for nb, suffix, parameters in _maestro_rows(out) if "reference" in suffix]
         assert all(suffix == ablation.output_suffix(config) for _, suffix, _ in found), found
+        for _, _, parameters in found:
+            assert ((parameters.get("MADDPG"), parameters.get("CURRICULUM"))
+                    == (chosen.get("maddpg"), chosen.get("curriculum"))), parameters
         return found
 
     out = commit(0, 3)  # A2, A0, A8 of seed 200: no seed has all four
-    assert "reference architect: 3 of its 48 runs are committed, no seed has all four" in out and not rows(out)
+    assert f"{words}: 3 of its 48 runs are committed, no seed has all four" in out and not rows(out)
     assert "marlinkit.maestro.claims --out" in out
     out = commit(3, 11)  # seed 200 and 300 complete, seed 400's A2 A0 A8
-    assert "reference architect over seeds [200, 300] only, those with all four runs committed: 11 of its 48" in out
+    assert f"{words} over seeds [200, 300] only, those with all four runs committed: 11 of its 48" in out
     made = rows(out)
     assert sorted(nb for nb, _, _ in made) == ["ablation_results", "cost_breakdown"]
     assert all(p["ARCHITECT"] == "reference" and p["SEEDS"] == "[200, 300]" for _, _, p in made), made
     out = commit(11, 48)
     made = rows(out)
     assert len(made) == 2 and all(p["ARCHITECT"] == "reference" and "SEEDS" not in p for _, _, p in made), made
-    assert "reference architect" not in "".join(line for line in out.splitlines() if line.startswith("echo"))
+    assert words not in "".join(line for line in out.splitlines() if line.startswith("echo"))

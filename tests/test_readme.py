@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import tempfile
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -29,15 +27,16 @@ def test_readme_is_a_landing_page():
 
 
 def test_the_ledger_is_what_the_committed_tables_give():
-    """figures/claims.csv is never edited by hand: recomputed from the committed tables, it is the same."""
+    """figures/claims.csv is never edited by hand: recomputed from the plan and the committed runs, it is the same."""
     committed = pd.read_csv(claims.LEDGER_PATH, keep_default_na=False)
     recomputed = pd.read_csv(__import__("io").StringIO(claims.ledger().to_csv(index=False)), keep_default_na=False)
     pd.testing.assert_frame_equal(committed, recomputed)
     assert set(committed.paper) == {"MARLIN", "MAESTRO"}
-    assert all(v.startswith("not testable (") if v.startswith("not testable") else v in claims.VERDICTS
-               for v in committed.verdict), set(committed.verdict)
-    for evidence, verdict in zip(committed.evidence, committed.verdict):
-        assert verdict == "pending" or (paths.REPO_ROOT / evidence).exists(), evidence
+    heads = {v.split(":")[0].split(" (")[0] for v in committed.verdict}
+    assert heads <= set(claims.VERDICTS), heads
+    for evidence in set(committed.evidence):
+        for pattern in evidence.split("; "):
+            assert next(paths.REPO_ROOT.glob(pattern), None) is not None, pattern
 
 
 def test_readme_claims_table_is_the_ledgers():
@@ -92,31 +91,3 @@ def test_no_working_notes_in_the_product():
                 if WORKING_NOTES.search(line):
                     found.append(f"{path.relative_to(paths.REPO_ROOT)}:{number}: {line.strip()[:100]}")
     assert not found, "\n".join(found)
-
-
-def test_maestro_verdicts_fall_back_to_smollm2_and_keep_the_reference_architects_reason():
-    """A MAESTRO claim the reference architect cannot decide yet takes smollm2's verdict, and its cell keeps the
-    reference architect's numbers and why it is not testable; a decided claim keeps the reference architect's."""
-    (paths.REPO_ROOT / "build").mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=paths.REPO_ROOT / "build") as folder:  # the ledger cites repository paths
-        _check_maestro_fallback(Path(folder))
-
-
-def _check_maestro_fallback(tmp_path: Path) -> None:
-    (tmp_path / "maestro").mkdir()
-    rows = [{"claim": "short of seeds", "paper": "x", "reference_architect": "d 0.394; seeds A2 1",
-             "smollm2": "d 0.303; seeds A2 12 (contradicted)", "test": "t", "p": "—",
-             "verdict": "not testable (seeds A2 1 committed; a test needs 2 each)"},
-            {"claim": "missing", "paper": "x", "reference_architect": "not testable (runs missing)",
-             "smollm2": "A8 55 (contradicted, not significant)", "verdict": "not testable (runs missing)", "test": "t",
-             "p": "—"},
-            {"claim": "decided", "paper": "x", "reference_architect": "d 0.45; seeds A2 4",
-             "smollm2": "d 0.303 (contradicted)", "verdict": "holds, not significant", "test": "t", "p": "0.0625"}]
-    pd.DataFrame(rows).to_csv(tmp_path / "maestro" / "claims.csv", index=False)
-    short, missing, decided = claims.maestro_claims(tmp_path)
-    assert short.verdict == "contradicted" and short.ours.startswith("smollm2: d 0.303; seeds A2 12; reference")
-    assert short.ours.endswith("d 0.394; seeds A2 1; its verdict: not testable (seeds A2 1 committed; a test needs 2 each)")
-    assert missing.verdict == "contradicted, not significant" and missing.ours.startswith("smollm2: A8 55; reference")
-    assert missing.ours.endswith("not an LLM): not testable (runs missing)")
-    assert decided.verdict == "holds, not significant" and decided.p == 0.0625
-    assert decided.ours.startswith("reference architect (a surrogate, not an LLM): d 0.45")

@@ -40,7 +40,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from marlinkit import catalog, claims  # noqa: E402
+from marlinkit import catalog, claims, claims_plan  # noqa: E402
 
 DOCS = REPO / "docs"
 FIGURES = REPO / "figures"
@@ -161,12 +161,9 @@ def configuration_pages() -> dict[str, str]:
 
 #: A committed table with more rows than this is shown folded (a <details> element the reader opens).
 FOLD_ROWS = 12
-#: The ledger's columns shown in a page's "paper beside ours" table, then in its folded statistics; a column the
-#: ledger does not have is left out, so older and newer ledgers both render.
-LEDGER_MAIN = (("paper_location", "In the paper"), ("stand_in", "Stand-in"), ("paper_value", "Paper"),
-               ("ours", "Ours"), ("verdict", "Verdict"))
-LEDGER_STATS = (("metric", "Metric"), ("protocol", "Protocol"), ("test", "Test"), ("n", "n"), ("effect", "Effect"),
-                ("ci_low", "CI low"), ("ci_high", "CI high"), ("p", "p"), ("p_adjusted", "p (adjusted)"))
+#: The order of the summary verdicts in the index's counts (a claim's summary is one of the ledger's verdicts, or
+#: "depends on the stand-in" where its stand-ins disagree).
+VERDICT_ORDER = (*claims.VERDICTS, "depends on the stand-in")
 _REFERENCE = re.compile(r"\b(Fig\.|Figs\.|Table|Tables)\s*((?:[IVX]+|\d+)(?:\s*-\s*(?:[IVX]+|\d+))?"
                         r"(?:\s*,\s*(?:\d+(?:\s*-\s*\d+)?)(?![\w.]))*)")
 
@@ -192,18 +189,32 @@ def references(text: str) -> set[str]:
 
 
 def base_verdict(verdict: object) -> str:
-    """A verdict without its parenthesised reason: "not testable (...)" -> "not testable"."""
-    return re.sub(r"\s*\(.*\)\s*$", "", str(verdict)).strip() or "—"
+    """A verdict without its reason, which follows a parenthesis or a colon: "not testable (...)" and
+    "not testable: ..." -> "not testable"; "depends on the stand-in: a: holds; b: ..." -> "depends on the stand-in"."""
+    return re.split(r"\s*[(:]", str(verdict).strip(), maxsplit=1)[0].strip() or "—"
 
 
 def verdict_badge(verdict: object, reason: bool = False) -> str:
     """The verdict as coloured inline HTML (the class names one verdict family: holds, contradicted, other), with
-    its parenthesised reason after it when ``reason``."""
+    its reason after it when ``reason``."""
     text = base_verdict(verdict)
     family = "holds" if text.startswith("holds") else "contradicted" if text.startswith("contradicted") else "other"
     badge = f'<span class="verdict verdict-{family}">{html.escape(text)}</span>'
-    rest = str(verdict).strip()[len(text):].strip() if str(verdict).strip().startswith(text) else ""
+    whole = str(verdict).strip()
+    rest = whole[len(text):].strip().removeprefix(":").strip() if whole.startswith(text) else ""
     return f"{badge} {claims.markdown_cell(html.escape(rest))}" if reason and rest else badge
+
+
+def read_ledger() -> pd.DataFrame:
+    """The committed claims ledger (``figures/claims.csv``), else the ledger computed now."""
+    if claims.LEDGER_PATH.exists():
+        return pd.read_csv(claims.LEDGER_PATH, keep_default_na=False, na_values=[""])
+    return claims.ledger()
+
+
+def claim_heads(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim (its first row in the ledger): the claim, where the paper makes it, and its summary."""
+    return ledger.drop_duplicates("claim_id").reset_index(drop=True)
 
 
 @dataclasses.dataclass
@@ -240,19 +251,36 @@ def figure_pages(paper: str, entries: list[catalog.Entry]) -> list[FigurePage]:
 
 
 def _evidence_matches(evidence: object, outputs: tuple[str, ...]) -> bool:
-    stem = Path(str(evidence)).stem
-    return any(stem in (Path(o).stem, Path(o).stem.split("__")[0]) for o in outputs)
+    """Whether one of the files a ledger row cites (``"a.csv; b.csv"``) is among a page's outputs."""
+    stems = {Path(o).stem for o in outputs} | {Path(o).stem.split("__")[0] for o in outputs}
+    return any(Path(part).stem in stems for part in str(evidence).split("; ") if part)
 
 
 def claim_pages(row: pd.Series, pages: list[FigurePage]) -> list[FigurePage]:
-    """The figure pages a ledger row bears on: its evidence file among a page's outputs, or a figure or table the
-    row's paper location (or, in a ledger without that column, its paper value) names in the page's label."""
-    location = row.get("paper_location", row.get("paper_value", ""))
+    """The figure pages a ledger row bears on: a file it cites among a page's outputs, or a figure or table the
+    row's paper location names in the page's label."""
+    location = row.get("paper_location", "")
     named = references("" if pd.isna(location) else location)
     by_evidence = [p for p in pages
                    if p.entry.label != "Claims ledger" and _evidence_matches(row.get("evidence"), p.outputs)]
     by_location = [p for p in pages if p not in by_evidence and named & references(p.entry.label)]
     return by_evidence + by_location
+
+
+def claims_pages(ledger: pd.DataFrame, pages: list[FigurePage]) -> dict[str, list[FigurePage]]:
+    """{claim id: the figure pages any of its rows bears on}, in the order the rows name them."""
+    found: dict[str, list[FigurePage]] = {}
+    for _, r in ledger.iterrows():
+        own = found.setdefault(r.claim_id, [])
+        own += [p for p in claim_pages(r, pages) if p not in own]
+    return found
+
+
+def claim_target(claim_id: str, pages: list[FigurePage]) -> str:
+    """Where a claim is linked to, relative to its paper's report folder: its section of the paper's claims ledger
+    page, which shows every claim of the paper."""
+    ledger_page = next((p for p in pages if p.entry.label == "Claims ledger"), None)
+    return f"{ledger_page.name}.md#{claim_id}" if ledger_page else "index.md"
 
 
 def _cell(value: object, column: str = "") -> str:
@@ -268,17 +296,72 @@ def _cell(value: object, column: str = "") -> str:
     return claims.markdown_cell(value) or "—"
 
 
-def _ledger_table(rows: pd.DataFrame, columns: tuple[tuple[str, str], ...], first: str = "Claim",
-                  links: list[str] | None = None) -> str:
-    present = [(c, h) for c, h in columns if c in rows.columns]
-    lines = ["| " + " | ".join([first] + [h for _, h in present]) + " |", "|" + "---|" * (len(present) + 1)]
-    for i, (_, r) in enumerate(rows.iterrows()):
-        claim = claims.markdown_cell(r.get("claim", ""))
-        if links is not None and links[i]:
-            claim = f"[{claim}]({links[i]})"
-        cells = [verdict_badge(r[c], reason=True) if c == "verdict" else _cell(r[c], c) for c, _ in present]
-        lines.append("| " + " | ".join([claim] + cells) + " |")
+def _who(r: pd.Series) -> str:
+    """A row's stand-in, or its run set where the ledger names one (MAESTRO)."""
+    runs = r.get("runs")
+    return str(runs) if isinstance(runs, str) and runs else str(r.get("stand_in", "—"))
+
+
+def _effect(r: pd.Series) -> str:
+    value = r.get("effect")
+    if value is None or pd.isna(value):
+        return "—"
+    return f"{value:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
+
+
+def _rows_table(rows: pd.DataFrame, detail: bool = False) -> str:
+    """A claim's ledger rows, one per stand-in (MAESTRO: run set) and protocol: the test, n, the effect with its
+    bootstrap 95 % CI, p (Holm-adjusted; the raw p too when ``detail``), the verdict, and the detail."""
+    head = ["Stand-in", "Protocol"] + (["Test"] if detail else []) + ["n", "Effect [95 % CI]"]
+    head += (["p"] if detail else []) + ["p (Holm)", "Verdict"] + (["Detail"] if detail else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, r in rows.iterrows():
+        n = r.get("n")
+        cells = [claims.markdown_cell(_who(r)), _cell(r.get("protocol"))] + ([_cell(r.get("test"))] if detail else [])
+        cells += ["—" if n is None or pd.isna(n) else str(int(n)), _effect(r)]
+        cells += [_cell(r.get("p"), "p")] if detail else []
+        cells += [_cell(r.get("p_adjusted"), "p_adjusted"), verdict_badge(r.verdict, reason=True)]
+        cells += [_cell(r.get("ours"))] if detail else []
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def claim_section(rows: pd.DataFrame) -> list[str]:
+    """One claim as a page shows it: its id as a heading, its summary verdict, where the paper makes it and the
+    paper's words; then its primary protocol's rows, one per stand-in (for a claim no stand-in can test, why), and
+    every row of every protocol folded."""
+    head = rows.iloc[0]
+    primary = rows[rows.protocol == head.protocol] if "protocol" in rows.columns else rows
+    untested = base_verdict(head.summary) == "not testable"
+    lines = [f"### `{head.claim_id}`", "",
+             f"{verdict_badge(head.summary)} *{claims.markdown_cell(head.paper_location)}*: "
+             f"{claims.markdown_cell(head.claim)}", "",
+             f"**Why not testable.** {verdict_badge(head.summary, reason=True).split('</span>', 1)[1].strip()}"
+             if untested else _scroll(_rows_table(primary)), "",
+             _fold(f"Every row ({len(rows)}): each stand-in and protocol, the test and the detail",
+                   _scroll(_rows_table(rows, detail=True))), ""]
+    return lines
+
+
+#: A figure page that bears on more claims than this lists them in one table (folded when long) instead of a
+#: section each; the paper's claims ledger page has every claim's section.
+CLAIM_SECTIONS_MAX = 6
+
+
+def claims_overview(rows: pd.DataFrame, target: str) -> str:
+    """The claims of ``rows`` as one table, a claim a row: its id linked to its section at ``target``, its summary,
+    where the paper makes it, the paper's words, and per stand-in its primary protocol's verdict."""
+    lines = ["| Claim | Summary | In the paper | The paper's words | Per stand-in (primary protocol) |",
+             "|---|---|---|---|---|"]
+    for claim_id, group in rows.groupby("claim_id", sort=False):
+        head = group.iloc[0]
+        each = "<br>".join(f"{html.escape(_who(r))}: {verdict_badge(r.verdict)}"
+                           for _, r in group[group.protocol == head.protocol].iterrows())
+        lines.append(f"| [`{claim_id}`]({target}#{claim_id}) | {verdict_badge(head.summary)} | "
+                     f"{claims.markdown_cell(head.paper_location)} | {claims.markdown_cell(head.claim)} | {each} |")
+    table = _scroll("\n".join(lines))
+    count = rows.claim_id.nunique()
+    return _fold(f"Show the {count} claims", table) if count > FOLD_ROWS else table
 
 
 def _scroll(table: str) -> str:
@@ -314,9 +397,13 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
     if ledger_page:
         bearing = own
     else:
-        bearing = own[[page in claim_pages(r, pages) for _, r in own.iterrows()]] if len(own) else own
-    verdicts = (" ".join(verdict_badge(v) for v in bearing.verdict) if len(bearing)
-                else "none: no row of the claims ledger bears on it")
+        on = claims_pages(own, pages) if len(own) else {}
+        bearing = own[own.claim_id.map(lambda c: page in on.get(c, []))] if len(own) else own
+    heads = claim_heads(bearing) if len(bearing) else bearing
+    verdicts = (" ".join(f'<span class="claim-verdict">{verdict_badge(r.summary)} '
+                         f'<code>{html.escape(r.claim_id)}</code></span>'
+                         for r in heads.itertuples(index=False)) if len(heads)
+                else "none: no claim of the claims ledger bears on it")
     lines = [f"# {e.label}: {e.title}", "",
              f'<p class="figure-lead"><b>Claim.</b> {html.escape(e.claim)}<br><b>Verdicts.</b> {verdicts}</p>', ""]
     images, tables, missing = [], [], []
@@ -338,13 +425,25 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
         lines += ["## Figure", ""] + images
     lines += ["## The paper beside ours", ""]
     if ledger_page:
-        lines += [f"Every claim of {paper}, one row each of `figures/claims.csv`.", ""]
-    if len(bearing):
-        lines += [_scroll(_ledger_table(bearing, LEDGER_MAIN)), ""]
-        stats = tuple((c, h) for c, h in LEDGER_STATS if c in bearing.columns)
-        if stats:
-            lines += [_fold("The tests behind the verdicts", _scroll(_ledger_table(bearing, stats))), ""]
-    else:
+        lines += [f"Every claim of {paper} ({len(heads)}), each under its summary verdict with every row of "
+                  "`figures/claims.csv` it has: one per stand-in (MAESTRO: run set) and protocol, with the effect, "
+                  "its bootstrap 95 % CI and the Holm-adjusted p. The tests and their rules: "
+                  "[the analysis plan](../../claims-plan.md).", ""]
+    elif len(heads) > CLAIM_SECTIONS_MAX:
+        counts = heads.summary.map(base_verdict).value_counts()
+        lines += [f"The claims this {'figure' if images else 'table'} bears on ({len(heads)}: "
+                  + ", ".join(f"{counts[v]} {verdict_badge(v)}" for v in _ordered(counts.index))
+                  + "); each links to its section of the [claims ledger page](claims-ledger.md), with its rows of "
+                  "`figures/claims.csv` per stand-in and protocol.", "",
+                  claims_overview(bearing, "claims-ledger.md"), ""]
+    elif len(bearing):
+        lines += [f"The claims this {'figure' if images else 'table'} bears on ({len(heads)}), each under its "
+                  "summary verdict, with its rows of `figures/claims.csv`: the primary protocol's per stand-in, "
+                  "every protocol's folded.", ""]
+    if len(bearing) and (ledger_page or len(heads) <= CLAIM_SECTIONS_MAX):
+        for claim_id in heads.claim_id:
+            lines += claim_section(bearing[bearing.claim_id == claim_id])
+    elif not len(bearing):
         lines += ["No row of the claims ledger (`figures/claims.csv`) bears on this figure or table"
                   + ("; the tables below set the paper's numbers beside ours where the paper prints them." if tables
                      else "."), ""]
@@ -406,19 +505,22 @@ def report_pages(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame,
             "# Measurements and discussion", "",
             f"What the runs behind the {paper} report are, how long they took, and what they show beyond the",
             "figures: one page per topic.", "", "```{toctree}", ":maxdepth: 1", ""] + topic_names + ["```", ""])
-    links = [(claim_pages(r, pages) or [None])[0] for _, r in own.iterrows()]
-    counts = own.verdict.map(base_verdict).value_counts() if len(own) else pd.Series(dtype=int)
-    summary = ", ".join(f"{n} {verdict_badge(v)}" for v, n in counts.items())
+    heads = claim_heads(own) if len(own) else own
+    on = claims_pages(own, pages) if len(own) else {}
+    counts = heads.summary.map(base_verdict).value_counts() if len(own) else pd.Series(dtype=int)
+    summary = ", ".join(f"{counts[v]} {verdict_badge(v)}" for v in _ordered(counts.index))
     lines = [f"# {paper} reproduction", "",
              "Every figure and table of the paper as the committed runs give it, beside the paper's numbers, with the",
              "claim it bears on, our verdict, how our set-up deviates, and the command that remakes it. Nothing is",
              "re-run when the site is built: the figures and tables are the committed files under `figures/`.", "",
              "## Claims and verdicts", ""]
     if len(own):
-        lines += [f"{len(own)} claims: {summary}.", "",
-                  _scroll(_ledger_table(own, (("verdict", "Verdict"), ("paper_value", "Paper"), ("ours", "Ours")),
-                                        links=[f"{p.name}.md" if p else "" for p in links])), "",
-                  "Verdicts and their rules: `marlinkit/claims.py`; the ledger: `figures/claims.csv`.", ""]
+        lines += [f"{len(heads)} claims ({len(own)} rows of the ledger): {summary}. Each claim links to its section "
+                  "of the claims ledger page, where its rows stand per stand-in and protocol, and to the figures "
+                  "and tables it bears on.", ""]
+        lines += [_claim_item(r, "", pages, on.get(r.claim_id, [])) for _, r in heads.iterrows()]
+        lines += ["", "The plan: [the analysis plan](../../claims-plan.md) (`docs/claims.toml`); verdicts and their "
+                  "rules: `marlinkit/claims.py`; the ledger: `figures/claims.csv`.", ""]
     else:
         lines += ["No claim rows in the ledger.", ""]
     lines += ["```{toctree}", ":caption: Figures and tables", ":maxdepth: 1", ""]
@@ -430,12 +532,28 @@ def report_pages(paper: str, entries: list[catalog.Entry], ledger: pd.DataFrame,
     return out
 
 
+def _ordered(verdicts) -> list[str]:
+    """Verdicts in :data:`VERDICT_ORDER`, any other after them in the order given."""
+    verdicts = list(dict.fromkeys(verdicts))
+    return [v for v in VERDICT_ORDER if v in verdicts] + [v for v in verdicts if v not in VERDICT_ORDER]
+
+
+def _claim_item(head: pd.Series, folder: str, pages: list[FigurePage], bearing: list[FigurePage]) -> str:
+    """A claim as a list item: its summary verdict, its id linked to its section of the claims ledger page, the
+    paper's words, and the figures or tables it bears on, linked (``folder``: the report's, relative to the page)."""
+    shown = ", ".join(f"[{html.escape(p.entry.label)}]({folder}{p.name}.md)" for p in bearing[:3])
+    return (f"- {verdict_badge(head.summary)} [`{head.claim_id}`]({folder}{claim_target(head.claim_id, pages)}): "
+            f"{claims.markdown_cell(head.claim)}" + (f" (shown in: {shown})" if shown else ""))
+
+
 def verdict_summary(ledger: pd.DataFrame, entries: list[catalog.Entry]) -> str:
-    """The index's verdict summary: counts per verdict and paper, then every claim linked to its figure page."""
+    """The index's verdict summary: counts of the claims' summary verdicts per paper, then every claim linked to
+    its figure page."""
     if not len(ledger):
         return "No claim rows in the ledger yet."
-    verdicts = list(dict.fromkeys(ledger.verdict.map(base_verdict)))
-    counts = {paper: ledger[ledger.paper == paper].verdict.map(base_verdict).value_counts()
+    heads = claim_heads(ledger)
+    verdicts = _ordered(heads.summary.map(base_verdict))
+    counts = {paper: heads[heads.paper == paper].summary.map(base_verdict).value_counts()
               for paper in REPORT_PAPERS}
     lines = ["| Verdict | " + " | ".join(f"[{paper}](reproduction/{slug_}/index.md)"
                                           for paper, slug_ in REPORT_PAPERS.items()) + " |",
@@ -443,19 +561,21 @@ def verdict_summary(ledger: pd.DataFrame, entries: list[catalog.Entry]) -> str:
     for v in verdicts:
         lines.append(f"| {verdict_badge(v)} | " + " | ".join(str(counts[p].get(v, 0)) for p in REPORT_PAPERS) + " |")
     lines.append("| **claims** | " + " | ".join(f"**{int(counts[p].sum())}**" for p in REPORT_PAPERS) + " |")
-    lines += ["", "Each claim below links to the page of the figure or table it bears on, where the paper's numbers "
-              "stand beside ours. How a verdict follows from its test: [the analysis plan](claims-plan.md).", ""]
+    lines += ["", f"{len(heads)} claims, {len(ledger)} rows of the ledger (one per stand-in and protocol); a claim's "
+              "summary is its primary protocol's verdict where its stand-ins agree, else \"depends on the "
+              "stand-in\". Each claim below links to its section of its paper's claims ledger page, where its "
+              "rows stand per stand-in and protocol, and to the figures and tables it bears on. How a verdict "
+              "follows from its test: "
+              "[the analysis plan](claims-plan.md).", ""]
     for paper, slug_ in REPORT_PAPERS.items():
         own = ledger[ledger.paper == paper].reset_index(drop=True)
         if not len(own):
             continue
         pages = figure_pages(paper, entries)
+        on = claims_pages(own, pages)
         lines += [f"**{paper}**", ""]
-        for _, r in own.iterrows():
-            page = (claim_pages(r, pages) or [None])[0]
-            target = f"reproduction/{slug_}/{page.name}.md" if page else f"reproduction/{slug_}/index.md"
-            where = page.entry.label if page else "claims"
-            lines.append(f"- {verdict_badge(r.verdict)} [{claims.markdown_cell(r.claim)}]({target}) ({where})")
+        for _, r in claim_heads(own).iterrows():
+            lines.append(_claim_item(r, f"reproduction/{slug_}/", pages, on.get(r.claim_id, [])))
         lines.append("")
     return "\n".join(lines)
 
@@ -471,7 +591,10 @@ def stage(staging: Path) -> None:
     (staging / "reference" / "configuration").mkdir(parents=True, exist_ok=True)
     for name, page in configuration_pages().items():
         (staging / "reference" / "configuration" / f"{name}.md").write_text(page, encoding="utf-8")
-    ledger = pd.read_csv(claims.LEDGER_PATH) if claims.LEDGER_PATH.exists() else claims.ledger()
+    plan_page = staging / "claims-plan.md"
+    plan_page.write_text(plan_page.read_text(encoding="utf-8") + "\n## The claims, as the plan holds them\n\n"
+                         + _scroll(claims_plan.markdown(claims_plan.load())) + "\n", encoding="utf-8")
+    ledger = read_ledger()
     entries = catalog.load()
     index = staging / "index.md"
     text = index.read_text(encoding="utf-8")

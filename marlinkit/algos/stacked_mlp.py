@@ -51,7 +51,8 @@ class _OwnActionLayer(torch.autograd.Function):
         a, n, rows = ctx.n_actions, ctx.n_agents, w.shape[0]
         own = w[:, ctx.start: ctx.start + n * a].transpose(1, 2)
         grad = grad.contiguous()
-        joint = products_route.matmul(grad, own) if ctx.products == "openblas" else torch.bmm(grad, own)  # (rows, B, N*A)
+        # (rows, B, N*A)
+        joint = products_route.matmul(grad, own) if ctx.products == "openblas" else torch.bmm(grad, own)
         index = torch.arange(rows)
         return None, joint.view(rows, -1, n, a)[index, :, index % n], None, None, None, None, None
 

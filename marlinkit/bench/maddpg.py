@@ -10,7 +10,12 @@ time the 3 x 12-seed ablation spends in updates alone at the measured CPU time p
 cores busy: a floor that stacking seeds cannot lower (it batches the same products); the ``*_following_h``
 keys count the 24 runs that train when A7 follows A2 (no generated reward accepted). The
 ``openblas_*`` keys time the same batched update with ``MADDPGConfig(products="openblas")`` (its
-products in NumPy's pinned OpenBLAS, not MKL's pinned branch) on the same batches and noise.
+products in NumPy's pinned OpenBLAS, not MKL's pinned branch) on the same batches and noise. The ``shared5_*``
+keys time the parameter-shared learner the ``shared5`` setting trains (:mod:`marlinkit.algos.maddpg_shared`) on
+its own batch, on both product routes. Every GFLOP/s stands beside the GEMM peaks measured in the same run
+(:func:`gemm_peaks`): a square single-thread float32 product on each pinned route, and the machine's best unpinned
+(a child process with ``MARLINKIT_NUMERICS=native``), so an update's speed reads as a share of what the library
+it runs on can do.
 
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
 reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.ablation.run``
@@ -109,6 +114,95 @@ def update_gflop(learner, batch_size: int) -> float:
     per_row = (critic + 2 * critic + critic_inner + critic + critic_inner  # target, train (fwd + grads), actor loss
                + actor + 2 * actor + actor_inner)  # target actor, actor (fwd + grads)
     return 2 * per_row * batch_size / 1e9
+
+
+def shared_update_gflop(learner, batch_size: int) -> float:
+    """GFLOP (2 per multiply-add) of the matrix products of one parameter-shared MADDPG update, counted from the
+    weight shapes; the rows are ``batch_size`` x agents (every agent's row goes through the one network).
+
+    Per row the update runs the target actor and target critic forward; the critic forward, its weight gradients
+    and its inner input gradients; the actor forward; the critic forward again on the policy's actions and back
+    to its input through every layer (autograd computes the first layer's whole input gradient); the actor's
+    weight and inner input gradients.
+    """
+    def forward(net) -> tuple[int, int]:  # multiply-adds per row: all layers, and all but the first
+        layers = [m.in_features * m.out_features for m in net if hasattr(m, "in_features")]
+        return sum(layers), sum(layers[1:])
+    (critic, critic_inner), (actor, actor_inner) = forward(learner.critic), forward(learner.actor)
+    per_row = (critic + critic + critic + critic_inner + critic + critic  # target, train (fwd + grads), actor loss
+               + actor + actor + actor + actor_inner)  # target actor, actor (fwd + grads)
+    return 2 * per_row * batch_size * learner.n / 1e9
+
+
+def _gemm_gflops(size: int, repeats: int) -> dict[str, float]:
+    """Single-thread float32 GFLOP per CPU second of a square ``size`` product in NumPy's OpenBLAS and in torch, here
+    (CPU time, as the updates are timed: robust to other load on the machine)."""
+    import numpy as np
+    import torch
+
+    a, b = np.random.default_rng(0).random((2, size, size), dtype=np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    out = {}
+    for name, product in (("openblas", lambda: a @ b), ("torch", lambda: ta @ tb)):
+        product()
+        started = time.process_time()
+        for _ in range(repeats):
+            product()
+        out[name] = 2 * size ** 3 * repeats / (time.process_time() - started) / 1e9
+    return out
+
+
+def gemm_peaks(size: int = 1024, repeats: int = 10) -> dict[str, float]:
+    """GEMM peaks measured now: the pinned OpenBLAS and torch routes in this process, and the best of both unpinned
+    in a child process (``MARLINKIT_NUMERICS=native``: the library's fastest kernels for this processor)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pinned = _gemm_gflops(size, repeats)
+    finally:
+        torch.set_num_threads(threads)
+    code = ("import json, torch; torch.set_num_threads(1); from marlinkit.bench.maddpg import _gemm_gflops; "
+            f"print(json.dumps(_gemm_gflops({size}, {repeats})))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES",
+                                                          "MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")}
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300,
+                           env={**env, "MARLINKIT_NUMERICS": "native", "OMP_NUM_THREADS": "1"})
+    native = json.loads(child.stdout.strip().splitlines()[-1])
+    return {"gemm_size": size, "gemm_openblas_pinned_gflop_per_cpu_s": pinned["openblas"],
+            "gemm_torch_pinned_gflop_per_cpu_s": pinned["torch"], "gemm_best_native_gflop_per_cpu_s": max(native.values())}
+
+
+def shared5_timing(obs_dim: int, updates: int, seed: int) -> dict[str, Any]:
+    """The ``shared5`` learner's update on both product routes: CPU s per update, its GFLOP and GFLOP/s."""
+    import numpy as np
+
+    from marlinkit.algos.maddpg import MADDPGConfig, make_learner
+    from marlinkit.algos.replay_buffer import ReplayBuffer
+    from marlinkit.maestro.sweep import SETTINGS
+
+    config = dataclasses.replace(MADDPGConfig(seed=seed), **SETTINGS["shared5"].maddpg.given())
+    rng = np.random.default_rng(seed)
+    buffer = ReplayBuffer(2 * config.batch_size, N_AGENTS, obs_dim)
+    for _ in range(buffer.capacity):
+        buffer.add(rng.random((N_AGENTS, obs_dim)), rng.integers(N_PHASES, size=N_AGENTS),
+                   rng.normal(size=N_AGENTS), rng.random((N_AGENTS, obs_dim)), np.zeros(N_AGENTS))
+    out: dict[str, Any] = {"shared5_batch_size": config.batch_size}
+    for products in ("torch", "openblas"):
+        learner = make_learner(N_AGENTS, obs_dim, N_PHASES, dataclasses.replace(config, products=products))
+        batches = [learner.sample([buffer], config.batch_size) for _ in range(updates)]
+        noises = [learner.noise(config.batch_size) for _ in range(updates)]
+        _, out[f"shared5_{products}_cpu_s_per_update"] = _time_updates(learner, batches, noises, "batched")
+    out["shared5_update_gflop"] = gflop = shared_update_gflop(learner, config.batch_size)
+    for products in ("torch", "openblas"):
+        out[f"shared5_{products}_gflop_per_cpu_s"] = gflop / out[f"shared5_{products}_cpu_s_per_update"]
+    return out
 
 
 def paper_updates_per_run() -> int:
@@ -300,6 +394,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["update_gflop"] = gflop
     result["batched_gflop_per_cpu_s"] = gflop / result["batched_cpu_s_per_update"]
     result["openblas_gflop_per_cpu_s"] = gflop / result["openblas_cpu_s_per_update"]
+    result.update(shared5_timing(obs_dim, args.updates, args.seed))
+    result.update(gemm_peaks())
     if args.batch_size is None and obs_source == ENV_SOURCE:  # the paper's update: its floor at 12 seeds
         result["ablation_12_seeds_updates_floor_h"] = updates_floor_h(result["batched_cpu_s_per_update"])
         result["ablation_12_seeds_updates_floor_openblas_h"] = updates_floor_h(result["openblas_cpu_s_per_update"])

@@ -40,14 +40,18 @@ ORDER = ("A2", "A0", "A8", "A7")
 PAPER_SEEDS = (200, 300, 400, 500)
 
 
-def overrides(architect: str | None = None, maddpg: str | None = None) -> dict[str, Any]:
+def overrides(architect: str | None = None, maddpg: str | None = None, curriculum: str | None = None) -> dict[str, Any]:
     """The notebooks' ablation settings: the preset's LLM under MADDPG setting ``maddpg`` (``architect`` None), or this
-    ablation's (``architect="reference"``), its configurations in the tables' order."""
+    ablation's (``architect="reference"``), its configurations in the tables' order, with MADDPG setting ``maddpg``
+    and curriculum target ``curriculum`` where given (None: :data:`SETTINGS`')."""
     if architect is None:
+        if curriculum is not None:
+            raise ValueError("a curriculum target is chosen with the reference architect only (architect='reference')")
         return {"maddpg_setting": maddpg}
     if architect != ablation.REFERENCE_LLM:
         raise ValueError(f"architect must be None (the preset's LLM) or {ablation.REFERENCE_LLM!r}, got {architect!r}")
-    return {**SETTINGS, "ablations": tuple(a for a in ablation.ABLATIONS if a in ORDER)}
+    chosen = {k: v for k, v in (("maddpg_setting", maddpg), ("curriculum", curriculum)) if v is not None}
+    return {**SETTINGS, **chosen, "ablations": tuple(a for a in ablation.ABLATIONS if a in ORDER)}
 
 
 def settings(**overrides: Any) -> dict[str, Any]:

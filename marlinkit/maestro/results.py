@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
 #: The experiment's section name.
 EXPERIMENT = "ablation"
+#: The MADDPG settings whose learners were trained to beat the random phase switcher on held-out traffic
+#: (:mod:`marlinkit.maestro.heldout`); the paper preset's other rows carry :data:`BARELY_ABOVE_RANDOM`.
+LEARNING_SETTINGS = ("shared5",)
+#: The label of the paper preset's rows whose learners end barely above a uniform random phase request each second
+#: (greedy policies below fixed-time on the real flow): their comparisons between configurations are not evidence.
+BARELY_ABOVE_RANDOM = "learners barely above random"
 
 
 @dataclass(frozen=True)
@@ -44,8 +50,10 @@ class AblationResults(Result):
         found = [root / f"{name}{suffix}" for name in sidecars for suffix in (".csv", ".json", ".generations.jsonl")]
         found += [root / "ablation_calibration.csv", root / "ablation_calibration.json"]
         engine = f"{config.engine} ({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})"
-        provenance = Provenance(preset, engine, f"LLM {sidecar_llms(sidecars)}", config.seeds,
-                                {"runs": runs_note(config), "score": scale_note(config)})
+        label = learners_label(config, preset)
+        provenance = Provenance(preset, engine, "; ".join(filter(None, (f"LLM {sidecar_llms(sidecars)}", label))),
+                                config.seeds, {"runs": runs_note(config), "score": scale_note(config),
+                                               **({"learners": label} if label else {})})
         return cls(EXPERIMENT, preset, config, {"episodes": episodes, "generations": generations, "baselines": baselines},
                    tuple(path for path in found if path.exists()), provenance, sidecars, calibration, calibration_info, root)
 
@@ -116,6 +124,12 @@ def scale_note(config: Config) -> str:
             f"seed {config.eval_seed}); evaluated policy: {config.eval_policy}"
             + (" (Gumbel-softmax samples; greedy argmax stored beside it)" if config.eval_policy == "stochastic"
                else " (argmax; stochastic Gumbel-softmax samples stored beside it)"))
+
+
+def learners_label(config: Config, preset: str) -> str:
+    """:data:`BARELY_ABOVE_RANDOM` for a paper-preset row whose MADDPG setting is not in :data:`LEARNING_SETTINGS`
+    (drawn in every figure's footer and table's provenance), else ""."""
+    return BARELY_ABOVE_RANDOM if preset == "paper" and config.maddpg_setting not in LEARNING_SETTINGS else ""
 
 
 def runs_note(config: Config) -> str:

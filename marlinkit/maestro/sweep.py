@@ -90,6 +90,16 @@ SETTINGS: dict[str, Setting] = {
                        MADDPGOverrides(sharing="shared-local", decision_s=5, update_every=5, batch_size=128,
                                        learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128,
                                        products="openblas")),
+    "shared1": Setting("shared5's sharing without its 5-s decisions: a decision every second, gamma 0.9 ** (1/5) per "
+                       "decision (shared5's horizon in seconds), the rest as shared5; with separate5, it tells which "
+                       "of the two changes carries the gain",
+                       MADDPGOverrides(sharing="shared-local", decision_s=1, update_every=5, batch_size=128,
+                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9 ** 0.2,
+                                       hidden=128, products="openblas")),
+    "separate5": Setting("shared5's 5-s decisions without its sharing: the paper's 16 actors and 16 centralised critics "
+                         "(each reading every observation and action), the rest as shared5",
+                         MADDPGOverrides(decision_s=5, update_every=5, batch_size=128, learning_starts=640,
+                                         actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128, products="openblas")),
 }
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).

@@ -34,6 +34,17 @@ def test_bench_maddpg_cli_reports_both_paths():
     assert result["openblas_speedup"] == pytest.approx(result["batched_cpu_s_per_update"] / result["openblas_cpu_s_per_update"])
     assert "episode_split_s" not in result  # --episodes 0: no MAESTRO run
     assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
+    # the shared5 learner, obs 7, hidden 128, batch 128 x 16 rows: actor 7*128 + 128*128 + 128*4 = 17792 (16896
+    # past the first layer), critic on 7 + 16 + 16*4 = 87 inputs 87*128 + 128*128 + 128 = 27648 (16512); the critic
+    # runs 5 times plus 1 inner pass (target, forward, weight grads, actor loss forward and input grads), the actor
+    # 3 times plus 1
+    assert result["shared5_batch_size"] == 128
+    assert result["shared5_update_gflop"] == pytest.approx(2 * (5 * 27648 + 16512 + 3 * 17792 + 16896) * 128 * 16 / 1e9)
+    for route in ("torch", "openblas"):
+        assert result[f"shared5_{route}_gflop_per_cpu_s"] == pytest.approx(
+            result["shared5_update_gflop"] / result[f"shared5_{route}_cpu_s_per_update"])
+    peaks = [result[f"gemm_{k}_gflop_per_cpu_s"] for k in ("openblas_pinned", "torch_pinned", "best_native")]
+    assert result["gemm_size"] == 1024 and all(1 < peak < 1e4 for peak in peaks)
 
 
 @pytest.mark.slow

@@ -118,6 +118,11 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     assert reference_queue.overrides("reference")["ablations"] == ("A0", "A2", "A7", "A8")
     with pytest.raises(ValueError, match="architect must be None"):
         reference_queue.overrides("smollm2")
+    shared5 = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference", "shared5", "paper"))
+    assert (shared5.llm, shared5.curriculum, shared5.maddpg_setting) == ("reference", "paper", "shared5")
+    assert ablation.results_root("paper", shared5).name == "reference_architect_cityflow_shared5_maddpg"
+    with pytest.raises(ValueError, match="reference architect only"):
+        reference_queue.overrides(None, "shared5", "paper")
     assert ablation.run_config(cfg, "A0", 200, curriculum_env.Calibration(1.0, 0.0))["architect"] is None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,19 @@ def test_every_footer_says_which_maddpg_settings_trained_the_runs():
 def test_a_rejection_is_counted_under_its_check_not_its_particulars(reason, stage):
     """The acceptance table's top stages: replies cut off after 1, 2 or 5 members are one stage, not three."""
     assert report.rejection_stage(reason) == stage
+
+
+def test_the_paper_rows_whose_learners_end_barely_above_random_say_so_in_every_footer():
+    """A paper-preset row under any MADDPG setting but the learning ones carries the label in its footer and details;
+    the shared5 row and the other presets' rows do not."""
+    from marlinkit.maestro import results as results_module
+
+    smoke = _results({"A2": [10.0]})
+    assert results_module.BARELY_ABOVE_RANDOM not in smoke.provenance.footer()
+    paper = presets.ablation_config("paper", record=False)
+    for setting, labelled in ((None, True), ("ue25_openblas", True), ("shared5", False)):
+        config = dataclasses.replace(paper, maddpg_setting=setting)
+        made = AblationResults.of(config, "paper", smoke.episodes, pd.DataFrame(), {"run": {"llm": "scripted"}},
+                                  Calibration(1.0, 0.0), {}, Path("."), pd.DataFrame({"controller": []}))
+        assert (results_module.BARELY_ABOVE_RANDOM in made.provenance.footer()) is labelled, setting
+        assert (made.provenance.details.get("learners") == results_module.BARELY_ABOVE_RANDOM) is labelled, setting

@@ -154,6 +154,13 @@ def test_the_settings_are_typed_overrides_of_maddpgs_fields_each_described():
     assert maestro_sweep.SETTINGS["paper"].maddpg == PAPER_MADDPG == MADDPGOverrides(update_every=100)
     assert "OpenBLAS" in maestro_sweep.SETTINGS["ue25_openblas"].description
     assert maestro_sweep.maddpg_config("ue25_openblas", 200, 200, 360, 2).products == "openblas"
+    # the two settings that separate shared5's departures each drop one of them and change nothing else
+    shared5 = maestro_sweep.SETTINGS["shared5"].maddpg.given()
+    shared1 = maestro_sweep.SETTINGS["shared1"].maddpg.given()
+    separate5 = maestro_sweep.SETTINGS["separate5"].maddpg.given()
+    assert {k for k in shared5 if shared1.get(k) != shared5[k]} == {"decision_s", "gamma"}
+    assert shared1["decision_s"] == 1 and shared1["gamma"] ** 5 == pytest.approx(shared5["gamma"])
+    assert {k for k in {**shared5, **separate5} if separate5.get(k) != shared5.get(k)} == {"sharing"}
     assert MADDPGOverrides.of({"update_every": 25, "products": "openblas"}).given() == {"update_every": 25,
                                                                                        "products": "openblas"}
     with pytest.raises(ValueError, match="unknown MADDPG setting.*'upate_every'"):
