@@ -131,7 +131,8 @@ EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(
 endif
 endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
-# The claims ledger (figures/claims.csv) and the README's claims table, made last from the paper preset's tables.
+# The claims ledger (figures/claims.csv, both papers' claims) and the README's claims table, made last from the paper
+# preset's tables; each paper's reproduction report shows that paper's rows of it.
 # It is written beside the paper folder: figures/claims.csv, or the scratch folder's claims.csv under `make verify`.
 CLAIMS_LEDGER := $(BUILD_ROOT)/claims_ledger.ipynb
 ifeq ($(PRESET),paper)
@@ -140,11 +141,6 @@ endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
-# MAESTRO's claims table (claims.{csv,md,tex} beside the ablation's figures), from the committed runs of both rows only.
-MAESTRO_CLAIMS := $(FIGURES_ROOT)/maestro/claims.csv
-ifeq ($(PRESET),paper)
-EXECUTED  += $(MAESTRO_CLAIMS)
-endif
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
 HELDOUT_RUNS_DIRS := $(SHARED5_RUNS_DIR)
@@ -171,7 +167,7 @@ help:
 	@echo "make cityflow                            build and install CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
-setup: $(STAMP)
+setup: $(STAMP) $(JUPYTER_SAVE)
 	@$(INSTALL_NBSTRIPOUT)
 
 # Outputs never reach a commit: git runs every notebook through nbstripout (.gitattributes names the filter).
@@ -185,6 +181,12 @@ if git rev-parse --git-dir >/dev/null 2>&1; then \
     echo "nbstripout git filter installed: notebook outputs are stripped when you commit"; \
 fi
 endef
+
+# JupyterLab from this environment saves a notebook git tracks as git stores it (marlinkit/notebook_save.py), so that
+# saving in `make lab` never shows in `git status`; participants' copies (`make workshop`) keep their outputs.
+JUPYTER_SAVE := $(VENV)/etc/jupyter/jupyter_server_config.d/marlinkit.json
+$(JUPYTER_SAVE): marlinkit/notebook_save.py | $(STAMP)
+	@$(PY) -m marlinkit.notebook_save
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -291,10 +293,6 @@ $(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $
 $(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
 	$(PY) -m marlinkit heldout --runs $(wildcard $(HELDOUT_RUNS_DIRS)) --out $@
 
-$(MAESTRO_CLAIMS): $(PACKAGE_SOURCES) $(filter $(BUILD_ROOT)/maestro/ablation_results%,$(EXECUTED)) $(STAMP) \
-                  $(wildcard data/results/maestro/paper/ue25_openblas_maddpg/A*__seed*.json $(REFERENCE_RUNS_DIR)/A*__seed*.json)
-	@mkdir -p $(@D)
-	$(PY) -m marlinkit.maestro.claims --out $(@D)
 # The ablation with the reference architect (a surrogate, not an LLM), A0 and CityFlow (marlinkit.maestro.reference_queue).
 $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference $(REFERENCE_SEEDS_ARG)
 $(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(REFERENCE_SIDECARS)
@@ -315,14 +313,14 @@ $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(
 	    $(if $(filter figures/paper,$(FIGURES_ROOT)),-p README $(abspath README.md))
 	@mv $(basename $@).partial.ipynb $@
 
-lab: $(STAMP) data
+lab: $(STAMP) $(JUPYTER_SAVE) data
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
 
 # The workshop track: each participant works in copies of notebooks/workshop/ under WORKSHOP_DIR, a folder git ignores,
 # so running, editing and saving a notebook never changes a tracked file and `git pull` always applies; a copy already
 # there is kept (delete it for a fresh one).
 WORKSHOP_DIR ?= workshop
-workshop: $(STAMP)
+workshop: $(STAMP) $(JUPYTER_SAVE)
 	@$(PY) -c 'import sys; from marlinkit.marlin import workshop; print(*workshop.copy_notebooks(sys.argv[1]), sep="\n")' $(WORKSHOP_DIR)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(WORKSHOP_DIR)
 

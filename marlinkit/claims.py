@@ -8,7 +8,8 @@ one Holm correction per family, stand-in (MAESTRO: run set) and protocol, and on
 Verdicts (symmetric):
 
 * ``holds``: the one-sided test in the paper's direction is significant after Holm (non-inferiority: the effect is
-  significantly above minus the margin);
+  significantly above minus the margin) and, where the plan's ``holds_requires`` is ``every-unit``, every unit's
+  difference lies in the paper's direction (else ``inconclusive``, with the worst unit's margin);
 * ``contradicted``: the one-sided test in the opposite direction is significant after Holm (non-inferiority: the
   effect is significantly below minus the margin; equivalence: significantly outside the margin);
 * ``equivalent``: both one-sided tests of TOST reject an effect outside the declared margin, after Holm;
@@ -18,8 +19,9 @@ Verdicts (symmetric):
 * ``not testable``: the runs cannot test it; the row says why and names the experiment that would;
 * ``mixed`` (rows with several cells): some cells hold and others are contradicted.
 
-Each row carries its effect (natural units: ``x - y``, ``x - null``, Spearman's rho, or the bootstrap statistic)
-with a bootstrap 95 % CI over its units (seeds or runs; a t interval where a table commits only mean, SD and n).
+Each row carries its effect (natural units: ``x - y``, ``x - null``, Spearman's rho, or the bootstrap statistic; the
+relative change ``mean(x) / mean(y) - 1`` where the plan's ``effect_scale`` is ``relative``) with a bootstrap 95 % CI
+over its units (seeds or runs; a t interval where a table commits only mean, SD and n).
 A claim's rows sit together; each carries the claim's summary verdict: the primary protocol's verdict across
 stand-ins, or "depends on the stand-in" with each listed.
 
@@ -53,27 +55,18 @@ CELLS_PATH = paths.FIGURES_DIR / "claims_cells.csv"
 VALUES_PATH = paths.FIGURES_DIR / "claims_values.csv"
 README_BEGIN = "<!-- claims ledger: begin (generated from figures/claims.csv) -->"
 README_END = "<!-- claims ledger: end -->"
-ALPHA = 0.05
 VERDICTS = ("holds", "contradicted", "equivalent", "inconclusive", "not testable", "mixed")
-#: The earlier ledger's vocabulary, still used by the per-paper MAESTRO table (:mod:`marlinkit.maestro.claims`).
-TESTED_VERDICTS = ("holds", "holds, not significant", "contradicted", "contradicted, not significant")
 COLUMNS = ["paper", "claim_id", "claim", "paper_location", "stand_in", "runs", "engine", "curriculum_target",
-           "protocol", "metric", "compared", "test", "family", "n", "effect", "ci_low", "ci_high", "p", "p_adjusted",
+           "protocol", "metric", "compared", "test", "family", "n", "effect", "ci_low", "ci_high", "effect_scale", "p",
+           "p_adjusted",
            "verdict", "detail", "summary", "ours", "evidence"]
 CELL_COLUMNS = ["claim_id", "stand_in", "runs", "protocol", "cell", "test", "pairing", "sign", "null", "margin",
-                "family", "n", "effect", "ci_low",
-                "ci_high", "p_holds", "p_contra", "p_equiv", "p_holds_adj", "p_contra_adj", "p_equiv_adj", "mde",
-                "verdict"]
+                "family", "n", "effect", "ci_low", "ci_high", "effect_scale", "p_holds", "p_contra", "p_equiv",
+                "p_holds_adj", "p_contra_adj", "p_equiv_adj", "mde", "worst_unit", "verdict"]
 #: The engine of the rows that have no MAESTRO run set (MARLIN's corridors; MAESTRO's fixed-time sweep ran on both).
 ENGINES = {"MARLIN": "corridor core (numpy)", "MAESTRO": "CityFlow, SUMO"}
 #: Random-switcher margin the held-out gate requires (calibrated points), and the flows it checks.
 GATE_MARGIN = 20.0
-
-
-def verdict_for(direction: bool, p: float | None) -> str:
-    """The earlier ledger's verdict words (kept for :mod:`marlinkit.maestro.claims`'s own table)."""
-    word = "holds" if direction else "contradicted"
-    return word if p is not None and p < ALPHA else f"{word}, not significant"
 
 
 # ----- one cell's test -----------------------------------------------------------------------------------------------
@@ -93,6 +86,8 @@ class Tested:
     se: float = math.nan
     df: float = math.nan
     n_small: bool = False
+    worst: float = math.nan
+    """The smallest unit's difference in the paper's direction (paired and one-sample tests)."""
 
 
 def _rng(key: str) -> np.random.Generator:
@@ -153,7 +148,8 @@ def _paired_like(test: str, cell: data.Cell, margin: float, key: str, settings) 
         ph, pc, p_eq = _tost(d, margin)
     else:
         raise ValueError(f"{test} is not a test of paired or one-sample data")
-    return Tested(cell.name, len(d), float(np.mean(d)), low, high, ph, pc, p_eq, se, len(d) - 1)
+    worst = float(np.min(s)) if len(s) else math.nan
+    return Tested(cell.name, len(d), float(np.mean(d)), low, high, ph, pc, p_eq, se, len(d) - 1, worst=worst)
 
 
 def _tost(d: np.ndarray, margin: float) -> tuple[float, float, float]:
@@ -224,8 +220,27 @@ def _spearman(cell: data.Cell, key: str, settings) -> Tested:
     return Tested(cell.name, len(x), rho, low, high, ph, pc)
 
 
-def test_cell(test: str, pairing: str, cell: data.Cell, margin: float, key: str, settings) -> Tested:
-    """The plan's ``test`` on one cell's values."""
+def _relative(t: Tested, cell: data.Cell, paired: bool, key: str, settings) -> Tested:
+    """``t`` with its effect, CI and standard error as the relative change ``mean(x) / mean(y) - 1`` (the test's
+    p-values, on the differences, unchanged); the bootstrap resamples the units jointly where they are paired."""
+    x, y = np.asarray(cell.x, float), np.asarray(cell.y, float)
+    if not len(y) or np.mean(y) == 0:
+        return replace(t, effect=math.nan, ci_low=math.nan, ci_high=math.nan, se=math.nan)
+    rng, resamples = _rng(key + "|relative"), settings.bootstrap_resamples
+    if paired:
+        rows = rng.integers(0, len(x), size=(resamples, len(x)))
+        boot = x[rows].mean(axis=1) / y[rows].mean(axis=1) - 1
+    else:
+        boot = _boot_mean(x, resamples, rng) / _boot_mean(y, resamples, rng) - 1
+    with np.errstate(all="ignore"):
+        low, high = _ci(boot[np.isfinite(boot)], settings.ci_level)
+    return replace(t, effect=float(np.mean(x) / np.mean(y) - 1), ci_low=low, ci_high=high,
+                   se=t.se / abs(float(np.mean(y))))
+
+
+def test_cell(test: str, pairing: str, cell: data.Cell, margin: float, key: str, settings,
+              scale: str = "difference") -> Tested:
+    """The plan's ``test`` on one cell's values, its effect on the plan's ``scale`` (``effect_scale``)."""
     if test == "spearman":
         return _spearman(cell, key, settings)
     if test == "paired-bootstrap":
@@ -233,8 +248,10 @@ def test_cell(test: str, pairing: str, cell: data.Cell, margin: float, key: str,
     if cell.summary is not None:
         return _summary_test(test, cell, margin, settings)
     if pairing == "unpaired":
-        return _unpaired(test, cell, margin, key, settings)
-    return _paired_like(test, cell, margin, key, settings)
+        t = _unpaired(test, cell, margin, key, settings)
+    else:
+        t = _paired_like(test, cell, margin, key, settings)
+    return _relative(t, cell, pairing != "unpaired", key, settings) if scale == "relative" else t
 
 
 # ----- Holm, verdicts, the detectable effect ----------------------------------------------------------------------
@@ -259,14 +276,18 @@ def cell_verdict(p_holds: float, p_contra: float, p_equiv: float, alpha: float) 
     return "inconclusive"
 
 
-def tested_verdict(t: Tested, adjusted: tuple[float, float, float], alpha: float) -> str:
+def tested_verdict(t: Tested, adjusted: tuple[float, float, float], alpha: float, requires: str = "test") -> str:
     """A cell's verdict: inconclusive below the plan's n, not testable where its statistic is undefined (a CV of a
-    mean <= 0, a Sharpe of an SD of 0), else by its adjusted p-values."""
+    mean <= 0, a Sharpe of an SD of 0), else by its adjusted p-values; where the plan's ``holds_requires`` is
+    "every-unit", a cell holds only if every unit's difference lies in the paper's direction (else inconclusive)."""
     if t.n_small or t.n < 2:
         return "inconclusive"
     if math.isnan(t.effect):
         return "not testable"
-    return cell_verdict(*adjusted, alpha)
+    verdict = cell_verdict(*adjusted, alpha)
+    if verdict == "holds" and requires == "every-unit" and not t.worst > 0:
+        return "inconclusive"
+    return verdict
 
 
 def row_verdict(verdicts: list[str], aggregate: str = "all-cells") -> str:
@@ -418,7 +439,7 @@ def _tested(test: str, pairing: str, cell: data.Cell, claim, key: str, settings)
                              min(len(cell.x), len(cell.y)) if pairing == "unpaired" else len(cell.x))
     if n < 2:
         return Tested(cell.name, n, math.nan, math.nan, math.nan, math.nan, math.nan, n_small=True)
-    t = test_cell(test, pairing, cell, claim.margin or 0.0, key, settings)
+    t = test_cell(test, pairing, cell, claim.margin or 0.0, key, settings, claim.effect_scale)
     return replace(t, n_small=pairing != "unpaired" and t.n < claim.min_n)
 
 
@@ -448,7 +469,8 @@ def decide(row: Row, plan: claims_plan.Plan) -> None:
     if row.verdict:
         return
     alpha = plan.settings.alpha
-    verdicts = [tested_verdict(t, adj, alpha) for t, adj in zip(row.cells, row.adjusted)]
+    requires = row.ctx.claim.holds_requires
+    verdicts = [tested_verdict(t, adj, alpha, requires) for t, adj in zip(row.cells, row.adjusted)]
     row.verdict = row_verdict(verdicts, row.ctx.claim.aggregate)
     if len(set(verdicts)) > 1:
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
@@ -457,7 +479,10 @@ def decide(row: Row, plan: claims_plan.Plan) -> None:
 
 
 def _cell_text(t: Tested, adj: tuple[float, float, float], verdict: str, row: Row, plan: claims_plan.Plan) -> str:
-    text = f"{t.name}: {t.effect:+.3g} [{t.ci_low:+.3g}, {t.ci_high:+.3g}], n = {t.n}, {verdict}"
+    claim = row.ctx.claim
+    text = f"{t.name}: {_effect_ci(t.effect, t.ci_low, t.ci_high, claim.effect_scale)}, n = {t.n}, {verdict}"
+    if claim.holds_requires == "every-unit" and np.isfinite(t.worst):
+        text += f" (worst unit {t.worst:+.3g} in the paper's direction)"
     if t.n_small:
         return text + f" (n = {t.n} of {row.ctx.claim.min_n})"
     if verdict == "not testable":
@@ -465,8 +490,16 @@ def _cell_text(t: Tested, adj: tuple[float, float, float], verdict: str, row: Ro
     if verdict == "inconclusive":
         size = plan.family_size(row.ctx.claim.family)
         mde = detectable(t, plan.settings.alpha / max(1, size), plan.settings.power)
-        text += f" (detectable at 80 % power: {mde:.3g})" if np.isfinite(mde) else ""
+        shown = f"{100 * mde:.3g} %" if claim.effect_scale == "relative" else f"{mde:.3g}"
+        text += f" (detectable at 80 % power: {shown})" if np.isfinite(mde) else ""
     return text
+
+
+def _effect_ci(effect: float, low: float, high: float, scale: str) -> str:
+    """An effect with its CI: a difference as is, a relative change in per cent."""
+    if scale == "relative":
+        return f"{100 * effect:+.3g} % [{100 * low:+.3g} %, {100 * high:+.3g} %]"
+    return f"{effect:+.3g} [{low:+.3g}, {high:+.3g}]"
 
 
 # ----- the ledger ----------------------------------------------------------------------------------------------------
@@ -491,7 +524,8 @@ def _row_record(row: Row, plan: claims_plan.Plan) -> dict:
             "curriculum_target": f"{rs.target:g}" if rs else "", "protocol": ctx.protocol,
             "metric": " ".join(c.metric.split()), "compared": row.compared, "test": row.test, "family": c.family,
             "n": t.n if t else None, "effect": t.effect if t else None, "ci_low": t.ci_low if t else None,
-            "ci_high": t.ci_high if t else None, "p": p, "p_adjusted": row.adjusted[i][which] if t else math.nan,
+            "ci_high": t.ci_high if t else None, "effect_scale": c.effect_scale, "p": p,
+            "p_adjusted": row.adjusted[i][which] if t else math.nan,
             "verdict": row.verdict, "detail": row.detail, "summary": "",
             "ours": f"{row.compared}: {row.detail}" if row.compared else row.detail,
             "evidence": "; ".join(s.path for s in c.sources if s.committed) or "docs/claims.toml"}
@@ -550,17 +584,17 @@ def cells_table(rows: list[Row], plan: claims_plan.Plan) -> pd.DataFrame:
     out = []
     for row in rows:
         for t, raw, adj in zip(row.cells, row.values, row.adjusted):
-            verdict = tested_verdict(t, adj, plan.settings.alpha)
+            verdict = tested_verdict(t, adj, plan.settings.alpha, row.ctx.claim.holds_requires)
             out.append({"claim_id": row.ctx.claim.id, "stand_in": row.ctx.stand_in,
                         "runs": row.ctx.run_set.name if row.ctx.run_set else "", "protocol": row.ctx.protocol,
                         "cell": t.name, "test": row.test, "pairing": row.ctx.claim.pairing_for(row.ctx.protocol),
                         "sign": raw.sign, "null": raw.null, "margin": row.ctx.claim.margin,
-                        "family": row.ctx.claim.family, "n": t.n,
-                        "effect": t.effect, "ci_low": t.ci_low, "ci_high": t.ci_high, "p_holds": t.p_holds,
+                        "family": row.ctx.claim.family, "n": t.n, "effect": t.effect, "ci_low": t.ci_low,
+                        "ci_high": t.ci_high, "effect_scale": row.ctx.claim.effect_scale, "p_holds": t.p_holds,
                         "p_contra": t.p_contra, "p_equiv": t.p_equiv, "p_holds_adj": adj[0], "p_contra_adj": adj[1],
                         "p_equiv_adj": adj[2],
                         "mde": detectable(t, plan.settings.alpha / max(1, plan.family_size(row.ctx.claim.family)),
-                                          plan.settings.power), "verdict": verdict})
+                                          plan.settings.power), "worst_unit": t.worst, "verdict": verdict})
     return pd.DataFrame(out, columns=CELL_COLUMNS)
 
 
@@ -610,7 +644,7 @@ def format_p(p: float | None) -> str:
 def effect_text(r) -> str:
     if pd.isna(r.effect):
         return "—"
-    return f"{r.effect:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
+    return _effect_ci(r.effect, r.ci_low, r.ci_high, getattr(r, "effect_scale", "difference"))
 
 
 def _first_rows(table: pd.DataFrame) -> pd.DataFrame:

@@ -45,6 +45,12 @@ UNITS = ("seed", "run", "corridor-seed", "trial", "difficulty-level")
 #: none holding contradicts; or the majority of cells decides.
 AGGREGATES = ("single", "all-cells", "any-contradicts", "reversal-contradicts", "majority")
 REGISTRATIONS = ("before-results", "after-results")
+#: How a cell's effect is reported: the difference the test is run on (``x - y``, ``x - null``, the statistic), or the
+#: relative change of the means, ``mean(x) / mean(y) - 1``, with its bootstrap CI (the test stays on the differences).
+EFFECT_SCALES = ("difference", "relative")
+#: What "holds" needs beyond the test: nothing, or every unit's difference in the paper's direction (the worst unit's
+#: margin is reported, and a cell whose test holds while a unit falls short is inconclusive).
+HOLDS_REQUIREMENTS = ("test", "every-unit")
 VERDICTS = ("holds", "contradicted", "equivalent", "inconclusive", "not testable")
 SUMMARY_VERDICTS = ("mixed", "depends on the stand-in")
 #: Each test and the pairings it may be applied to.
@@ -183,6 +189,10 @@ class Claim:
     """The claims ledger's rows this entry governs, by their text."""
     protocol_tests: tuple[tuple[str, str], ...] = ()
     """(protocol, test) where a protocol other than the primary one needs another test (e.g. no shared seeds)."""
+    effect_scale: str = "difference"
+    """How the effect is reported (:data:`EFFECT_SCALES`)."""
+    holds_requires: str = "test"
+    """What "holds" needs beyond the test (:data:`HOLDS_REQUIREMENTS`)."""
 
     def test_for(self, protocol: str) -> str:
         """The test a row under ``protocol`` is judged with."""
@@ -381,7 +391,8 @@ def smallest_p(test: str, n: int, alternative: str) -> float | None:
 def _vocabulary_problems(c: Claim) -> list[str]:
     where, out = f"claim {c.id!r}", []
     choices = {"paper": PAPERS, "kind": KINDS, "pairing": PAIRINGS, "alternative": ALTERNATIVES, "unit": UNITS,
-               "aggregate": AGGREGATES, "registered": REGISTRATIONS, "test": tuple(TESTS)}
+               "aggregate": AGGREGATES, "registered": REGISTRATIONS, "test": tuple(TESTS),
+               "effect_scale": EFFECT_SCALES, "holds_requires": HOLDS_REQUIREMENTS}
     for name, allowed in choices.items():
         if getattr(c, name) not in allowed:
             out.append(f"{where}: {name}: {getattr(c, name)!r} is not one of {list(allowed)}")
@@ -412,7 +423,7 @@ def _test_problems(c: Claim) -> list[str]:
     if c.kind in KIND_TESTS and c.test not in KIND_TESTS[c.kind]:
         out.append(f"{where}: test: a {c.kind} claim is tested with one of {sorted(KIND_TESTS[c.kind])}, "
                    f"not {c.test!r}")
-    out += _protocol_test_problems(c)
+    out += _protocol_test_problems(c) + _scale_problems(c)
     one_sided = c.kind in ("superiority", "non-inferiority", "association")
     if one_sided and c.alternative == "two-sided":
         out.append(f"{where}: alternative: a directional ({c.kind}) claim is tested one-sided in the paper's "
@@ -447,6 +458,19 @@ def _protocol_test_problems(c: Claim) -> list[str]:
         if test in TESTS and pairing not in TESTS[test]:
             out.append(f"{where}: test: {test!r} under {protocol!r} needs {' or '.join(TESTS[test])} data, and the "
                        f"runs there are {pairing!r}: name its test in protocol_tests")
+    return out
+
+
+def _scale_problems(c: Claim) -> list[str]:
+    """A relative effect needs two groups of values; "every unit" needs one difference per unit."""
+    where, out = f"claim {c.id!r}", []
+    tests = {c.test, *(t for _, t in c.protocol_tests)}
+    if c.effect_scale == "relative" and (c.pairing not in ("paired", "unpaired") or "paired-bootstrap" in tests):
+        out.append(f"{where}: effect_scale: 'relative' compares two groups' means (paired or unpaired values, not "
+                   f"{c.pairing!r} or a bootstrap statistic)")
+    if c.holds_requires == "every-unit" and c.pairing not in ("paired", "one-sample"):
+        out.append(f"{where}: holds_requires: 'every-unit' needs one difference per unit (paired or one-sample), "
+                   f"not {c.pairing!r}")
     return out
 
 
@@ -523,8 +547,8 @@ def validate(plan: Plan) -> list[str]:
 
 # ----- the plan against the repository ----------------------------------------------------------------------------
 
-#: The ledger's tables whose ``claim`` column the plan must cover.
-LEDGER_TABLES = (paths.FIGURES_DIR / "claims.csv", paths.FIGURES_DIR / "paper" / "maestro" / "claims.csv")
+#: The ledger's tables whose claims (``claim_id``, else ``claim``) the plan must cover.
+LEDGER_TABLES = (paths.FIGURES_DIR / "claims.csv",)
 
 
 def _header(path: Path) -> list[str]:

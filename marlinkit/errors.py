@@ -39,3 +39,27 @@ def parameter(name: str, value: object) -> Iterator[None]:
         raise
     except ValueError as error:
         raise ParameterError(name, value, str(error)) from None
+
+
+#: The line an interrupted cell shows (Kernel > Interrupt, or the stop button) in place of a traceback.
+INTERRUPTED = ("Interrupted: the cell stopped where you interrupted it. Runs that finished are saved and load at "
+               "once when you run the cell again; live LLM replies already received are recorded.")
+
+
+def one_line_interrupts() -> bool:
+    """In a Jupyter kernel, show an interrupted cell as the one line :data:`INTERRUPTED` instead of a traceback
+    through torch and transformers (dozens of frames that say nothing a reader can act on). Returns whether it is
+    installed (False outside a kernel). IPython keeps one such handler per shell: this replaces any other."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+
+    def one_line(shell, etype, value, tb, tb_offset=None) -> None:
+        value._render_traceback_ = lambda: [INTERRUPTED]  # what IPython shows for an error that has it
+        shell.showtraceback((etype, value, tb))
+
+    shell.set_custom_exc((KeyboardInterrupt,), one_line)
+    return True

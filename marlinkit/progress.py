@@ -11,17 +11,26 @@ says ``done/total``, the elapsed time and the expected total. Where it goes:
 * Elsewhere (a script, a worker process): lines on standard error, or standard output for workers of a
   notebook (their output is shown in the cell, and stderr would be drawn red).
 
+In a notebook, one cell keeps one progress line: a later ``Progress`` of the same cell (notebook 04 runs four grids
+in one cell) updates the line the first one drew, rather than leaving finished lines above it.
+
 Lines are throttled to one per ``min_interval`` seconds. ``Progress.episodes`` (one training, or the trials of one
 run) reports in lines only, none for trainings shorter than its interval; while a live ``Progress`` of this process
 is open (a notebook's runs), that one's line also says how far the run in progress is, updated about once a second
 (``0/4 runs`` would otherwise stand still until the first run ends).
+
+:func:`waiting` shows a call that blocks for seconds (a live LLM call) from its first second: the open live bar's
+line, or a line of its own in the cell, says what it waits for and counts the seconds.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 TO_ENV = "MARLINKIT_PROGRESS_TO"
 LABEL_ENV = "MARLINKIT_PROGRESS_LABEL"
@@ -53,6 +62,10 @@ class Progress:
     _live: list["Progress"] = []
     #: Seconds between updates of a live bar's notebook line by its part.
     PART_INTERVAL = 1.0
+    #: The cell (its execution count) and the display handle of the last notebook line a bar drew.
+    _cell_line: tuple[object, object] | None = None
+    #: The same for the line of :func:`waiting` (a live call outside any bar).
+    _waiting_line: tuple[object, object] | None = None
 
     def __init__(self, total: int, desc: str, unit: str = "runs", enabled: bool = True, min_interval: float = 1.0,
                  live: bool = True):
@@ -66,11 +79,23 @@ class Progress:
             return
         Progress._live.append(self)
         if in_notebook():
-            from IPython.display import display
-
             os.environ[STREAM_ENV] = "stdout"
-            self._handle = display(self._text_output(), raw=True, display_id=True)
+            self._handle = self._cell_handle()
         self._emit(force=True, to_notebook=False)
+
+    def _cell_handle(self):
+        """The display this bar's line goes to: the line a finished bar of the same cell drew, else a new one."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        cell = get_ipython().execution_count
+        last = Progress._cell_line
+        if last is not None and last[0] == cell and not any(bar._handle is last[1] for bar in Progress._live):
+            last[1].update(self._text_output(), raw=True)
+            return last[1]
+        handle = display(self._text_output(), raw=True, display_id=True)
+        Progress._cell_line = (cell, handle)
+        return handle
 
     @classmethod
     def episodes(cls, total: int, desc: str, enabled: bool = True, min_interval: float = 10.0,
@@ -135,3 +160,48 @@ class Progress:
         self.enabled = False
         if self in Progress._live:
             Progress._live.remove(self)
+
+
+@contextmanager
+def waiting(what: str, interval: float = 1.0) -> Iterator[None]:
+    """A blocking call that may take seconds, shown from its first second in a notebook: ``what`` (e.g. ``"smollm2:
+    live call 3 (its reply is not in the transcript; ...)"``) and the seconds so far. The open live bar's line says
+    it; without one, one line of the cell's own (the calls of one cell share it), left at ``what: took Ns``. Outside a
+    notebook: nothing."""
+    if not in_notebook():
+        yield
+        return
+    from IPython import get_ipython
+    from IPython.display import display
+
+    outer = Progress._live[-1] if Progress._live and Progress._live[-1]._handle is not None else None
+    start, stop = time.perf_counter(), threading.Event()
+    own = None
+    if outer is None:
+        cell, last = get_ipython().execution_count, Progress._waiting_line
+        own = last[1] if last is not None and last[0] == cell else display({"text/plain": ""}, raw=True,
+                                                                             display_id=True)
+        Progress._waiting_line = (cell, own)
+
+    def show(text: str) -> None:
+        if own is not None:
+            own.update({"text/plain": text}, raw=True)
+        else:
+            outer._part = text
+            outer._handle.update(outer._text_output(), raw=True)
+
+    show(f"{what}: 0s so far")
+
+    def tick() -> None:
+        while not stop.wait(interval):
+            show(f"{what}: {duration(time.perf_counter() - start)} so far")
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        if own is not None:
+            own.update({"text/plain": f"{what}: took {duration(time.perf_counter() - start)}"}, raw=True)

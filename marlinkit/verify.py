@@ -89,8 +89,9 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
     return "differs", ["bytes differ" + ("" if numbers_may_differ else " (the table it renders is compared above)")]
 
 
-#: What the paper preset writes inside the default preset's figures/: its own folder and the claims ledger beside it.
-PAPER_IN_FIGURES = ("paper", "claims.csv")
+#: What other commands write inside the default preset's figures/: the paper preset's own folder and the claims ledger
+#: beside it, and the trained policies' animations (``python -m marlinkit.marlin.policies --gif figures/policies``).
+PAPER_IN_FIGURES = ("paper", "claims.csv", "policies")
 
 
 def compare_trees(reference: Path, scratch: Path,

@@ -59,6 +59,27 @@ def test_the_paired_bootstrap_finds_a_clear_difference_and_its_reverse():
     assert t.effect < -1 and t.p_contra < 0.01
 
 
+@pytest.mark.parametrize("worst, requires, expected", [
+    (1.0, "every-unit", "holds"), (-1.0, "every-unit", "inconclusive"), (0.0, "every-unit", "inconclusive"),
+    (-1.0, "test", "holds")])
+def test_holds_needs_every_unit_only_where_the_plan_says_so(worst, requires, expected):
+    t = claims.Tested("cell", 12, 5.0, 1.0, 9.0, 0.001, 0.99, worst=worst)
+    assert claims.tested_verdict(t, (0.001, 0.99, math.nan), 0.05, requires) == expected
+    against = dataclasses.replace(t, effect=-5.0, p_holds=0.99, p_contra=0.001)
+    assert claims.tested_verdict(against, (0.99, 0.001, math.nan), 0.05, requires) == "contradicted"
+
+
+def test_a_relative_effect_is_the_change_of_the_means_and_keeps_the_tests():
+    x, y = (80.0, 90.0, 70.0, 85.0, 75.0), (100.0, 110.0, 90.0, 105.0, 95.0)
+    cell = claims_data.Cell("delay", x, y, -1, units=tuple("abcde"))
+    plain = claims.test_cell("wilcoxon-signed-rank", "paired", cell, 0.0, "k", PLAN.settings)
+    relative = claims.test_cell("wilcoxon-signed-rank", "paired", cell, 0.0, "k", PLAN.settings, "relative")
+    assert plain.effect == pytest.approx(-20.0) and relative.effect == pytest.approx(80 / 100 - 1)
+    assert relative.ci_low < relative.effect < relative.ci_high < 0 and relative.ci_low > -0.3
+    assert (relative.p_holds, relative.p_contra) == (plain.p_holds, plain.p_contra)
+    assert relative.se == pytest.approx(plain.se / 100)
+
+
 @pytest.fixture(scope="module")
 def complete_run_set(tmp_path_factory) -> Path:
     """A repository view whose only MAESTRO run set is the earlier ablation's runs (all four configurations, 12 seeds)

@@ -125,6 +125,16 @@ DELETE = object()
                  "earlier_choice_of: 'maestro-nothing' is not another claim's id", id="earlier choice of nothing"),
     pytest.param("maestro-a7-cv-lower", "family", "stability",
                  "claim 'maestro-a7-cv-lower': family: 'stability' is not declared", id="undeclared family"),
+    pytest.param("maestro-a7-traffic", "effect_scale", "percent",
+                 "claim 'maestro-a7-traffic': effect_scale: 'percent' is not one of", id="unknown effect scale"),
+    pytest.param("maestro-a7-worst-seed", "effect_scale", "relative",
+                 "claim 'maestro-a7-worst-seed': effect_scale: 'relative' compares two groups' means",
+                 id="relative effect of one sample"),
+    pytest.param("maestro-a7-cv-lower", "effect_scale", "relative",
+                 "claim 'maestro-a7-cv-lower': effect_scale: 'relative' compares", id="relative bootstrap statistic"),
+    pytest.param("maestro-difficulty-monotone", "holds_requires", "every-unit",
+                 "claim 'maestro-difficulty-monotone': holds_requires: 'every-unit' needs one difference per unit",
+                 id="every unit of an association"),
 ])
 def test_a_malformed_claim_is_refused_naming_claim_and_field(data, claim_id, field, value, expected):
     claim = entry(data, claim_id)
@@ -173,3 +183,13 @@ def test_a_vocabulary_entry_keeps_the_paper_the_code_gives_it(data):
 def test_every_vocabulary_entry_is_described(data):
     del data["protocols"]["greedy-real"]
     assert any(p.startswith("protocols: describes exactly") for p in refused(data))
+
+
+def test_the_plan_encodes_the_rules_beyond_the_test():
+    """The worst-seed claim holds only with every seed above A2's mean; the traffic claims report relative changes."""
+    plan = load()
+    assert plan.by_id("maestro-a7-worst-seed").holds_requires == "every-unit"
+    assert {plan.by_id(i).effect_scale for i in ("maestro-a7-traffic", "maestro-a8-traffic")} == {"relative"}
+    encoded = ("maestro-a7-worst-seed", "maestro-a7-traffic", "maestro-a8-traffic")
+    others = [c for c in plan.claims if c.id not in encoded]
+    assert {(c.effect_scale, c.holds_requires) for c in others} == {("difference", "test")}

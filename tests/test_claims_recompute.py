@@ -80,8 +80,27 @@ def _tost(d: np.ndarray, m: float) -> tuple[float, float, float]:
     return math.nan, min(1.0, 2 * float(out)), float(eq)
 
 
-def recompute(cell: pd.Series, v: pd.DataFrame) -> tuple[float, float, float, float]:
-    """(effect, p in the paper's direction, p against it, TOST p) of one cell, from its values."""
+def recompute(cell: pd.Series, v: pd.DataFrame, scale: str = "difference") -> tuple[float, float, float, float]:
+    """(effect, p in the paper's direction, p against it, TOST p) of one cell, from its values; the effect as the
+    relative change of the means where the plan's ``effect_scale`` is "relative" (the tests stay on the differences)."""
+    effect, *ps = _recompute(cell, v)
+    g = _groups(v)
+    if scale == "relative":
+        y = g["y"].loc[g["x"].index] if cell.pairing != "unpaired" else g["y"]
+        effect = g["x"].mean() / y.mean() - 1
+    return (effect, *ps)
+
+
+def worst_unit(cell: pd.Series, v: pd.DataFrame) -> float:
+    """The smallest unit's difference in the paper's direction (paired or one-sample values)."""
+    g = _groups(v)
+    if "x" not in g:
+        return math.nan
+    d = (g["x"] - g["y"].loc[g["x"].index]).to_numpy() if "y" in g else g["x"].to_numpy() - cell.null
+    return float(np.min(int(cell.sign) * d))
+
+
+def _recompute(cell: pd.Series, v: pd.DataFrame) -> tuple[float, float, float, float]:
     g, test, s, m = _groups(v), cell.test, int(cell.sign), float(cell.margin) if not pd.isna(cell.margin) else 0.0
     if "mean" in g:
         mean, sd, n = (float(g[k].iloc[0]) for k in ("mean", "sd", "n"))
@@ -119,14 +138,15 @@ def _close(a: float, b: float, tol: float = 1e-9) -> bool:
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol * max(1.0, abs(b))
 
 
-def test_every_cell_is_scipys(cells, values):
+def test_every_cell_is_scipys(cells, values, plan):
     tested = cells[cells.effect.notna() & (cells.test != "paired-bootstrap")]
     assert len(tested) > 100
     keyed = {k: g for k, g in values.groupby(KEYS + ["cell"])}
     wrong = []
     for cell in tested.itertuples(index=False):
         c = pd.Series(cell._asdict())
-        effect, ph, pc, pe = recompute(c, keyed[tuple(c[KEYS + ["cell"]])])
+        scale = _claim(plan, c.claim_id).get("effect_scale", "difference")
+        effect, ph, pc, pe = recompute(c, keyed[tuple(c[KEYS + ["cell"]])], scale)
         if not all(_close(*pair) for pair in ((effect, c.effect), (ph, c.p_holds), (pc, c.p_contra),
                                               (pe, c.p_equiv))):
             wrong.append(f"{c.claim_id} {c.stand_in} {c.runs} {c.protocol} {c.cell}: {effect, ph, pc, pe} vs "
@@ -134,7 +154,7 @@ def test_every_cell_is_scipys(cells, values):
     assert not wrong, "\n".join(wrong)
 
 
-def test_every_ci_is_a_bootstrap_around_the_effect(cells, values):
+def test_every_ci_is_a_bootstrap_around_the_effect(cells, values, plan):
     """A fresh bootstrap (another seed) gives the committed 95 % CI within a fifth of its width."""
     keyed = {k: g for k, g in values.groupby(KEYS + ["cell"])}
     rng = np.random.default_rng(12345)
@@ -143,7 +163,12 @@ def test_every_ci_is_a_bootstrap_around_the_effect(cells, values):
         if "mean" in g or c.test == "paired-bootstrap":
             continue
         x = g["x"].to_numpy()
-        if c.pairing == "unpaired":
+        if _claim(plan, c.claim_id).get("effect_scale") == "relative":
+            y = g["y"].loc[g["x"].index].to_numpy() if c.pairing != "unpaired" else g["y"].to_numpy()
+            rows = rng.integers(0, len(x), (4000, len(x)))
+            other = rows if c.pairing != "unpaired" else rng.integers(0, len(y), (4000, len(y)))
+            boot = x[rows].mean(1) / y[other].mean(1) - 1
+        elif c.pairing == "unpaired":
             y = g["y"].to_numpy()
             boot = (x[rng.integers(0, len(x), (4000, len(x)))].mean(1)
                     - y[rng.integers(0, len(y), (4000, len(y)))].mean(1))
@@ -169,6 +194,8 @@ def holm_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def cell_verdicts(cells: pd.DataFrame, plan: dict) -> pd.Series:
+    """Each cell's verdict by the plan's rule; a claim whose plan says ``holds_requires = "every-unit"`` holds only
+    where its ``worst`` unit (recomputed from the values) lies in the paper's direction."""
     def one(c) -> str:
         small = c.pairing != "unpaired" and c.n < _claim(plan, c.claim_id)["min_n"]
         if small or c.n < 2:
@@ -177,7 +204,8 @@ def cell_verdicts(cells: pd.DataFrame, plan: dict) -> pd.Series:
             return "not testable"
         for col, word in (("p_holds_holm", "holds"), ("p_contra_holm", "contradicted"), ("p_equiv_holm", "equivalent")):
             if not pd.isna(c[col]) and c[col] < ALPHA:
-                return word
+                every = _claim(plan, c.claim_id).get("holds_requires") == "every-unit"
+                return "inconclusive" if word == "holds" and every and not c.worst > 0 else word
         return "inconclusive"
     return cells.apply(one, axis=1)
 
@@ -201,8 +229,18 @@ def row_verdict(verdicts: list[str], aggregate: str) -> str:
     return "inconclusive"
 
 
-def test_holm_and_every_verdict_follow_from_the_plan(cells, ledger, plan):
-    table = holm_table(cells[cells.test != "paired-bootstrap"])
+def with_worst(cells: pd.DataFrame, values: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with each paired or one-sample cell's worst unit recomputed from its values (NaN elsewhere)."""
+    keyed = {k: g for k, g in values.groupby(KEYS + ["cell"])}
+    return cells.assign(worst=[worst_unit(c, keyed[tuple(c[KEYS + ["cell"]])])
+                               if c.pairing in ("paired", "one-sample") and tuple(c[KEYS + ["cell"]]) in keyed
+                               else math.nan for _, c in cells.iterrows()])
+
+
+def test_holm_and_every_verdict_follow_from_the_plan(cells, values, ledger, plan):
+    table = holm_table(with_worst(cells[cells.test != "paired-bootstrap"], values))
+    paired = table.worst.notna() & (table.n >= 2)  # a single unit is not tested
+    assert np.allclose(table.loc[paired, "worst"], table.loc[paired, "worst_unit"], rtol=1e-9, atol=1e-12)
     for col in ("p_holds", "p_contra", "p_equiv"):
         both = table[f"{col}_holm"].notna()
         assert np.allclose(table.loc[both, f"{col}_holm"], table.loc[both, f"{col}_adj"], rtol=1e-9, atol=1e-12), col
@@ -368,3 +406,61 @@ def test_the_gate_passes_learners_well_above_random_and_stops_those_at_its_level
         few = table[(table.configuration == "random") | (table.seed == 200)]
         mp.setattr(claims_data, "heldout_table", lambda _: few)
         assert claims.gate_beats_random(ctx, ("A2", "A8"), ALPHA).startswith("not testable: gate undecided at n = 1")
+
+
+# ----- the rules beyond the test: the worst seed, the relative change ----------------------------------------------
+
+SEEDS = tuple(str(s) for s in range(200, 1400, 100))
+
+
+def _synthetic(monkeypatch, claim_id: str, cells) -> tuple:
+    """marlinkit.claims on one claim whose every row gets ``cells`` (past its gates): its ledger, cells and values."""
+    from marlinkit import claims, claims_data
+
+    monkeypatch.setattr(claims, "gates", lambda ctx, alpha: None)
+    monkeypatch.setattr(claims_data, "extract", lambda ctx: claims_data.Extract(cells, "synthetic"))
+    tables = claims.compute(ROOT, _only(claim_id))
+    return tables.ledger, tables.cells.fillna({"runs": ""}), tables.values.fillna({"runs": "", "unit": ""})
+
+
+@pytest.mark.parametrize("lowest, expected", [(157.9, "holds"), (150.0, "inconclusive")])
+def test_the_worst_seed_claim_holds_only_with_every_seed_above_a2s_mean(monkeypatch, plan, lowest, expected):
+    """11 of 12 A7 seeds far above A2's mean 156.93 pass the sign test either way; the claim holds only where the
+    twelfth, the worst, is above it too ("regardless of seed"), in marlinkit.claims and recomputed from the values."""
+    from marlinkit import claims_data
+
+    x = (lowest,) + tuple(170.0 + i for i in range(11))
+    cell = claims_data.Cell("A7 seeds above A2's mean", x, null=156.93, units=SEEDS)
+    ledger, cells, values = _synthetic(monkeypatch, "maestro-a7-worst-seed", (cell,))
+    assert len(cells) and (cells.p_holds < ALPHA / 11).all()  # the sign test alone would hold
+    tested = ledger[ledger.effect.notna()]
+    assert len(tested) == len(cells) and (tested.verdict == expected).all(), tested.verdict.tolist()
+    assert np.allclose(cells.worst_unit, lowest - 156.93)
+    assert all(f"worst unit {lowest - 156.93:+.3g}" in d for d in tested.detail)
+    table = holm_table(with_worst(cells, values))
+    assert (cell_verdicts(table, plan) == expected).all()
+
+
+def test_traffic_effects_are_the_relative_change_against_a2(monkeypatch, plan):
+    """A7's delay 20 % below A2's and throughput 6 % above: the effects are -0.20 and +0.06 (not -40 s and +60
+    vehicles), each CI around it, the tests unchanged on the per-seed differences; recomputed from the values."""
+    from marlinkit import claims_data
+
+    rng = np.random.default_rng(3)
+    a2_delay, a2_flow = 200 + rng.normal(0, 5, 12), 1000 + rng.normal(0, 10, 12)
+    a7_delay, a7_flow = 0.8 * a2_delay + rng.normal(0, 2, 12), 1.06 * a2_flow + rng.normal(0, 4, 12)
+    cells_in = (claims_data.Cell("avg_delay_s", tuple(a7_delay), tuple(a2_delay), -1, units=SEEDS),
+                claims_data.Cell("throughput", tuple(a7_flow), tuple(a2_flow), 1, units=SEEDS))
+    ledger, cells, values = _synthetic(monkeypatch, "maestro-a7-traffic", cells_in)
+    keyed = {k: g for k, g in values.groupby(KEYS + ["cell"])}
+    assert len(cells) >= 4
+    for _, row in cells.iterrows():
+        x, y = {"avg_delay_s": (a7_delay, a2_delay), "throughput": (a7_flow, a2_flow)}[row.cell]
+        assert row.effect == pytest.approx(x.mean() / y.mean() - 1, rel=1e-12) and row.effect_scale == "relative"
+        assert row.ci_low < row.effect < row.ci_high and row.ci_high - row.ci_low < 0.05
+        effect, ph, _, _ = recompute(row, keyed[tuple(row[KEYS + ["cell"]])], "relative")
+        assert effect == pytest.approx(row.effect, rel=1e-12) and ph == pytest.approx(row.p_holds, rel=1e-12)
+        assert row.effect == pytest.approx(-0.2 if row.cell == "avg_delay_s" else 0.06, abs=0.02)
+    tested = ledger[ledger.effect.notna()]
+    assert (tested.effect_scale == "relative").all() and tested.verdict.str.startswith("holds").all()
+    assert all(" % [" in d for d in tested.detail)

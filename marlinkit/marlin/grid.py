@@ -305,10 +305,11 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
 
     executor, workers = config.executor, config.workers
     batched = config.trainer == "batched"
+    systems = " and ".join(config.systems)  # the progress line's label: "MARL runs", "LLM-only runs", ...
     single = [(name, job) for name, job in todo if not batched or job["system"] == "LLM-only"]
     with transcript_context(preset=preset):  # a transcript miss's recording hint names the preset
         executors.run_jobs(_run_job, [(name, job, config, source) for name, job in single], executor, workers,
-                           config.ray_address, progress, "MARLIN runs", on_result=lambda _, tables: save(tables))
+                           config.ray_address, progress, f"{systems} runs", on_result=lambda _, tables: save(tables))
         if batched:  # the trainings as one stacked computation per worker (marlinkit.marlin.batched)
             trained = [(name, job) for name, job in todo if job["system"] != "LLM-only"]
             groups = [[t for t in trained if t[1]["system"] == system] for system in ("MARL", "MARLIN")]
@@ -316,7 +317,8 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
                 groups = [trained]
             batches = [batch for group in groups for batch in training_batches(group, workers, config.batch_runs or len(group))]
             executors.run_jobs(_run_batch, [(batch, config, source) for batch in batches], executor, workers,
-                               config.ray_address, progress, "MARLIN batches", on_result=lambda _, tables: save(tables))
+                               config.ray_address, progress, f"{systems} batches",
+                               on_result=lambda _, tables: save(tables))
     episodes = pd.concat([store.load(name) for name, _ in jobs], ignore_index=True)
     evaluated = [name + "__eval" for name, job in jobs if job["system"] != "LLM-only"]
     evaluations = [store.load(name) for name in evaluated]

@@ -6,6 +6,9 @@ model and a git-ignored local transcript); ``smoke`` is what the tests run (seco
 ``workshop_smoke__*.jsonl``, no model load); ``quick`` is a longer session with every call live. Training goes through
 ``grid.run_grid``, so runs are cached by configuration and written atomically with it under
 ``data/results/workshop/<preset>/``. Participants work in copies (``copy_notebooks``, ``make workshop``).
+
+Importing this module in a Jupyter kernel makes an interrupted cell print one line rather than a traceback
+(:func:`marlinkit.errors.one_line_interrupts`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import pandas as pd
 
 from marlinkit import paths
 from marlinkit.plots import Provenance
-from marlinkit.errors import ParameterError
+from marlinkit.errors import ParameterError, one_line_interrupts
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
@@ -32,6 +35,8 @@ from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation, greedy_robots
 from marlinkit.config_fields import typed
 from marlinkit.marlin.systems import TrainingConfig
+
+one_line_interrupts()
 
 ENGINE = "corridor core (numpy)"
 #: The experiment's section name.

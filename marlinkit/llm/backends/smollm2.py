@@ -49,6 +49,9 @@ def local_copy(cache_dir: Path | None = None) -> Path:
     target = Path(cache_dir or paths.CACHE_DIR) / "smollm2-135m-instruct-q4_1"
     if all((target / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer.json")):
         return target
+    from marlinkit.llm.backends.transformers import quiet_transformers
+
+    quiet_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = gguf_path()

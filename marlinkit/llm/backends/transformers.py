@@ -69,10 +69,34 @@ def resolve_model_path(model: str) -> str:
     return model
 
 
+def quiet_transformers():
+    """Import transformers without the text it writes into a notebook: tqdm's "IProgress not found" warning (its
+    notebook bars need ipywidgets, which the project does not install) and the weight-loading bars. A load is announced
+    by the caller's own progress line instead (``marlinkit.progress``). Returns the ``transformers`` module."""
+    import warnings
+
+    from tqdm import TqdmWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TqdmWarning)
+        import tqdm.auto  # noqa: F401  (imported once here, where its warning is ignored)
+        import transformers
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+    except ImportError:  # pragma: no cover - transformers requires huggingface_hub
+        pass
+    else:
+        disable_progress_bars()
+    return transformers
+
+
 @functools.lru_cache(maxsize=2)
 def load_model(path: str, device_map: str | None = None):
     """Tokenizer and model for ``path``, loaded once per process (loading dominates short runs)."""
     import torch
+
+    quiet_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     cuda = torch.cuda.is_available()
