@@ -404,13 +404,19 @@ def compare(first: str, second: str) -> Callable[[Context], Extract | Unavailabl
     return extract
 
 
-def highest_mean(ctx: Context) -> Extract | Unavailable:
-    gone = _missing(ctx, "A2", "A7", "A8")
+def _one_against_two(ctx: Context, lead: str, others: tuple[str, str]) -> Extract | Unavailable:
+    """``lead`` against each of ``others``, paired by seed: one cell per pair (the missing ones named in order)."""
+    named = tuple(sorted((lead, *others)))
+    gone = _missing(ctx, *named)
     if gone:
         return gone
-    a8 = scores(ctx, "A8")
-    cells = tuple(_cell(f"A8 - {c}", a8, scores(ctx, c), True) for c in ("A7", "A2"))
-    return Extract(cells, f"A8 against A7 and A2, {_maestro_label(ctx)}", ("A2", "A7", "A8"))
+    own = scores(ctx, lead)
+    cells = tuple(_cell(f"{lead} - {c}", own, scores(ctx, c), True) for c in others)
+    return Extract(cells, f"{lead} against {' and '.join(others)}, {_maestro_label(ctx)}", named)
+
+
+def highest_mean(ctx: Context) -> Extract | Unavailable:
+    return _one_against_two(ctx, "A8", ("A7", "A2"))
 
 
 TRAFFIC_METRICS = (("avg_delay_s", -1), ("throughput", 1), ("avg_travel_time_s", -1), ("avg_wait_s", -1))
@@ -676,12 +682,7 @@ def monotone(ctx: Context) -> Extract | Unavailable:
 
 
 def generalization(ctx: Context) -> Extract | Unavailable:
-    gone = _missing(ctx, "A7", "A8", "A0")
-    if gone:
-        return gone
-    a7 = scores(ctx, "A7")
-    cells = tuple(_cell(f"A7 - {c}", a7, scores(ctx, c), True) for c in ("A8", "A0"))
-    return Extract(cells, f"A7 against A8 and A0, {_maestro_label(ctx)}", ("A0", "A7", "A8"))
+    return _one_against_two(ctx, "A7", ("A8", "A0"))
 
 
 EXTRACTORS: dict[str, Callable[[Context], Extract | Unavailable]] = {
