@@ -1,7 +1,7 @@
 """Trained MARL and MARLIN policies you can load and watch: one per corridor and system, committed under
 ``data/policies/``.
 
-Each policy is the shared actor of one training (``marlinkit.algos.mappo.Actor``: ``[x, y, goal_x, goal_y]`` -> 5
+Each policy is the shared actor of one training (the actor of ``marlinkit.algos.mappo``: ``[x, y, goal_x, goal_y]`` -> 5
 logits, ~270 KB as a float32 state dict) in ``<scenario>__<system>__seed<seed>.pt``, beside a JSON sidecar with
 everything that rebuilds it: the scenario, system, seed, plan source and the ``TrainingConfig`` it trained with, and
 its evaluation (the mean performance of ``eval_runs`` sampled episodes at the end).
@@ -44,11 +44,32 @@ PLAN_SOURCE = "calibrated surrogate planner (not an LLM)"
 COMMAND = "python -m marlinkit.marlin.policies"
 
 
+#: The actor's entries of a saved state dict: ``nn.Linear`` layers 0, 2 and 4 of the tanh MLP.
+ACTOR_KEYS = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")
+
+
+class SavedActor:
+    """A saved actor's layers, evaluated as MAPPO evaluates its own (:func:`marlinkit.algos.mappo.mlp_forward`)."""
+
+    def __init__(self, state: dict):
+        self.params = [state[k][None] if k.endswith("weight") else state[k][None, None] for k in ACTOR_KEYS]
+
+    def logits(self, observations: np.ndarray) -> np.ndarray:
+        """Logits ``[..., 5]`` for observations ``[..., 4]``."""
+        import torch
+
+        x = torch.as_tensor(observations, dtype=torch.float32)
+        with torch.no_grad():
+            out = mappo.mlp_forward(self.params, x.reshape(1, -1, x.shape[-1]))[-1]
+        return out.reshape(*x.shape[:-1], out.shape[-1]).numpy()
+
+
 @dataclass(frozen=True)
 class Policy:
     """A trained actor and how it was made."""
 
-    actor: mappo.Actor
+    actor: SavedActor | mappo.RunPolicy
+    """Anything with ``logits(observations)``: a saved actor, or a trained run's policy."""
     scenario: str
     system: str
     seed: int
@@ -57,10 +78,7 @@ class Policy:
 
     def act(self, observations: np.ndarray, uniforms: np.ndarray | None = None) -> np.ndarray:
         """Actions for observations ``[..., 4]``: sampled with ``uniforms`` (as evaluation samples), else greedy."""
-        import torch
-
-        with torch.no_grad():
-            logits = self.actor(torch.as_tensor(observations, dtype=torch.float32)).numpy()
+        logits = self.actor.logits(observations)
         return logits.argmax(-1) if uniforms is None else sample_actions(logits, uniforms)
 
 
@@ -69,7 +87,7 @@ def policy_path(scenario: str, system: str, seed: int = SEED, root: Path | None 
 
 
 def train(scenario: str, system: str, seed: int = SEED,
-          settings: TrainingConfig = SETTINGS) -> tuple[mappo.MAPPO, dict]:
+          settings: TrainingConfig = SETTINGS) -> tuple[mappo.RunPolicy, dict]:
     """Train one policy as Fig. 3's runner does (``systems.system_run``); the agent and its sidecar."""
     source = None
     if system == "MARLIN":
@@ -90,13 +108,15 @@ def train(scenario: str, system: str, seed: int = SEED,
     return agent, info
 
 
-def save(agent: mappo.MAPPO, info: dict, root: Path | None = None) -> Path:
+def save(agent: mappo.RunPolicy, info: dict, root: Path | None = None) -> Path:
     """Write the actor's state dict and its JSON sidecar; returns the ``.pt`` path."""
     import torch
 
     path = policy_path(info["scenario"], info["system"], info["seed"], root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({name: tensor.detach().clone().contiguous() for name, tensor in agent.actor.state_dict().items()}, path)
+    actor = {name.removeprefix("actor."): tensor for name, tensor in agent.state_dict().items()
+             if name.startswith("actor.")}
+    torch.save({name: actor[name].detach().clone().contiguous() for name in ACTOR_KEYS}, path)
     path.with_suffix(".json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
@@ -110,10 +130,11 @@ def load(scenario: str, system: str, seed: int = SEED, root: Path | None = None)
         raise FileNotFoundError(f"no trained {system} policy for {scenario} (seed {seed}) at {path}; "
                                 f"`{COMMAND}` trains them")
     info = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    actor = mappo.Actor(info["actor"]["hidden"])
-    actor.load_state_dict(torch.load(path, weights_only=True))
-    actor.eval()
-    return Policy(actor, scenario, system, seed, info)
+    state = torch.load(path, weights_only=True)
+    if sorted(state) != sorted(ACTOR_KEYS) or state["0.weight"].shape[0] != info["actor"]["hidden"]:
+        raise ValueError(f"{path} is not a saved actor of {info['actor']['hidden']} hidden units "
+                         f"(entries {sorted(state)})")
+    return Policy(SavedActor(state), scenario, system, seed, info)
 
 
 def play_episode(policy: Policy, seed: int = 0, greedy: bool = False) -> tuple[np.ndarray, float]:
