@@ -398,18 +398,23 @@ class MAPPO:
                 "kl_coeff": self.kl_coeff.numpy().copy()}
 
 
+@torch.no_grad()
+def actor_logits(params: list[torch.Tensor], obs: np.ndarray, dtype: torch.dtype = torch.float32) -> np.ndarray:
+    """One actor's logits [..., 5] for observations [..., 4]; ``params`` its layers in ``PARAM_NAMES`` order, each
+    with a leading run axis of 1."""
+    x = torch.as_tensor(obs, dtype=dtype)
+    return mlp_forward(params, x.reshape(1, -1, x.shape[-1]))[-1].reshape(*x.shape[:-1], core.N_ACTIONS).numpy()
+
+
 class RunPolicy:
     """One run's policy inside a ``MAPPO``: what ``evaluate`` and episode callbacks read."""
 
     def __init__(self, agent: MAPPO, run: int):
         self.agent, self.run, self.config = agent, run, agent.config
 
-    @torch.no_grad()
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Logits [..., 5] for observations [..., 4]."""
-        x = torch.as_tensor(obs, dtype=self.config.dtype)
-        params = [p[self.run:self.run + 1] for p in self.agent.actor]
-        return mlp_forward(params, x.reshape(1, -1, x.shape[-1]))[-1].reshape(*x.shape[:-1], core.N_ACTIONS).numpy()
+        return actor_logits([p[self.run:self.run + 1] for p in self.agent.actor], obs, self.config.dtype)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The run's actor and critic weights by ``PARAM_NAMES`` (an ``nn.Linear``'s shapes)."""

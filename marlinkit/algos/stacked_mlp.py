@@ -63,9 +63,7 @@ class StackedMLP(nn.Module):
 
     def __init__(self, n_agents: int, sizes: list[int], products: str = "torch"):
         super().__init__()
-        if products not in PRODUCTS:
-            raise ValueError(f"products must be one of {PRODUCTS}, got {products!r}")
-        self.products = products
+        self.products = products_route.check(products)
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):

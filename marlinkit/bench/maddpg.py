@@ -170,13 +170,28 @@ def gemm_peaks(size: int = 1024, repeats: int = 10) -> dict[str, float]:
         torch.set_num_threads(threads)
     code = ("import json, torch; torch.set_num_threads(1); from marlinkit.bench.maddpg import _gemm_gflops; "
             f"print(json.dumps(_gemm_gflops({size}, {repeats})))")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES",
-                                                          "MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")}
+    from marlinkit.numerics import PINNED_ENVIRONMENT
+
+    env = {k: v for k, v in os.environ.items() if k not in PINNED_ENVIRONMENT}
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300,
-                           env={**env, "MARLINKIT_NUMERICS": "native", "OMP_NUM_THREADS": "1"})
+                           env={**env, "MARLINKIT_NUMERICS": "native", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     native = json.loads(child.stdout.strip().splitlines()[-1])
     return {"gemm_size": size, "gemm_openblas_pinned_gflop_per_cpu_s": pinned["openblas"],
-            "gemm_torch_pinned_gflop_per_cpu_s": pinned["torch"], "gemm_best_native_gflop_per_cpu_s": max(native.values())}
+            "gemm_torch_pinned_gflop_per_cpu_s": pinned["torch"],
+            "gemm_best_native_gflop_per_cpu_s": max(native.values())}
+
+
+def random_buffer(capacity: int, obs_dim: int, rng):
+    """A replay buffer of ``capacity`` random transitions of the traffic network's shape (the timed batches)."""
+    import numpy as np
+
+    from marlinkit.algos.replay_buffer import ReplayBuffer
+
+    buffer = ReplayBuffer(capacity, N_AGENTS, obs_dim)
+    for _ in range(capacity):
+        buffer.add(rng.random((N_AGENTS, obs_dim)), rng.integers(N_PHASES, size=N_AGENTS),
+                   rng.normal(size=N_AGENTS), rng.random((N_AGENTS, obs_dim)), np.zeros(N_AGENTS))
+    return buffer
 
 
 def shared5_timing(obs_dim: int, updates: int, seed: int) -> dict[str, Any]:
@@ -184,15 +199,10 @@ def shared5_timing(obs_dim: int, updates: int, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from marlinkit.algos.maddpg import MADDPGConfig, make_learner
-    from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.maestro.sweep import SETTINGS
 
     config = dataclasses.replace(MADDPGConfig(seed=seed), **SETTINGS["shared5"].maddpg.given())
-    rng = np.random.default_rng(seed)
-    buffer = ReplayBuffer(2 * config.batch_size, N_AGENTS, obs_dim)
-    for _ in range(buffer.capacity):
-        buffer.add(rng.random((N_AGENTS, obs_dim)), rng.integers(N_PHASES, size=N_AGENTS),
-                   rng.normal(size=N_AGENTS), rng.random((N_AGENTS, obs_dim)), np.zeros(N_AGENTS))
+    buffer = random_buffer(2 * config.batch_size, obs_dim, np.random.default_rng(seed))
     out: dict[str, Any] = {"shared5_batch_size": config.batch_size}
     for products in ("torch", "openblas"):
         learner = make_learner(N_AGENTS, obs_dim, N_PHASES, dataclasses.replace(config, products=products))
@@ -351,7 +361,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
-    from marlinkit.algos.replay_buffer import ReplayBuffer
 
     if args.updates < 1:
         raise ValueError(f"--updates must be positive, got {args.updates}")
@@ -372,10 +381,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if batch_size < 1 or obs_dim < 1:
         raise ValueError("--batch-size and --obs-dim must be positive")
     rng = np.random.default_rng(args.seed)
-    buffer = ReplayBuffer(2 * batch_size, N_AGENTS, obs_dim)
-    for _ in range(buffer.capacity):
-        buffer.add(rng.random((N_AGENTS, obs_dim)), rng.integers(N_PHASES, size=N_AGENTS),
-                   rng.normal(size=N_AGENTS), rng.random((N_AGENTS, obs_dim)), np.zeros(N_AGENTS))
+    buffer = random_buffer(2 * batch_size, obs_dim, rng)
     result: dict[str, Any] = {"n_agents": N_AGENTS, "obs_dim": obs_dim, "obs_dim_source": obs_source,
                               "n_actions": N_PHASES, "batch_size": batch_size, "updates": args.updates,
                               "torch_threads": torch.get_num_threads()}

@@ -49,19 +49,14 @@ ACTOR_KEYS = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")
 
 
 class SavedActor:
-    """A saved actor's layers, evaluated as MAPPO evaluates its own (:func:`marlinkit.algos.mappo.mlp_forward`)."""
+    """A saved actor's layers, evaluated as MAPPO evaluates its own (:func:`marlinkit.algos.mappo.actor_logits`)."""
 
     def __init__(self, state: dict):
         self.params = [state[k][None] if k.endswith("weight") else state[k][None, None] for k in ACTOR_KEYS]
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """Logits ``[..., 5]`` for observations ``[..., 4]``."""
-        import torch
-
-        x = torch.as_tensor(observations, dtype=torch.float32)
-        with torch.no_grad():
-            out = mappo.mlp_forward(self.params, x.reshape(1, -1, x.shape[-1]))[-1]
-        return out.reshape(*x.shape[:-1], out.shape[-1]).numpy()
+        return mappo.actor_logits(self.params, observations)
 
 
 @dataclass(frozen=True)
