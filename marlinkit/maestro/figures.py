@@ -47,9 +47,31 @@ def _identical_to(drawn: dict[str, pd.Series], curve: pd.Series) -> str | None:
                  and np.array_equal(other.to_numpy(), curve.to_numpy(), equal_nan=True)), None)
 
 
-def learning_curves(ax, results: AblationResults, column: str = "score", band: str = "ci") -> None:
-    """Figures 3 (95 % CI bands) and 8 (SD bands): mean over seeds per episode. A curve equal to one drawn
-    before it (A7 whose reward replies all failed trains exactly as A2) is dashed and labelled so."""
+def random_label(random: np.ndarray) -> str:
+    """The legend's words for the random phase switcher's level: its mean, SD and draws on the real flow."""
+    sd = f" ± {np.std(random, ddof=1):.0f}" if len(random) > 1 else ""
+    return f"random phase switcher, real flow: {np.mean(random):.0f}{sd} ({len(random)} draws)"
+
+
+def baseline_levels(ax, results: AblationResults, random: np.ndarray | None = None, short: bool = False) -> None:
+    """The calibrated scale's levels: 165 = max-pressure and 0 = fixed-time (each on the traffic scored), and, where
+    given, the random phase switcher's mean on the real flow (a uniform phase request every second, ``random``: one
+    calibrated score per seeded draw, :func:`marlinkit.maestro.heldout.random_scores`) with a +- SD band."""
+    target = results.config.target_paper
+    ax.axhline(target, color="k", ls=":", lw=1,
+               label=f"max-pressure ({target:.0f})" if short else f"{target:.0f} = max-pressure on the same traffic")
+    ax.axhline(0.0, color="grey", ls=":", lw=1, label="fixed-time (0)" if short else "0 = fixed-time on the same traffic")
+    if random is not None and len(random):
+        mean, sd = float(np.mean(random)), float(np.std(random, ddof=1)) if len(random) > 1 else 0.0
+        ax.axhline(mean, color="#9467bd", ls="-.", lw=1, label=random_label(random))
+        ax.axhspan(mean - sd, mean + sd, color="#9467bd", alpha=0.08, lw=0)
+
+
+def learning_curves(ax, results: AblationResults, column: str = "score", band: str = "ci",
+                    random: np.ndarray | None = None) -> None:
+    """Figures 3 (95 % CI bands) and 8 (SD bands): mean over seeds per episode, beside the scale's levels
+    (:func:`baseline_levels`). A curve equal to one drawn before it (A7 whose reward replies all failed trains
+    exactly as A2) is dashed and labelled so."""
     drawn: dict[str, pd.Series] = {}
     bad = ill_conditioned(results) if column == "score" else pd.DataFrame(columns=["episode"])
     shown: list[np.ndarray] = []  # band values outside the ill-conditioned episodes: what the y-axis must hold
@@ -63,8 +85,7 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
         drawn[a] = mean
         keep = ~mean.index.isin(bad["episode"])
         shown += [np.asarray(low)[keep], np.asarray(high)[keep]]
-    ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="165 = max-pressure on the same traffic")
-    ax.axhline(0.0, color="grey", ls=":", lw=1, label="0 = fixed-time on the same traffic")
+    baseline_levels(ax, results, random)
     ax.set_xlabel("training episode")
     if len(bad):  # a near-empty context's score divides by almost nothing: keep it drawn, but off a readable axis
         values = np.concatenate([*shown, [0.0, results.config.target_paper]])
@@ -117,9 +138,10 @@ def _spread(values: np.ndarray, gap: float) -> np.ndarray:
     return out
 
 
-def evaluation_curves(ax, results: AblationResults) -> None:
+def evaluation_curves(ax, results: AblationResults, random: np.ndarray | None = None) -> None:
     """Evaluation score on the real flow per evaluation, mean over seeds: the evaluated policy solid,
-    the other dashed; 0 = fixed-time and 165 = max-pressure on that same evaluation episode."""
+    the other dashed; 0 = fixed-time and 165 = max-pressure on that same evaluation episode, and the random
+    switcher's level on it (:func:`baseline_levels`)."""
     drawn: dict[str, pd.Series] = {}
     for a, frame in results.episodes.groupby("ablation"):
         for policy in EVAL_POLICIES:
@@ -130,15 +152,15 @@ def evaluation_curves(ax, results: AblationResults) -> None:
             ax.plot(mean.index, mean, color=COLORS[a], ls="-" if reported else "--", lw=1.5 if reported else 0.9,
                     label=f"{a} {policy}" + (" (reported)" if reported else "") + (f" = {same}" if same else ""))
             drawn[f"{a} {policy}"] = mean
-    ax.axhline(results.config.target_paper, color="k", ls=":", lw=1, label="max-pressure (165)")
-    ax.axhline(0.0, color="grey", ls=":", lw=1, label="fixed-time (0)")
+    baseline_levels(ax, results, random, short=True)
     ax.set_xlabel("training episode")
     ax.set_ylabel("evaluation score, real flow")
     ax.legend(fontsize=6, ncol=2)
 
 
-def final_boxplot(ax, results: AblationResults) -> None:
-    """Figure 4: final-score box plots; one marker per seed, its label in a column right of the box."""
+def final_boxplot(ax, results: AblationResults, random: np.ndarray | None = None) -> None:
+    """Figure 4: final-score box plots; one marker per seed, its label in a column right of the box; the
+    random switcher's level on the real flow where given (:func:`baseline_levels`)."""
     final = final_by_seed(results)
     names = [a for a in ABLATIONS if a in set(final["ablation"])]
     # every seed has its own marker, so the box draws no outlier circles (they would show a seed twice)
@@ -163,6 +185,11 @@ def final_boxplot(ax, results: AblationResults) -> None:
     ax.set_xlim(0.5, len(names) + 0.6)
     # the spread labels can run past the data; keep every one inside the axes
     every = np.concatenate(label_ys)
+    if random is not None and len(random):
+        spread = np.std(random, ddof=1) if len(random) > 1 else 0.0
+        every = np.concatenate([every, np.mean(random) + np.array([-1, 1]) * spread])
+        baseline_levels(ax, results, random, short=True)
+        ax.legend(fontsize=6, loc="best")
     ax.set_ylim(every.min() - 0.04 * span, every.max() + 0.04 * span)
     ax.set_ylabel(f"score, last {results.config.final_window} episodes")
     ax.set_xlabel("configuration (box: quartiles over seeds; markers: the seeds, labelled)"
@@ -181,15 +208,21 @@ def _paper_panel(ax, names: list[str], key: str, error: str | None, ylabel: str)
     ax.set_title("paper (Table 2, 4 seeds)", fontsize=9)
 
 
-def means_and_sds(axes, results: AblationResults) -> None:
-    """Figure 5: mean +- SD over seeds per configuration: ours (final score) left, the paper's (its episode return,
-    Table 2) right, each on its own axis: two different quantities."""
+def means_and_sds(axes, results: AblationResults, random: np.ndarray | None = None) -> None:
+    """Figure 5: mean +- SD over seeds per configuration: ours (final score) left, with the random switcher's level
+    on the real flow where given, the paper's (its episode return, Table 2) right, each on its own axis: two
+    different quantities."""
     groups = seed_groups(final_by_seed(results))
     names = list(groups)
     x = np.arange(len(names))
     ours_sd = [groups[a].std(ddof=1) if len(groups[a]) > 1 else 0 for a in names]
     axes[0].bar(x, [groups[a].mean() for a in names], 0.5, yerr=ours_sd, color=[COLORS[a] for a in names], capsize=4)
     axes[0].set_xticks(x, names)
+    if random is not None and len(random):
+        baseline_levels(axes[0], results, random, short=True)
+        low, high = axes[0].get_ylim()
+        axes[0].set_ylim(low, high + 0.3 * (high - low))  # headroom: the legend above the bars
+        axes[0].legend(fontsize=6, loc="upper center")
     axes[0].set_ylabel(f"final score, last {results.config.final_window} episodes\n(0 fixed-time, 165 max-pressure)")
     axes[0].set_title(f"ours ({len(results.config.seeds)} seeds)", fontsize=9)
     _paper_panel(axes[1], names, "mean", "sd", "paper's episode return, episodes 180-199")

@@ -68,22 +68,30 @@ def score(traffic: str, episode_return: float, engine: str = "cityflow", seconds
     return float(calibrated_score(episode_return, *calibration(traffic, engine, seconds)))
 
 
-def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDOM_DRAWS) -> list[dict[str, Any]]:
-    """The random switcher (a uniform phase request every second, draw k seeded with k) and both baselines."""
+def random_scores(traffic: str = "real", engine: str = "cityflow", seconds: int = 360,
+                  draws: int = RANDOM_DRAWS) -> np.ndarray:
+    """The random switcher's calibrated scores on ``traffic``: draw k requests a uniform phase every second from a
+    generator seeded with k, for k < ``draws``."""
     from marlinkit.envs.traffic.controllers import play_episode
 
+    env = make_env(traffic, engine, seconds)
+    try:
+        returns = []
+        for draw in range(draws):
+            rng = np.random.default_rng(draw)
+            returns.append(play_episode(env, lambda e, rng=rng: {a: int(rng.integers(4)) for a in e.possible_agents},
+                                        EVAL_SEED))
+    finally:
+        env.close()
+    return np.array([score(traffic, ret, engine, seconds) for ret in returns])
+
+
+def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDOM_DRAWS) -> list[dict[str, Any]]:
+    """The random switcher (:func:`random_scores`) on every traffic of :data:`TRAFFIC`, and both baselines."""
     rows = []
     for traffic in TRAFFIC:
-        env = make_env(traffic, engine, seconds)
-        try:
-            for draw in range(draws):
-                rng = np.random.default_rng(draw)
-                ret = play_episode(env, lambda e, rng=rng: {a: int(rng.integers(4)) for a in e.possible_agents},
-                                   EVAL_SEED)
-                rows.append({"configuration": "random", "seed": draw, "traffic": traffic, "protocol": "stochastic",
-                             "score": score(traffic, ret, engine, seconds)})
-        finally:
-            env.close()
+        rows += [{"configuration": "random", "seed": draw, "traffic": traffic, "protocol": "stochastic",
+                  "score": float(value)} for draw, value in enumerate(random_scores(traffic, engine, seconds, draws))]
         for name, value in (("fixed-time", 0.0), ("max-pressure", 165.0)):
             rows += [{"configuration": name, "seed": 0, "traffic": traffic, "protocol": p, "score": value}
                      for p in PROTOCOLS]

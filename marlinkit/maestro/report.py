@@ -173,21 +173,42 @@ def table1(results: AblationResults, seed: int = 200) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table2(results: AblationResults) -> pd.DataFrame:
-    """Table 2: mean +- SD, CV, Sharpe vs A2, best and worst seed of the final score."""
-    groups = seed_groups(final_by_seed(results))
+def _mean_sd(values) -> str:
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return "—"
+    return f"{values.mean():.2f} ± {_fmt(values.std(ddof=1) if len(values) > 1 else np.nan)}"
+
+
+def table2(results: AblationResults, random: np.ndarray | None = None) -> pd.DataFrame:
+    """Table 2: mean +- SD, CV, Sharpe vs A2, best and worst seed of the final score, and the final-window evaluation
+    score on the real flow under both protocols; with ``random`` (the random switcher's calibrated scores on the real
+    flow, one per draw), rows for it, fixed-time and max-pressure, scored in the evaluation columns."""
+    final = final_by_seed(results)
+    groups = seed_groups(final)
     base = groups["A2"].mean() if "A2" in groups else np.nan
     rows = []
     for a, values in groups.items():
         paper = pv.MAESTRO_TABLE2.get(a, _NOT_IN_PAPER)
         sharpe = np.nan if a == "A2" else nan_if_undefined(stats.sharpe_ratio, values, base)
+        evaluated = final[final["ablation"] == a]
         rows.append({"Condition": ABLATIONS[a].label, "Curric.": ABLATIONS[a].curriculum_mode,
                      "Reward": "LLM-shaped" if ABLATIONS[a].llm_reward else "Template",
                      "Mean ± SD": f"{values.mean():.2f} ± {_fmt(values.std(ddof=1) if len(values) > 1 else np.nan)}",
                      "CV (%)": _fmt(100 * nan_if_undefined(stats.coefficient_of_variation, values)),
                      "SR": _fmt(sharpe), "Best": _fmt(values.max()), "Worst": _fmt(values.min()),
+                     **{f"Eval real, {p}": _mean_sd(evaluated[f"eval_score_{p}"]) for p in EVAL_POLICIES},
                      "paper Mean ± SD": f"{_fmt(paper['mean'])} ± {_fmt(paper['sd'])}", "paper CV (%)": _fmt(paper["cv_pct"]),
                      "paper SR": _fmt(paper["sharpe"]), "paper Best": _fmt(paper["best"]), "paper Worst": _fmt(paper["worst"])})
+    if random is not None:
+        levels = {f"Random phase switcher ({len(random)} draws)": random, "Fixed-time 30 s": [0.0],
+                  "Max-pressure": [results.config.target_paper]}
+        for name, values in levels.items():
+            rows.append({"Condition": name, "Curric.": "—", "Reward": "—", "Mean ± SD": "—", "CV (%)": "—", "SR": "—",
+                         "Best": "—", "Worst": "—", **{f"Eval real, {p}": _mean_sd(values) for p in EVAL_POLICIES},
+                         "paper Mean ± SD": "— ± —", "paper CV (%)": "—", "paper SR": "—", "paper Best": "—",
+                         "paper Worst": "—"})
     return pd.DataFrame(rows)
 
 
@@ -254,6 +275,11 @@ CAPTIONS = {
                "(165 = max-pressure, 0 = fixed-time 30 s, both run on the same traffic: the episode's context and SUMO "
                "seed), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with ddof=1). "
                "CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / SD. "
+               "Eval real, greedy / stochastic: the evaluation score on the real flow (the argmax of the actor, the "
+               "paper's deterministic protocol; or its Gumbel-softmax sample), averaged over the final window's "
+               "evaluations, Mean ± SD over seeds. Baseline rows are scored on that same real-flow episode: the random "
+               "phase switcher (a uniform phase request every second, one seeded draw per row of its SD), fixed-time "
+               "(0) and max-pressure (165) by the scale's construction. "
                "Paper columns: its Table 2 (episode return, not our score: levels and CV are not comparable)."),
     "table3": ("Table 3: final score per seed and condition, with the paper's Table 3 rows below.",
                "score: see Table 2."),

@@ -70,3 +70,16 @@ def test_a_saved_dqn_is_loaded_as_a_dqn(tmp_path):
     obs = np.random.default_rng(1).random((16, 198), dtype=np.float32)
     assert isinstance(loaded, SharedDQN) and loaded.config == learner.config
     assert np.array_equal(loaded.act(obs, explore=False), learner.act(obs, explore=False))
+
+
+def test_the_random_level_the_figures_draw_is_the_committed_held_out_random_row():
+    """The ablation's figures and Table 2 draw the random switcher from ``random_scores``: the same draws, to the
+    bit, as the held-out table's random rows on the real flow."""
+    import pandas as pd
+
+    from marlinkit import paths
+
+    committed = pd.read_csv(paths.FIGURES_DIR / "paper" / "maestro" / "heldout_evaluation.csv")
+    rows = committed[(committed["configuration"] == "random") & (committed["traffic"] == "real")].sort_values("seed")
+    scores = heldout.random_scores("real", "cityflow", SECONDS, draws=3)
+    assert scores.tolist() == rows["score"].to_numpy()[:3].tolist()

@@ -296,3 +296,27 @@ def test_the_paper_rows_whose_learners_end_barely_above_random_say_so_in_every_f
                                   Calibration(1.0, 0.0), {}, Path("."), pd.DataFrame({"controller": []}))
         assert (results_module.BARELY_ABOVE_RANDOM in made.provenance.footer()) is labelled, setting
         assert (made.provenance.details.get("learners") == results_module.BARELY_ABOVE_RANDOM) is labelled, setting
+
+
+def test_table2_and_the_figures_put_the_learners_beside_the_random_switcher():
+    import matplotlib.pyplot as plt
+
+    results = _results({"A2": [10.0, 11.0], "A7": [12.0, 13.0]})
+    random = np.array([40.0, 60.0])
+    table = report.table2(results, random=random).set_index("Condition")
+    assert list(table.index[-3:]) == ["Random phase switcher (2 draws)", "Fixed-time 30 s", "Max-pressure"]
+    assert table.loc["Random phase switcher (2 draws)", "Eval real, greedy"] == "50.00 ± 14.14"
+    assert table.loc["Max-pressure", "Eval real, stochastic"] == "165.00 ± —"
+    assert table.loc[ABLATION_LABEL_A2, "Eval real, greedy"] == "110.50 ± 0.71"  # 100 + the seeds' means 10, 11
+    assert table.loc["Fixed-time 30 s", "Mean ± SD"] == "—"  # a baseline has no training score
+    assert len(report.table2(results)) == 2  # without the draws: the learners only
+    for draw in (figures.learning_curves, figures.evaluation_curves, figures.final_boxplot):
+        fig, ax = plt.subplots()
+        draw(ax, results, random=random)
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert "random phase switcher, real flow: 50 ± 14 (2 draws)" in labels, (draw.__name__, labels)
+        assert ax.get_ylim()[0] <= 50.0 - 14.14 <= ax.get_ylim()[1]  # the band is inside the axes
+        plt.close(fig)
+
+
+ABLATION_LABEL_A2 = "A2 (LLM curriculum + template)"
