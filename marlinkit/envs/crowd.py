@@ -316,6 +316,59 @@ def negotiation_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0] % 2**31)
 
 
+def _negotiate(world: CrowdMap, state: CrowdState, pairs, facing: set, active: list, source, seed: int,
+               config: EpisodeConfig, counts: dict) -> None:
+    """Count the facing ``pairs`` met this step and negotiate a plan for each that can be planned (appended to
+    ``active`` as ``[problem, cells, next move]``); ``facing`` holds the pairs already facing at the previous step."""
+    for pair in pairs:
+        met = pair not in facing
+        counts["conflicts"] += met
+        if config.max_negotiations and counts["negotiations"] >= config.max_negotiations:
+            continue
+        taken = {cell for problem, _, _ in active for cell in problem.cells()}
+        problem = pair_problem(world, state, pair, taken)
+        if problem is None:
+            counts["deferred"] += met
+            continue
+        plan = source.make_plan(problem.layout, np.asarray(problem.layout.starts), config.max_moves,
+                                seed=negotiation_seed(seed, counts["negotiations"]))
+        counts["negotiations"] += 1
+        counts["plan_moves"] += len(plan.actions)
+        for key in COUNTS[5:]:
+            counts[key] += plan.stats.get(key, 0)
+        active.append([problem, plan_cells(problem, plan.actions), 0])
+
+
+def _planned_moves(world: CrowdMap, n_agents: int, active: list) -> tuple[np.ndarray, np.ndarray]:
+    """The cells the active plans move their agents to this step (-1: no plan) and the cells they reserve."""
+    planned = np.full((n_agents, 2), -1, dtype=np.int64)
+    reserved = np.zeros(world.valid.shape, dtype=bool)
+    for problem, cells, move in active:
+        if move < len(cells):
+            planned[list(problem.agents)] = cells[move]
+        for cell in problem.cells():
+            reserved[cell] = True
+    return planned, reserved
+
+
+def _advance_plans(state: CrowdState, active: list, config: EpisodeConfig, counts: dict) -> tuple[CrowdState, list]:
+    """Move every active plan one step on; a finished plan counts as resolved when its agents reached their goals,
+    else its agents cool down. The state with the new cooldowns and the plans still running."""
+    cooldown, still = state.cooldown.copy(), []
+    for entry in active:
+        problem, cells, move = entry
+        if move + 1 < len(cells):
+            entry[2] += 1
+            still.append(entry)
+            continue
+        goals = np.asarray(problem.layout.goals) + np.asarray(problem.offset)
+        if np.array_equal(state.pos[list(problem.agents)], goals):
+            counts["resolved"] += 1
+        else:
+            cooldown[list(problem.agents)] = config.cooldown
+    return state._replace(cooldown=cooldown), still
+
+
 def run_episode(world: CrowdMap, n_agents: int, source, seed: int, config: EpisodeConfig = EpisodeConfig(),
                 state: CrowdState | None = None) -> dict:
     """Random walks with pairwise negotiation until every agent has left or ``max_steps``; the episode's counts.
@@ -337,45 +390,10 @@ def run_episode(world: CrowdMap, n_agents: int, source, seed: int, config: Episo
         for problem, _, _ in active:
             busy[list(problem.agents)] = True
         pairs = find_conflicts(world, state, ~busy & (state.cooldown == 0))
-        for pair in pairs:
-            met = pair not in facing
-            counts["conflicts"] += met
-            if config.max_negotiations and counts["negotiations"] >= config.max_negotiations:
-                continue
-            taken = {cell for problem, _, _ in active for cell in problem.cells()}
-            problem = pair_problem(world, state, pair, taken)
-            if problem is None:
-                counts["deferred"] += met
-                continue
-            plan = source.make_plan(problem.layout, np.asarray(problem.layout.starts), config.max_moves,
-                                    seed=negotiation_seed(seed, counts["negotiations"]))
-            counts["negotiations"] += 1
-            counts["plan_moves"] += len(plan.actions)
-            for key in COUNTS[5:]:
-                counts[key] += plan.stats.get(key, 0)
-            active.append([problem, plan_cells(problem, plan.actions), 0])
+        _negotiate(world, state, pairs, facing, active, source, seed, config, counts)
         facing = set(pairs)
-        planned = np.full((n_agents, 2), -1, dtype=np.int64)
-        reserved = np.zeros(world.valid.shape, dtype=bool)
-        for problem, cells, move in active:
-            if move < len(cells):
-                planned[list(problem.agents)] = cells[move]
-            for cell in problem.cells():
-                reserved[cell] = True
+        planned, reserved = _planned_moves(world, n_agents, active)
         state = step(world, state, random_actions(world, state, rng, config.exit_bias), planned, reserved)
-        cooldown, still = state.cooldown.copy(), []
-        for entry in active:
-            problem, cells, move = entry
-            if move + 1 < len(cells):
-                entry[2] += 1
-                still.append(entry)
-                continue
-            goals = np.asarray(problem.layout.goals) + np.asarray(problem.offset)
-            if np.array_equal(state.pos[list(problem.agents)], goals):
-                counts["resolved"] += 1
-            else:
-                cooldown[list(problem.agents)] = config.cooldown
-        active = still
-        state = state._replace(cooldown=cooldown)
+        state, active = _advance_plans(state, active, config, counts)
     counts.update(steps=state.t, agents_left=int((~state.inside).sum()), agents_inside=int(state.inside.sum()))
     return counts

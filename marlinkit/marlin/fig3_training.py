@@ -266,6 +266,42 @@ def plan_episodes(results: Results, config: Config) -> pd.DataFrame:
     return summary
 
 
+def _draw_training_panel(ax, results: Results, scenario: str, n_seeds: int, policy: bool, source_label: str,
+                         handles: dict) -> None:
+    """One corridor's panel of :func:`figure3`: both systems' curves (and their policies' checkpoint evaluations
+    where ``policy``) and the plan source alone; the legend handles go to ``handles``."""
+    from marlinkit.plots import PAPER_COLORS
+
+    data = results.episodes[results.episodes.scenario == scenario]
+    last = int(data.episode.max())
+    for system in ("MARL", "MARLIN"):
+        curves = seed_curves(data, system)
+        # translucent, MARL above MARLIN: where the curves coincide neither hides the other
+        handles[system], = ax.plot(curves.index, curves.mean(axis=1), color=PAPER_COLORS[system], label=system, lw=0.9,
+                                   alpha=0.75, zorder=3 if system == "MARL" else 2)
+        if curves.shape[1] > 1:
+            handles[system + " band"] = ax.fill_between(
+                curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0,
+                label=f"{system}: range over {n_seeds} seeds")
+    if policy and not results.evaluations.empty:
+        evaluated = results.evaluations[results.evaluations.scenario == scenario]
+        for system, marker in (("MARL", "o"), ("MARLIN", "s")):
+            per_seed = (evaluated[evaluated.system == system].groupby(["checkpoint", "seed"]).performance.mean()
+                        .groupby("checkpoint"))
+            if not len(per_seed):
+                continue
+            mean, low, high = per_seed.mean(), per_seed.min(), per_seed.max()
+            handles[system + " policy"] = ax.errorbar(
+                mean.index, mean, yerr=[mean - low, high - mean], fmt=marker, ms=4, color=PAPER_COLORS[system],
+                mec="black", mew=0.5, capsize=2, lw=0.8, zorder=5,
+                label=f"{system}: policy alone, checkpoint evaluation\n(mean, range over seeds)")
+    alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08,
+                                   source_label)
+    if alone is not None:
+        handles["alone"] = alone
+    ax.set_xlim(0, last * 1.18)
+
+
 def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-only", title: str | None = None,
             plan_share: pd.Series | None = None, policy: bool = False):
     """Median training performance per episode for MARL and MARLIN; the plan source alone (``source_label``)
@@ -282,40 +318,15 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
 
     from marlinkit.plots import PAPER_COLORS
 
-    episodes = results.episodes
     columns = min(3, len(scenarios))
     rows = -(-len(scenarios) // columns)
     legend_below = len(scenarios) == rows * columns  # no spare panel to hold the legend
     fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows + 0.4 + 0.6 * legend_below + 0.3 * bool(title)),
                              sharey=True, squeeze=False)
-    n_seeds = episodes[episodes.system == "MARL"].seed.nunique()
+    n_seeds = results.episodes[results.episodes.system == "MARL"].seed.nunique()
     handles = {}
     for ax, scenario in zip(axes.flat, scenarios):
-        data = episodes[episodes.scenario == scenario]
-        last = int(data.episode.max())
-        for system in ("MARL", "MARLIN"):
-            curves = seed_curves(data, system)
-            # translucent, MARL above MARLIN: where the curves coincide neither hides the other
-            handles[system], = ax.plot(curves.index, curves.mean(axis=1), color=PAPER_COLORS[system], label=system, lw=0.9,
-                                       alpha=0.75, zorder=3 if system == "MARL" else 2)
-            if curves.shape[1] > 1:
-                handles[system + " band"] = ax.fill_between(
-                    curves.index, curves.min(axis=1), curves.max(axis=1), color=PAPER_COLORS[system], alpha=0.18, lw=0,
-                    label=f"{system}: range over {n_seeds} seeds")
-        if policy and not results.evaluations.empty:
-            evaluated = results.evaluations[results.evaluations.scenario == scenario]
-            for system, marker in (("MARL", "o"), ("MARLIN", "s")):
-                per_seed = evaluated[evaluated.system == system].groupby(["checkpoint", "seed"]).performance.mean().groupby("checkpoint")
-                if not len(per_seed):
-                    continue
-                mean, low, high = per_seed.mean(), per_seed.min(), per_seed.max()
-                handles[system + " policy"] = ax.errorbar(
-                    mean.index, mean, yerr=[mean - low, high - mean], fmt=marker, ms=4, color=PAPER_COLORS[system], mec="black",
-                    mew=0.5, capsize=2, lw=0.8, zorder=5, label=f"{system}: policy alone, checkpoint evaluation\n(mean, range over seeds)")
-        alone = draw_plan_source_alone(ax, data[data.system == "LLM-only"].performance, last * 1.1, last * 0.08, source_label)
-        if alone is not None:
-            handles["alone"] = alone
-        ax.set_xlim(0, last * 1.18)
+        _draw_training_panel(ax, results, scenario, n_seeds, policy, source_label, handles)
         share = None if plan_share is None else plan_share.get(scenario)
         if share is not None and share >= MOSTLY_PLANS:
             note = "\nmarkers: its policy alone" if policy else ""
@@ -338,8 +349,8 @@ def figure3(results: Results, scenarios: list[str], source_label: str = "LLM-onl
         spare.legend(handles=list(handles.values()), loc="center", fontsize=8, frameon=False)
     else:
         height = fig.get_figheight()  # inches: the footer takes the lowest ~0.35, the legend ~0.5 above it
-        fig.legend(handles=list(handles.values()), loc="lower center", ncol=min(3, len(handles)), fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.5, 0.35 / height))
+        fig.legend(handles=list(handles.values()), loc="lower center", ncol=min(3, len(handles)), fontsize=8,
+                   frameon=False, bbox_to_anchor=(0.5, 0.35 / height))
     if title:
         fig.suptitle(title, fontsize=8)
     fig.tight_layout(rect=(0, 0.4 / fig.get_figheight() if spare is not None else 0.9 / fig.get_figheight(), 1, 1))
