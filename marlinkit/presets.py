@@ -135,6 +135,17 @@ def config_class(section: str) -> type:
     return modules[section].Config
 
 
+def check_keys(preset: str, section: str, values: dict[str, Any], path: Path = settings.PRESETS_FILE) -> type:
+    """The ``Config`` class of ``section``, once every key of ``preset``'s section (``values``, read from ``path``) is
+    one of its fields; a key that is not fails with a :class:`~marlinkit.settings.SettingsError` naming it."""
+    cls = config_class(section)
+    stray = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+    if stray:
+        raise SettingsError(path, f"presets.{preset}.{section}", stray[0],
+                            f"unknown key: {cls.__module__}.{cls.__name__} has no such field")
+    return cls
+
+
 def get(preset: str, section: str, **overrides: Any):
     """One experiment's ``Config`` under ``preset``, with ``overrides`` applied (None keeps the preset's value).
 
@@ -149,12 +160,8 @@ def get(preset: str, section: str, **overrides: Any):
         sections = PRESETS[check_preset(preset)]
     if section not in sections:
         raise ValueError(f"preset {preset!r} has no section {section!r}; known: {sorted(sections)}")
-    cls = config_class(section)
+    cls = check_keys(preset, section, sections[section])
     known = [f.name for f in dataclasses.fields(cls)]
-    stray = sorted(set(sections[section]) - set(known))
-    if stray:  # a key of the presets file that the experiment does not have
-        raise SettingsError(settings.PRESETS_FILE, f"presets.{preset}.{section}", stray[0],
-                            f"unknown key: {cls.__module__}.{cls.__name__} has no such field")
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
