@@ -212,6 +212,7 @@ class Queue:
 
 
 def _row(path: Path, name: str, value: Any) -> AblationRow:
+    """One table of ``[rows]``: its curriculum and MADDPG setting, where given, are named settings of their files."""
     table = f"rows.{name}"
     schema = {"description": str, "llm": str, "engine": str, "curriculum": str, "maddpg_setting": str}
     row = AblationRow(**check_table(path, table, value, schema, required=("description",)))
