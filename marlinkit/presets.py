@@ -1,4 +1,5 @@
-"""The three run presets, defined once and read by the Makefile, the CLI and every notebook.
+"""The run presets, read from ``marlinkit/settings/presets.toml`` and resolved here for the Makefile, the CLI and every
+notebook.
 
 * ``smoke``: seconds per notebook; what nbval runs in ``make test``.
 * ``quick``: the default of ``make figures``; the whole collection fits in ~30 min on 2 CPU cores.
@@ -14,8 +15,9 @@ single values from its papermill parameters: ``presets.get(PRESET, "fig3_trainin
 experiment's frozen ``Config`` dataclass (``config_class``: fields documented there, bad values refused by field).
 Section names are the experiments' module names. The presets sit above the experiments: the command line, the
 notebooks and the Makefile resolve a preset here and hand the ``Config`` to the experiment's ``run``; no experiment
-imports this module. A nested setting is written here as a mapping of its dataclass's fields, which the ``Config``
-builds (e.g. ``mappo``: the ``MAPPOConfig`` settings that differ from the authors').
+imports this module. A nested setting is written in the file as a table of its dataclass's fields, which the
+``Config`` builds (e.g. ``mappo``: the ``MAPPOConfig`` settings that differ from the authors'); ``maddpg`` may name a
+MADDPG setting of ``maddpg_settings.toml`` instead (:func:`load`).
 
 ``workers`` means the same in every section: how many jobs run at once, through
 :func:`marlinkit.executors.run_jobs` (at least 1). With 1, jobs run one after another in this
@@ -28,25 +30,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from marlinkit.algos.maddpg_overrides import PAPER_MADDPG  # the MAESTRO paper preset's MADDPG
+from marlinkit import settings
 from marlinkit.errors import ParameterError
+from marlinkit.settings import SettingsError
 
 PRESET_NAMES = ("smoke", "quick", "paper")
 #: Environment variables that override the executor settings of every section that has them
 #: (results are identical on either executor, so they stay out of the run configurations).
 EXECUTOR_VARIABLES = {"executor": "MARLINKIT_EXECUTOR", "ray_address": "MARLINKIT_RAY_ADDRESS"}
 DEFAULT_PRESET = "quick"
-
-_SCENARIOS = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
-
-#: Negotiation limits per preset, shared by the LLM-only runs and Fig. 6 (one protocol for both).
-_SMOKE_NEGOTIATION = {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": "smollm2"}
-_QUICK_NEGOTIATION = {"max_moves": 8, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 3, "llm": None}
-#: The authors' protocol: 50 moves, 5 rounds, 300 tokens, no stall limit.
-_PAPER_NEGOTIATION = {"max_moves": 50, "max_rounds": 5, "max_new_tokens": 300, "stall_limit": 0, "llm": None}
 
 #: The workshop notebooks' default preset, for a class on 2-core laptops: each notebook shows what its text describes
 #: (a learning curve above the random floor, MARLIN with the exact planner apart from MARL) in the minutes the workshop
@@ -57,311 +53,60 @@ WORKSHOP_PRESET = "workshop"
 #: The presets a workshop notebook accepts (its ``PRESET`` parameter).
 WORKSHOP_PRESETS = (WORKSHOP_PRESET, *PRESET_NAMES)
 
-#: The workshop notebooks at the session's longer sizes: minutes each, smollm2 called live (``get`` hands out copies).
-_WORKSHOP_SESSION = {
-    "scenario": "single_slot",
-    "seed": 0,
-    "training": {"episodes": 160, "n_envs": 15, "checkpoints": [20, 80, 160], "eval_runs": 50, "mappo": {}},
-    # record: True: the session talks to smollm2 live and records the calls (the one section that records by itself)
-    "negotiation": {"max_moves": 3, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": None,
-                    "record": True},
-    "marlin": {"episodes": 100, "n_envs": 4, "checkpoints": [20, 50, 100], "eval_runs": 50, "llm_only_trials": 3,
-               "plan_budget": 8, "mappo": {}},
-}
-#: The ``workshop`` preset's one section: the session's sizes with a shorter MAPPO training (half of it: the curve has
-#: risen well above the random floor by episode 80) and fewer negotiations in notebook 04 (2 LLM-only trials, 2 new
-#: plans per training: with 4 copies that start alike, one plan serves every copy's forced plan episodes).
-_WORKSHOP_CLASS = {**_WORKSHOP_SESSION,
-                   "training": {"episodes": 80, "n_envs": 15, "checkpoints": [20, 40, 80], "eval_runs": 50, "mappo": {}},
-                   "marlin": {**_WORKSHOP_SESSION["marlin"], "llm_only_trials": 2, "plan_budget": 2}}
 
-def _marlin_grid(trainer: str, workers: int, mappo: dict[str, Any]) -> dict[str, Any]:
-    """The settings every MARLIN grid section shares (Fig. 3 / Table I, Fig. 5, the dynamic environment)."""
-    return {
-        "trainer": trainer,  # grid.TRAINERS: "one-at-a-time" (one mappo.train per run) or "batched" (stacked runs, marlin.batched)
-        "plan_source": "surrogate",  # MARLIN's plans: grid.PLAN_SOURCES (surrogate: the calibrated surrogate planner, not an LLM)
-        "workers": workers,
-        "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-        "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-        "switch_rule": "paper",  # Algorithm 1 as printed; "code": the authors' code variant (algorithm1.SwitchConfig)
-        "llm_only_performance": None,  # None: the authors' Llama 3.1 8B LLM-only values (paper_values.AUTHORS_LLM_ONLY)
-        "mappo": mappo,  # MAPPOConfig overrides (marlinkit.algos.mappo)
-    }
+def _section(path: Path, table: str, values: Any, fragments: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One section of the presets file as plain values: its fragments' keys (``include``), then its own keys; a
+    ``maddpg`` given as a name is that MADDPG setting's overrides."""
+    settings.check_type(path, table, "", values, dict)
+    include = values.get("include", [])
+    settings.check_type(path, table, "include", include, list)
+    out: dict[str, Any] = {}
+    for name in include:
+        settings.check_name(path, table, "include", settings.check_type(path, table, "include", name, str),
+                            fragments, "fragment")
+        shared = sorted(set(out) & set(fragments[name]))
+        if shared:
+            raise SettingsError(path, table, shared[0], f"set by two of its fragments {include}")
+        out.update(copy.deepcopy(fragments[name]))
+    out.update({key: value for key, value in values.items() if key != "include"})
+    if isinstance(out.get("maddpg"), str):
+        known = settings.maddpg_settings()
+        out["maddpg"] = known[settings.check_name(path, table, "maddpg", out["maddpg"], known, "MADDPG setting")].maddpg
+    return out
 
 
-#: Seconds per notebook: one run at a time, one worker, short MAPPO updates.
-_SMOKE_GRID = _marlin_grid("one-at-a-time", 1, {"update_epochs": 2, "steps_per_iteration": 100})
-#: The quick and paper presets: each worker's runs as one stacked computation, the paper's MAPPO.
-_GRID = _marlin_grid("batched", 2, {})
+def load(path: Path = settings.PRESETS_FILE) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every preset of ``path``, section by section, as plain values (:func:`_section`): the presets are
+    :data:`PRESET_NAMES` with the same sections, and :data:`WORKSHOP_PRESET` with its ``workshop`` section alone.
+    A file that does not fit fails with a :class:`~marlinkit.settings.SettingsError` naming the file, table and key."""
+    raw = settings.check_table(path, "", settings.read(path), {"fragments": dict, "presets": dict}, ("presets",))
+    fragments = raw.get("fragments", {})
+    for name, fragment in fragments.items():
+        settings.check_type(path, f"fragments.{name}", "", fragment, dict)
+    names = (*PRESET_NAMES, WORKSHOP_PRESET)
+    for name in names:
+        settings.check_name(path, "presets", name, name, raw["presets"], "preset")
+    presets = {}
+    for name, sections in raw["presets"].items():
+        settings.check_name(path, "presets", name, name, dict.fromkeys(names), "preset the package knows")
+        settings.check_type(path, "presets", name, sections, dict)
+        presets[name] = {section: _section(path, f"presets.{name}.{section}", values, fragments)
+                         for section, values in sections.items()}
+    for name in PRESET_NAMES:
+        differ = sorted(set(presets[name]) ^ set(presets[DEFAULT_PRESET]))
+        if differ:
+            raise SettingsError(path, f"presets.{name}", differ[0], f"every preset has the sections of "
+                                f"{DEFAULT_PRESET!r}: {', '.join(presets[DEFAULT_PRESET])}")
+    if set(presets[WORKSHOP_PRESET]) != {"workshop"}:
+        raise SettingsError(path, f"presets.{WORKSHOP_PRESET}", "", "has the workshop section alone")
+    return presets
 
-#: The fidelity notebook's variants: one of our departures from the authors' RLlib set-up undone at a time
-#: (settings of the fig3_training grid; see marlinkit.marlin.fidelity.Variant).
-_FIDELITY_VARIANTS = [{"name": "6 copies", "n_envs": 6}, {"name": "9 copies", "n_envs": 9}, {"name": "torch init", "init": "torch"}]
 
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "smoke": {
-        "fig5_hardware": {  # seconds: a few episodes, checkpoints 1, 3, 5
-            "seeds": [0],
-            **_SMOKE_GRID,
-            "episodes": 6,
-            "n_envs": 2,
-            "checkpoint_start": 1,
-            "checkpoint_every": 2,
-            "eval_runs": 5,
-            "llm_only_trials": 5,
-            "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-        },
-        "dynamic_env": {  # seconds: the layout changes after episode 6 of 12
-            "seeds": [0],
-            **_SMOKE_GRID,
-            "scenario": "single_slot",
-            "new_layout": "maze_like",
-            "change_episode": 6,
-            "episodes": 12,
-            "n_envs": 2,
-            "eval_runs": 5,
-        },
-        "paper_audit": {"bootstrap_resamples": 1000, "bootstrap_seed": 0, "rounding_samples": 20},
-        "fidelity": {"seeds": [0], "variants": _FIDELITY_VARIANTS},  # seconds: the smoke grid's MARL runs
-        "fig1_scenarios": {"scenarios": _SCENARIOS},
-        "llm_only": {
-            "scenarios": ["single_slot", "two_path"],  # the fig3_training scenarios: Algorithm 1 reads their LLM-only values
-            "trials": 1,
-            "seed": 0,
-            **_SMOKE_NEGOTIATION,
-        },
-        "fig6_scalability": {  # seconds: one episode, one 2-move negotiation replayed from the committed transcript
-            "systems": ["llm", "exact"],
-            "agents": [4],
-            "trials": 1,
-            "seed": 0,
-            "max_steps": 150,
-            "exit_bias": 0.25,
-            "cooldown": 5,
-            "max_negotiations": 1,
-            **_SMOKE_NEGOTIATION,
-        },
-        "authors_protocol": {  # seconds: the authors' switch and copies on two corridors, a few episodes
-            "scenarios": ["single_slot", "two_path"], "marlin_seeds": [0, 1], "marl_seeds": [0], "episodes": 12,
-            "checkpoints": [6, 12], "eval_runs": 5, "llm_only_trials": 5, "mappo": {"update_epochs": 2, "steps_per_iteration": 100},
-        },
-        "fig3_training": {
-            "scenarios": ["single_slot", "two_path"],
-            "seeds": [0],
-            **_SMOKE_GRID,
-            "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
-            "plan_source": "llm",  # MARLIN's plans: grid.PLAN_SOURCES (llm: the llm_only section's negotiation, replayed)
-            "episodes": 8,
-            "n_envs": 4,
-            "checkpoints": [2, 4, 8],
-            "eval_runs": 10,
-            "llm_only_trials": 5,
-            "plan_budget": 1,  # new LLM negotiations per training, plan_source "llm" only (None: the paper's unlimited re-planning)
-            "mappo": {"update_epochs": 4, "steps_per_iteration": 400},
-        },
-        "traffic_baselines": {  # seconds: short episodes in this process
-            "engines": ["sumo", "cityflow"],
-            "episode_lengths": [120],
-            "difficulties": [0.3, 0.65, 1.0],
-            "difficulty_seeds": [0],
-            "difficulty_seconds": 120,
-            "max_pressure_min_green_s": 10,
-            "workers": 1,
-        },
-        "ablation": {  # ~2-3 minutes, not seconds (SUMO starts once per run): scripted architect, tiny episodes
-            "seeds": [200, 300],
-            "ablations": ["A2", "A7", "A8"],
-            "episodes": 4,
-            "episode_seconds": 120,
-            "eval_every": 2,
-            "final_window": 2,
-            "workers": 2,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "checkpoint_every": 0,  # resume per finished run only
-            "llm": "scripted",
-            "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 15},
-        },
-        "workshop": {  # notebooks/workshop at nbval size: seconds each, smollm2 replayed from data/transcripts/workshop_smoke__*
-            "scenario": "single_slot",
-            "seed": 0,
-            "training": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10,
-                         "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
-            "negotiation": {"max_moves": 2, "max_rounds": 1, "max_new_tokens": 80, "stall_limit": 2, "llm": "smollm2",
-                            "record": None},  # None: replay strictly unless $MARLINKIT_RECORD
-            "marlin": {"episodes": 12, "n_envs": 2, "checkpoints": [6, 12], "eval_runs": 10, "llm_only_trials": 1,
-                       "plan_budget": 3, "mappo": {"update_epochs": 2, "steps_per_iteration": 100}},
-        },
-    },
-    "quick": {
-        "fig5_hardware": {  # ~3.5 min on 2 idle cores (190 CPU-s per training): the paper's schedule scaled by 1/10 (checkpoints 10, 35, ..., 160)
-            "seeds": [0, 1, 2],
-            **_GRID,
-            "episodes": 160,
-            "n_envs": 15,
-            "checkpoint_start": 10,
-            "checkpoint_every": 25,
-            "eval_runs": 50,
-            "llm_only_trials": 50,
-            "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-        },
-        "dynamic_env": {  # ~3 min on 2 idle cores (150 CPU-s per training): the change after episode 60 of 120
-            "seeds": [0, 1, 2],
-            **_GRID,
-            "scenario": "single_slot",
-            "new_layout": "maze_like",
-            "change_episode": 60,
-            "episodes": 120,
-            "n_envs": 15,
-            "eval_runs": 50,
-        },
-        "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 200},
-        "fidelity": {"seeds": [0], "variants": _FIDELITY_VARIANTS},  # ~7 CPU-min: 15 short MARL trainings, one seed
-        "fig1_scenarios": {"scenarios": _SCENARIOS},
-        "llm_only": {
-            "scenarios": _SCENARIOS,
-            "trials": 2,
-            "seed": 0,
-            **_QUICK_NEGOTIATION,
-        },
-        "fig6_scalability": {  # random walk biased to the exit; <= 1 negotiation of <= 8 moves per episode: 69 smollm2 calls to record (26 min on the loaded 2-core machine)
-            "systems": ["llm", "exact"],
-            "agents": [2, 4, 6, 8],
-            "trials": 2,
-            "seed": 0,
-            "max_steps": 400,
-            "exit_bias": 0.2,
-            "cooldown": 5,
-            "max_negotiations": 1,
-            **_QUICK_NEGOTIATION,
-        },
-        "authors_protocol": {  # minutes: the authors' switch and copies, 120 episodes (no policy-only tail)
-            "scenarios": _SCENARIOS, "marlin_seeds": [0, 1, 2], "marl_seeds": [0], "episodes": 120,
-            "checkpoints": [20, 60, 120], "eval_runs": 50, "llm_only_trials": 20, "mappo": {},
-        },
-        "fig3_training": {
-            "scenarios": _SCENARIOS,
-            "seeds": [0, 1, 2],
-            **_GRID,
-            "batch_runs": None,  # most runs per batch of the batched trainer (None: one batch per worker)
-            "episodes": 120,
-            "n_envs": 15,
-            "checkpoints": [20, 60, 120],
-            "eval_runs": 50,
-            "llm_only_trials": 20,
-            "plan_budget": 2,  # plan_source "llm" only: smollm2 on CPU takes ~45 s per negotiated plan; the paper re-plans without limit
-        },
-        "traffic_baselines": {  # the full hour on each engine for both baselines; ~2-3 min on 2 cores
-            "engines": ["sumo", "cityflow"],
-            "episode_lengths": [360, 3600],
-            "difficulties": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-            "difficulty_seeds": [0, 1, 2],
-            "difficulty_seconds": 360,
-            "max_pressure_min_green_s": 10,
-            "workers": 2,
-        },
-        "ablation": {  # all 12 runs, short: fits the MAESTRO notebooks in ~10 min on 2 cores (LLM replayed)
-            "seeds": [200, 300, 400, 500],
-            "ablations": ["A2", "A7", "A8"],
-            "episodes": 16,
-            "episode_seconds": 180,
-            "eval_every": 2,
-            "final_window": 6,
-            "workers": 2,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "checkpoint_every": 0,  # resume per finished run only
-            "llm": "smollm2",
-            "maddpg": {"batch_size": 128, "learning_starts": 360, "update_every": 60},
-        },
-        "workshop": _WORKSHOP_SESSION,  # the teaching session's sizes (notebooks/workshop/README.md)
-    },
-    "paper": {
-        "fig5_hardware": {  # paper: maze-like, 1600 episodes, checkpoints every 250 from 100 (simulated noise, not robots)
-            "seeds": [0, 1, 2, 3, 4],
-            **_GRID,
-            "episodes": 1600,
-            "n_envs": 15,
-            "checkpoint_start": 100,
-            "checkpoint_every": 250,
-            "eval_runs": 50,
-            "llm_only_trials": 50,
-            "actuation_noise": {"p_fail": 0.05, "p_slip": 0.05},
-        },
-        "dynamic_env": {  # the authors' extension: maze-like from episode 1001 on
-            "seeds": [0, 1, 2, 3, 4],
-            **_GRID,
-            "scenario": "single_slot",
-            "new_layout": "maze_like",
-            "change_episode": 1000,
-            "episodes": 1600,
-            "n_envs": 15,
-            "eval_runs": 50,
-        },
-        "paper_audit": {"bootstrap_resamples": 10000, "bootstrap_seed": 0, "rounding_samples": 2000},
-        "fidelity": {"seeds": [0, 1, 2], "variants": _FIDELITY_VARIANTS},  # ~0.8 CPU-h per seed (45 MARL trainings in all)
-        "fig1_scenarios": {"scenarios": _SCENARIOS},
-        "llm_only": {
-            "scenarios": _SCENARIOS,
-            "trials": 50,
-            "seed": 0,
-            **_PAPER_NEGOTIATION,
-        },
-        "fig6_scalability": {  # the paper's pure random walk, every conflict negotiated with the authors' protocol settings
-            "systems": ["llm", "exact"],
-            "agents": [2, 4, 6, 8, 10, 12],
-            "trials": 10,
-            "seed": 0,
-            "max_steps": 2000,
-            "exit_bias": 0.0,
-            "cooldown": 5,
-            "max_negotiations": 0,
-            **_PAPER_NEGOTIATION,
-        },
-        "authors_protocol": {  # the authors' switch and copies (MARLIN 1, MARL 6) to 1700 episodes, enough seeds to pool rows as they did
-            "scenarios": _SCENARIOS, "marlin_seeds": list(range(10)), "marl_seeds": [0, 1, 2], "episodes": 1700,
-            "checkpoints": [100, 850, 1600, 1700], "eval_runs": 50, "llm_only_trials": 50, "mappo": {},
-        },
-        "fig3_training": {
-            "scenarios": _SCENARIOS,
-            "seeds": [0, 1, 2, 3, 4],
-            **_GRID,
-            "batch_runs": 2,  # MARL and MARLIN of one scenario and seed per batch (~0.5 CPU-h): the grid is saved, and resumes, in small pieces
-            "episodes": 1600,
-            "n_envs": 15,
-            "checkpoints": [100, 850, 1600],
-            "eval_runs": 50,
-            "llm_only_trials": 50,
-            "plan_budget": None,
-        },
-        "traffic_baselines": {
-            "engines": ["sumo", "cityflow"],
-            "episode_lengths": [360, 3600],
-            "difficulties": [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
-            "difficulty_seeds": [0, 1, 2, 3, 4],
-            "difficulty_seconds": 360,
-            "max_pressure_min_green_s": 10,
-            "workers": 2,
-        },
-        "ablation": {  # paper Section 5.3: 3 configs x 200 episodes x 360 s, paper MADDPG defaults; the paper's 4 seeds
-            # (200-500) + 8 more, the 12 its own power analysis asks for (its Table 4); statistics on 4 and on 12
-            "seeds": [200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300],
-            "ablations": ["A2", "A7", "A8"],
-            "episodes": 200,
-            "episode_seconds": 360,
-            "eval_every": 2,
-            "final_window": 20,
-            "workers": 2,
-            "executor": "local",  # "ray": the same runs as Ray tasks (optional extra), see marlinkit.executors
-            "ray_address": None,  # None: start a local Ray instance; "auto" or "ray://host:10001": a cluster
-            "llm": "smollm2",
-            "maddpg": PAPER_MADDPG,  # Lowe et al.'s update cadence, as the paper ran MADDPG
-            "checkpoint_every": 10,
-        },
-        "workshop": _WORKSHOP_SESSION,  # a teaching session has no paper-scale run: the quick sizes
-    },
-}
-
+_LOADED = load()
+#: The presets of :data:`PRESET_NAMES`, section by section (``get`` hands out copies).
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {name: _LOADED[name] for name in PRESET_NAMES}
+#: The ``workshop`` preset's one section (:data:`WORKSHOP_PRESET`).
+_WORKSHOP_CLASS = _LOADED[WORKSHOP_PRESET]["workshop"]
 
 def check_preset(preset: str) -> str:
     """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid ones."""
@@ -390,6 +135,17 @@ def config_class(section: str) -> type:
     return modules[section].Config
 
 
+def check_keys(preset: str, section: str, values: dict[str, Any], path: Path = settings.PRESETS_FILE) -> type:
+    """The ``Config`` class of ``section``, once every key of ``preset``'s section (``values``, read from ``path``) is
+    one of its fields; a key that is not fails with a :class:`~marlinkit.settings.SettingsError` naming it."""
+    cls = config_class(section)
+    stray = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+    if stray:
+        raise SettingsError(path, f"presets.{preset}.{section}", stray[0],
+                            f"unknown key: {cls.__module__}.{cls.__name__} has no such field")
+    return cls
+
+
 def get(preset: str, section: str, **overrides: Any):
     """One experiment's ``Config`` under ``preset``, with ``overrides`` applied (None keeps the preset's value).
 
@@ -404,7 +160,7 @@ def get(preset: str, section: str, **overrides: Any):
         sections = PRESETS[check_preset(preset)]
     if section not in sections:
         raise ValueError(f"preset {preset!r} has no section {section!r}; known: {sorted(sections)}")
-    cls = config_class(section)
+    cls = check_keys(preset, section, sections[section])
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(overrides) - set(known))
     if unknown:

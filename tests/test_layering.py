@@ -2,8 +2,9 @@
 ``if TYPE_CHECKING:`` blocks: a type-only import still ties the two modules).
 
 Floors, bottom up: the shared base (files, paths, numerics, progress, executors, stats, plots, paper_values, result),
-then ``envs`` / ``algos`` / ``llm``, then the two papers ``marlin`` and ``maestro``, then the entry points
-(``presets``, ``runs``, ``verify``, ``paper_audit``, ``info``, ``bench``, ``__main__``). See README "Layout".
+then ``envs`` / ``algos`` / ``llm``, then ``settings`` (the named settings' files and their loader), then the two
+papers ``marlin`` and ``maestro``, then the entry points (``presets``, ``runs``, ``verify``, ``paper_audit``,
+``info``, ``bench``, ``__main__``). See docs/operations.md "Architecture".
 The experiments never read the presets (the entry points resolve a preset and hand its ``Config`` in), and no
 module imports, however indirectly, one that imports it back. A module's ``if __name__ == "__main__":`` block runs
 only when that file is the program: it is an entry point of its own, above every layer, and is not the module's import.
@@ -22,6 +23,7 @@ PACKAGE = paths.PACKAGE_DIR
 BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots", "paper_values", "result"}
 EXPERIMENTS = ("marlinkit.marlin", "marlinkit.maestro")
 RUNNERS = ("marlinkit.presets", "marlinkit.runs")
+SETTINGS = ("marlinkit.settings",)
 
 
 def module_name(path: Path) -> str:
@@ -112,13 +114,20 @@ def test_the_module_table_is_read():
 
 
 @pytest.mark.parametrize("layer", ["marlinkit.envs", "marlinkit.algos", "marlinkit.llm"])
-def test_envs_algos_and_llm_import_no_experiment_no_presets_and_no_runs(layer):
-    assert offenders([layer], EXPERIMENTS + RUNNERS) == []
+def test_envs_algos_and_llm_import_no_experiment_no_presets_no_runs_and_no_settings(layer):
+    assert offenders([layer], EXPERIMENTS + RUNNERS + SETTINGS) == []
+
+
+def test_the_settings_import_no_experiment_no_presets_and_no_runs():
+    """The named settings sit below the papers, which read them, and above the parts (MADDPG's overrides type them)."""
+    assert "marlinkit.algos.maddpg_overrides" in MODULES["marlinkit.settings"]
+    assert offenders(SETTINGS, EXPERIMENTS + RUNNERS) == []
 
 
 def test_the_shared_base_imports_nothing_above_it():
     base = [f"marlinkit.{name}" for name in BASE]
-    assert offenders(base, EXPERIMENTS + RUNNERS + ("marlinkit.envs", "marlinkit.algos", "marlinkit.llm")) == []
+    above = EXPERIMENTS + RUNNERS + SETTINGS + ("marlinkit.envs", "marlinkit.algos", "marlinkit.llm")
+    assert offenders(base, above) == []
 
 
 def test_the_experiments_never_import_the_presets():

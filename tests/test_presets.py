@@ -9,13 +9,17 @@ import pytest
 from marlinkit import presets
 
 
-def test_every_preset_has_the_same_sections_and_keys():
+def test_every_preset_has_the_same_sections_and_a_key_one_leaves_out_is_none():
+    """A key left out of the presets file takes its Config's default: only a field whose default is None is left out
+    where another preset sets it, so every preset states every value that is not None."""
     reference = presets.PRESETS[presets.DEFAULT_PRESET]
     for name in presets.PRESET_NAMES:
         sections = presets.PRESETS[name]
         assert sections.keys() == reference.keys(), name
-        for section, settings in sections.items():
-            assert settings.keys() == reference[section].keys(), (name, section)
+        for section, values in sections.items():
+            defaults = {f.name: f.default for f in dataclasses.fields(presets.config_class(section))}
+            keys = set().union(*(presets.PRESETS[other][section] for other in presets.PRESET_NAMES))
+            assert all(defaults[key] is None for key in keys - set(values)), (name, section, keys - set(values))
 
 
 def test_preset_overrides_apply_and_typos_fail_before_compute():

@@ -71,7 +71,7 @@ class MADDPGConfig:
     """Environment steps between updates (our choice, by the measured sweep at the paper's length,
     ``data/maestro_sweep/``: an update every 25 steps learns faster and further on the real Hangzhou
     flow than Lowe et al.'s every 100 samples added; that stays the named setting
-    :data:`marlinkit.algos.maddpg_overrides.PAPER_MADDPG`, which MAESTRO's ``paper`` preset runs)."""
+    ``paper`` of ``marlinkit/settings/maddpg_settings.toml``, which MAESTRO's ``paper`` preset runs)."""
     gumbel_temperature: float = 1.0
     """Temperature of the Gumbel-softmax (Lowe et al.'s code: 1.0)."""
     max_grad_norm: float = 0.5

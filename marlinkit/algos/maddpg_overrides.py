@@ -2,8 +2,8 @@
 
 A preset's MADDPG settings and each setting of MAESTRO's measured sweep are a :class:`MADDPGOverrides`: the
 fields it sets, None for every field it leaves at ``MADDPGConfig``'s default. ``seed`` and ``eval_every`` are not
-here: a run sets them. :data:`PAPER_MADDPG` is MADDPG as Lowe et al. (2017) ran it, where ``MADDPGConfig``'s
-default departs from them.
+here: a run sets them. The named settings (MADDPG as Lowe et al. (2017) ran it among them, the ``paper`` setting)
+are data: ``marlinkit/settings/maddpg_settings.toml``, typed by :func:`marlinkit.settings.maddpg_settings`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,3 @@ class MADDPGOverrides:
     def __repr__(self) -> str:  # the fields set only: MADDPGOverrides(update_every=100)
         return f"MADDPGOverrides({', '.join(f'{k}={v!r}' for k, v in self.given().items())})"
 
-
-#: MADDPG as Lowe et al. (2017) ran it, where :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s default departs from
-#: them (chosen by the sweep at the paper's length, ``data/maestro_sweep/``): the MAESTRO ``paper`` preset and the
-#: sweep's ``paper`` setting run it.
-PAPER_MADDPG = MADDPGOverrides(update_every=100)

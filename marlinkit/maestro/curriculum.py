@@ -37,6 +37,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from marlinkit.settings import CurriculumSetting, curricula
+
 _EPS = 1e-9  # difficulty values are rounded to 9 decimals; comparisons allow this much slack
 
 
@@ -89,6 +91,11 @@ PAPER_FINAL_OVER_TARGET = 0.962
 #: (mean of context seeds 0-4; d = 0.35: 233, d = 0.45: 385).
 REAL_FLOW_DIFFICULTY = 0.4
 
+#: Named settings of the difficulty rule (``marlinkit.maestro.ablation.Config.curriculum``), from
+#: ``marlinkit/settings/curricula.toml``: each sets :class:`CurriculumConfig`'s target (on the paper's 165 scale) and
+#: starting difficulty, described there; the rule itself is unchanged.
+SETTINGS: dict[str, CurriculumSetting] = curricula()
+
 #: Where plain MADDPG stands on the real flow, measured on the committed sweep (``data/maestro_sweep/``, setting
 #: ``ue25``: the update cadence of ``ue25_openblas``, the same arithmetic to float precision; template reward, no
 #: curriculum, no LLM; seeds 200-500, 200 episodes of 360 s): the training score of every episode (the exploring
@@ -101,36 +108,16 @@ REAL_FLOW_DIFFICULTY = 0.4
 #: averages 93.8 over all 200 episodes and 134.2 over episodes 180-199, against 61.8 and 108.8 for seed 200 here
 #: (``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/A0__seed200.csv``
 #: beside ``data/maestro_sweep/ue25__seed200.csv``, column ``score`` against the sweep's calibrated training return).
-PLAIN_MADDPG_SCORE = {"mean": 67.46, "final": 109.3}
-
-#: Named settings of the difficulty rule (``marlinkit.maestro.ablation.Config.curriculum``):
-#: overrides of :class:`CurriculumConfig`'s target and starting difficulty; the rule itself is unchanged.
-SETTINGS: dict[str, dict[str, float]] = {
-    # Section 4.2 as printed: the target is the max-pressure level (165 on the calibrated score), the
-    # start the easiest difficulty (not stated in the paper, reading 5). On our score it never moves: a learner
-    # on the floor traffic ends at 55-75, below the drop bar (156.75) from the first window to the last, so every
-    # plateau raise is undone by the next episode's drop (the committed ablations: 94 % of episodes at d = 0.3).
-    "paper": {},
-    # The target at the level plain MADDPG holds over a training run of the paper's length on the real flow
-    # (PLAIN_MADDPG_SCORE["mean"]: up above 70.8, down below 64.1), the start as the paper's. A learner near
-    # that level sits in the band between the bars, so d climbs by plateau escapes, as the paper's did.
-    "plain_maddpg": {"target": PLAIN_MADDPG_SCORE["mean"]},
-    # The target at the level plain MADDPG ends at on the real flow (PLAIN_MADDPG_SCORE["final"]: up above
-    # 114.8, down below 103.8). A learner on floor traffic stays below the drop bar until late in training, so
-    # d stays near the floor: replayed on the committed ue25_openblas A2 scores, mean d over episodes 100-199
-    # is 0.303 against 0.456 for "plain_maddpg" (:func:`replayed_difficulty`).
-    "plain_maddpg_final": {"target": PLAIN_MADDPG_SCORE["final"]},
-    # The target put where a measured learner ends at the paper's fraction of it
-    # (78.47 / 0.962 = 81.6: up above 85.6, down below 77.5), the start at the real flow's load.
-    "measured": {"target": round(MEASURED_LEARNER_SCORE / PAPER_FINAL_OVER_TARGET, 2), "d_initial": REAL_FLOW_DIFFICULTY},
-}
+#: The two levels are the targets of the curriculum settings ``plain_maddpg`` and ``plain_maddpg_final``
+#: (``marlinkit/settings/curricula.toml``), read from there.
+PLAIN_MADDPG_SCORE = {"mean": SETTINGS["plain_maddpg"].target, "final": SETTINGS["plain_maddpg_final"].target}
 
 
 def rule_config(setting: str = "paper", score_scale: float = 165.0) -> "CurriculumConfig":
     """The difficulty rule of a named setting (:data:`SETTINGS`) on a score whose max-pressure level is ``score_scale``."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown curriculum setting {setting!r}; choose from {sorted(SETTINGS)}")
-    overrides = dict(SETTINGS[setting])
+    overrides = SETTINGS[setting].overrides()
     target = overrides.pop("target", None)  # on the paper's 165 scale
     return CurriculumConfig(**overrides, target=score_scale if target is None else target * score_scale / 165.0)
 

@@ -3,8 +3,9 @@
 The ablation A0/A2/A7/A8 with the reference architect (a surrogate, not an LLM:
 :mod:`marlinkit.maestro.reference_architect`), 12 seeds x 200 episodes of 360 s, MADDPG setting
 ``ue25_openblas``, the curriculum target ``plain_maddpg`` (:data:`marlinkit.maestro.curriculum.SETTINGS`) and
-CityFlow, the paper's engine (:data:`SETTINGS`). Runs go to
-``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/``.
+CityFlow, the paper's engine (:data:`SETTINGS`: the row ``reference_architect`` of
+``marlinkit/settings/ablation_rows.toml``, whose ``[queue]`` also sets :data:`ORDER` and :data:`PAPER_SEEDS`).
+Runs go to ``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/``.
 
 ``python -m marlinkit.maestro.reference_queue run`` works through the runs one at a time (one process,
 one thread), the paper's 4 seeds (200-500) of every configuration first, seed by seed in the order
@@ -28,16 +29,19 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from marlinkit import settings
 from marlinkit.maestro import ablation
 
-PRESET = "paper"
-#: What the reference-architect ablation sets on top of the paper preset's ``ablation`` section.
-SETTINGS: dict[str, Any] = {"llm": ablation.REFERENCE_LLM, "engine": "cityflow", "curriculum": "plain_maddpg",
-                            "maddpg_setting": "ue25_openblas"}
+#: The queue as ``marlinkit/settings/ablation_rows.toml`` sets it (its ``[queue]``).
+_QUEUE = settings.queue()
+#: The preset whose ``ablation`` section the queue runs under.
+PRESET = _QUEUE.preset
+#: What the reference-architect ablation sets on top of the paper preset's ``ablation`` section: the queue's row.
+SETTINGS: dict[str, Any] = settings.ablation_rows()[_QUEUE.row].overrides()
 #: Order of the configurations within a seed: A2 first (the curriculum's check), A7 last (it follows A2).
-ORDER = ("A2", "A0", "A8", "A7")
+ORDER = _QUEUE.order
 #: The paper's seeds, run first.
-PAPER_SEEDS = (200, 300, 400, 500)
+PAPER_SEEDS = _QUEUE.paper_seeds
 
 
 def overrides(architect: str | None = None, maddpg: str | None = None, curriculum: str | None = None) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from marlinkit.algos.maddpg_overrides import PAPER_MADDPG
 from marlinkit.maestro.curriculum_env import Calibration
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
+from marlinkit.settings import maddpg_settings, paper_maddpg
 
 if TYPE_CHECKING:
     from marlinkit.maestro.ablation.config import Config
@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 #: The experiment's section name.
 EXPERIMENT = "ablation"
 #: The MADDPG settings whose learners were trained to beat the random phase switcher on held-out traffic
-#: (:mod:`marlinkit.maestro.heldout`); the paper preset's other rows carry :data:`BARELY_ABOVE_RANDOM`.
-LEARNING_SETTINGS = ("shared5",)
+#: (:mod:`marlinkit.maestro.heldout`; ``beats_random`` in ``marlinkit/settings/maddpg_settings.toml``); the paper
+#: preset's other rows carry :data:`BARELY_ABOVE_RANDOM`.
+LEARNING_SETTINGS = tuple(name for name, setting in maddpg_settings().items() if setting.beats_random)
 #: The label of the paper preset's rows whose learners end barely above a uniform random phase request each second
 #: (greedy policies below fixed-time on the real flow): their comparisons between configurations are not evidence.
 BARELY_ABOVE_RANDOM = "learners barely above random"
@@ -137,7 +138,7 @@ def runs_note(config: Config) -> str:
     rule = "" if config.curriculum == "paper" else f"; curriculum rule: {config.curriculum}"
     if config.maddpg_setting is not None:
         maddpg = f"; MADDPG: the sweep's {config.maddpg_setting!r} setting {config.maddpg.given()}"
-    elif config.maddpg == PAPER_MADDPG:
+    elif config.maddpg == paper_maddpg():
         maddpg = "; MADDPG: the paper's defaults"
     elif config.maddpg.given():
         maddpg = f"; MADDPG overrides {config.maddpg.given()}"

@@ -10,9 +10,9 @@ run measures fixed-time (30 s) and max-pressure on that same evaluation episode,
 evaluation row carries its calibrated score (0 = fixed-time, 165 = max-pressure on that traffic)
 and its delay change against fixed-time.
 
-Settings are named (:data:`SETTINGS`): ``paper`` is Lowe et al.'s defaults as MAESTRO runs them
-(lr 0.01, an update every 100 steps: :data:`marlinkit.algos.maddpg_overrides.PAPER_MADDPG`); the others change
-one or two fields of it, each described by its :class:`Setting`. ``ue25`` (an update every 25 steps) is
+Settings are named (:data:`SETTINGS`, from ``marlinkit/settings/maddpg_settings.toml``): ``paper`` is Lowe et
+al.'s defaults as MAESTRO runs them (lr 0.01, an update every 100 steps); the others change one or two fields of it,
+each described by its :class:`~marlinkit.settings.MADDPGSetting`. ``ue25`` (an update every 25 steps) is
 :class:`~marlinkit.algos.maddpg.MADDPGConfig`'s default, chosen by this sweep at the paper's length
 (``data/maestro_sweep/README.md``). Each
 (setting, seed) runs in a fresh process (libsumo: one simulation per process) and rewrites its tidy
@@ -27,80 +27,21 @@ one from its last checkpoint, with the numbers an uninterrupted run gives (a 200
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import io
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from marlinkit import paths
-from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro import checkpoint
 from marlinkit.maestro.curriculum import CurriculumConfig
 from marlinkit.maestro.curriculum_env import BASELINE_METRICS, CurriculumEnv, baseline_episodes, calibrated_score
+from marlinkit.settings import MADDPGSetting, maddpg_settings
 
-@dataclass(frozen=True)
-class Setting:
-    """One named setting of the sweep: what it changes of MADDPG's defaults, and the traffic it trains on."""
-
-    description: str
-    """What the setting is, in words (its name is a short code, e.g. "ue25": an update every 25 steps)."""
-    maddpg: MADDPGOverrides = MADDPGOverrides()
-    """The MADDPGConfig fields it changes (none: MADDPGConfig's defaults)."""
-    train_difficulty: float | None = None
-    """None: train on the real flow. A difficulty d: train on the curriculum's deterministic context for d, one
-    sample per run (context seed = the run's seed), evaluations still on the real flow (does training on synthetic
-    traffic transfer?)."""
-
-
-_UE25 = dict(update_every=25)
-#: The named settings, by name (the name is in every run's file name and sidecar).
-SETTINGS: dict[str, Setting] = {
-    "paper": Setting("Lowe et al. (2017) as MAESTRO runs them: lr 0.01, an update every 100 steps, batch 1024",
-                     PAPER_MADDPG),
-    "ue25": Setting("an update every 25 steps: 4x the updates (MADDPGConfig's default since this sweep)",
-                    MADDPGOverrides(**_UE25)),
-    "lr1e-3": Setting("the paper's, at learning rate 1e-3: a step size not tuned for particle worlds",
-                      dataclasses.replace(PAPER_MADDPG, actor_lr=1e-3, critic_lr=1e-3)),
-    "ue25_lr1e-3": Setting("an update every 25 steps at learning rate 1e-3",
-                           MADDPGOverrides(**_UE25, actor_lr=1e-3, critic_lr=1e-3)),
-    "ue25_tau0.05": Setting("an update every 25 steps, Polyak rate 0.05: faster-moving targets",
-                            MADDPGOverrides(**_UE25, tau=0.05)),
-    "ue25_t0.5": Setting("an update every 25 steps, Gumbel-softmax temperature 0.5: sharper samples",
-                         MADDPGOverrides(**_UE25, gumbel_temperature=0.5)),
-    "paper_context0.3": Setting("the paper's, trained on the curriculum's easiest traffic (d = 0.3: 169 vehicles in "
-                                "360 s)", PAPER_MADDPG, train_difficulty=0.3),
-    "paper_context0.4": Setting("the paper's, trained on synthetic traffic at the real flow's load (d = 0.4: 306 "
-                                "vehicles against 299)", PAPER_MADDPG, train_difficulty=0.4),
-    "ue25_context0.3": Setting("an update every 25 steps, trained on the curriculum's easiest traffic (d = 0.3): "
-                               "does 4x the updates help on the curriculum's floor?", MADDPGOverrides(**_UE25),
-                               train_difficulty=0.3),
-    "ue25_openblas": Setting("an update every 25 steps, OpenBLAS matmuls: the chosen default with NumPy's pinned "
-                             "OpenBLAS products (the same arithmetic to float precision, ~2x faster updates, other "
-                             "bits; MADDPGConfig.products); the setting the ablation at the paper's length runs by",
-                             MADDPGOverrides(**_UE25, products="openblas")),
-    "shared5": Setting("a departure from the paper's MADDPG: one actor and one critic shared by the 16 intersections "
-                       "(the critic reads the agent's own observation, its identity and every agent's action), a "
-                       "decision every 5 s held in between, an update per decision on 128 transitions, lr 1e-3, "
-                       "gamma 0.9 per decision, 128 hidden units, the products in the pinned OpenBLAS "
-                       "(marlinkit.algos.maddpg_shared)",
-                       MADDPGOverrides(sharing="shared-local", decision_s=5, update_every=5, batch_size=128,
-                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128,
-                                       products="openblas")),
-    "shared1": Setting("shared5's sharing without its 5-s decisions: a decision every second, gamma 0.9 ** (1/5) per "
-                       "decision (shared5's horizon in seconds), the rest as shared5; with separate5, it tells which "
-                       "of the two changes carries the gain",
-                       MADDPGOverrides(sharing="shared-local", decision_s=1, update_every=5, batch_size=128,
-                                       learning_starts=640, actor_lr=1e-3, critic_lr=1e-3, gamma=0.9 ** 0.2,
-                                       hidden=128, products="openblas")),
-    "separate5": Setting("shared5's 5-s decisions without its sharing: the paper's 16 actors and 16 centralised critics "
-                         "(each reading every observation and action), the rest as shared5",
-                         MADDPGOverrides(decision_s=5, update_every=5, batch_size=128, learning_starts=640,
-                                         actor_lr=1e-3, critic_lr=1e-3, gamma=0.9, hidden=128, products="openblas")),
-}
+#: The named settings, by name (the name is in every run's file name and sidecar): ``maddpg_settings.toml``.
+SETTINGS: dict[str, MADDPGSetting] = maddpg_settings()
 DEFAULT_OUT = paths.DATA_DIR / "maestro_sweep"
 #: Episodes between a run's checkpoints (``--checkpoint-every``; 0: none).
 CHECKPOINT_EVERY = 10

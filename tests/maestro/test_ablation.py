@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 
 from marlinkit import paths, presets
-from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
+from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import architect, curriculum, curriculum_env
 from marlinkit.maestro import ablation as maestro
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro.sandbox import reward_example
 from marlinkit.runs import ResultStore
+from marlinkit.settings import paper_maddpg
 
 TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
         "llm": "scripted", "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 30}}
@@ -383,7 +384,7 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
         today = maestro.run_config(config, recorded["ablation"], recorded["seed"], calibration)
         assert json.dumps(today, sort_keys=True, default=str) == json.dumps(recorded, sort_keys=True), run
     config = presets.ablation_config("paper", record=False)
-    assert config.maddpg == PAPER_MADDPG and config.maddpg.given() == {"update_every": 100}
+    assert config.maddpg == paper_maddpg() and config.maddpg.given() == {"update_every": 100}
     assert presets.ablation_config("smoke", maddpg={"batch_size": 32}).maddpg == MADDPGOverrides(batch_size=32)
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marlinkit.algos.maddpg_overrides import PAPER_MADDPG, MADDPGOverrides
+from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import sweep as maestro_sweep
+from marlinkit.settings import MADDPGSetting, paper_maddpg
 
 
 def _args(out, **overrides):
@@ -52,7 +53,7 @@ def test_an_interrupted_sweep_run_resumes_from_its_checkpoint(tmp_path, monkeypa
 
     # small enough that MADDPG updates before and after the checkpoint (3 episodes x 100 steps)
     tiny = MADDPGOverrides(batch_size=64, learning_starts=64, update_every=50, hidden=16)
-    monkeypatch.setitem(maestro_sweep.SETTINGS, "tiny", maestro_sweep.Setting("a tiny MADDPG", tiny))
+    monkeypatch.setitem(maestro_sweep.SETTINGS, "tiny", MADDPGSetting("a tiny MADDPG", tiny))
     job = ("tiny", 200, 3, 100, 1, 1_000_000)
     killed, reference = tmp_path / "killed", tmp_path / "reference"
     killed.mkdir(), reference.mkdir()
@@ -151,7 +152,7 @@ def test_the_settings_are_typed_overrides_of_maddpgs_fields_each_described():
     assert {f.name for f in dataclasses.fields(MADDPGOverrides)} == fields
     for name, setting in maestro_sweep.SETTINGS.items():
         assert isinstance(setting.maddpg, MADDPGOverrides) and len(setting.description) > 20, name
-    assert maestro_sweep.SETTINGS["paper"].maddpg == PAPER_MADDPG == MADDPGOverrides(update_every=100)
+    assert maestro_sweep.SETTINGS["paper"].maddpg == paper_maddpg() == MADDPGOverrides(update_every=100)
     assert "OpenBLAS" in maestro_sweep.SETTINGS["ue25_openblas"].description
     assert maestro_sweep.maddpg_config("ue25_openblas", 200, 200, 360, 2).products == "openblas"
     # the two settings that separate shared5's departures each drop one of them and change nothing else

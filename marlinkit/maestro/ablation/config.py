@@ -11,6 +11,7 @@ from marlinkit import executors, paths
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import curriculum
 from marlinkit.maestro.curriculum_env import Calibration
+from marlinkit.settings import maddpg_settings
 
 PAPER = "maestro"
 #: The LLM setting of the reference architect (a surrogate, not an LLM: :mod:`marlinkit.maestro.reference_architect`).
@@ -68,7 +69,7 @@ class Config:
     target_paper: float = 165.0
     """The paper's curriculum target, on its reward scale (Section 4.2): the score's max-pressure level."""
     curriculum: str = "paper"
-    """The difficulty rule's target and start (marlinkit.maestro.curriculum.SETTINGS): "paper" (target =
+    """The difficulty rule's target and start (a setting of marlinkit/settings/curricula.toml): "paper" (target =
     max-pressure level, start at the easiest d) or "measured" (target where a measured learner ends, start at
     the real flow's load)."""
     eval_seed: int = 1_000_000
@@ -84,7 +85,7 @@ class Config:
     maddpg: MADDPGOverrides = MADDPGOverrides()
     """MADDPGConfig overrides (batch size, update cadence, ...; a preset writes them as a mapping of its fields)."""
     maddpg_setting: str | None = None
-    """A named MADDPG setting of the measured sweep (:data:`marlinkit.maestro.sweep.SETTINGS`, e.g. "ue25",
+    """A named MADDPG setting of the measured sweep (``marlinkit/settings/maddpg_settings.toml``, e.g. "ue25",
     MADDPGConfig's default) in place of ``maddpg``; its runs, transcripts and outputs are named apart
     (``<name>_maddpg``). None: ``maddpg`` as the preset gives it (the paper preset: Lowe et al.'s defaults)."""
 
@@ -111,13 +112,13 @@ class Config:
         curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
         object.__setattr__(self, "maddpg", MADDPGOverrides.of(self.maddpg))
         if self.maddpg_setting is not None:
-            from marlinkit.maestro.sweep import SETTINGS
-
-            setting = SETTINGS.get(self.maddpg_setting)
+            named = maddpg_settings()
+            setting = named.get(self.maddpg_setting)
             if setting is None or setting.train_difficulty is not None:
-                known = [name for name, s in SETTINGS.items() if s.train_difficulty is None]
+                known = [name for name, s in named.items() if s.train_difficulty is None]
                 raise ValueError(f"unknown MADDPG setting {self.maddpg_setting!r}; known: {', '.join(known)} "
-                                 "(marlinkit.maestro.sweep.SETTINGS; those that train on a fixed context are the sweep's own)")
+                                 "(marlinkit/settings/maddpg_settings.toml; those that train on a fixed context are "
+                                 "the sweep's own)")
             object.__setattr__(self, "maddpg", setting.maddpg)
 
 
