@@ -389,6 +389,28 @@ def _table_markdown(path: Path) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _page_outputs(page: FigurePage, staging: Path, ledger_page: bool) -> tuple[list[str], list[str], list[str]]:
+    """A figure page's outputs as Markdown lines: its images (copied into ``staging``), its tables, and the outputs
+    not committed yet."""
+    e = page.entry
+    images, tables, missing = [], [], []
+    for output in page.outputs:
+        source = FIGURES / output
+        if not source.exists():
+            missing.append(output)
+        elif source.suffix == ".png":
+            target = staging / "_figures" / output
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            images += [f"![{e.label}: {Path(output).stem}](../../_figures/{output})", "",
+                       f"<small>figures/{html.escape(output)}</small>", ""]
+        elif source.suffix == ".md":
+            tables += [_table_markdown(source), ""]
+        elif source.suffix == ".csv" and not ledger_page:
+            tables += [f"`figures/{output}` ({len(pd.read_csv(source))} rows)", ""]
+    return images, tables, missing
+
+
 def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[FigurePage], staging: Path) -> str:
     """One figure or table of the paper: the claim and its verdicts first, then the figure, the paper's numbers
     beside ours, its tables, the deviations and the command that remakes it; copies its images into ``staging``."""
@@ -406,21 +428,7 @@ def figure_page(paper: str, page: FigurePage, own: pd.DataFrame, pages: list[Fig
                 else "none: no claim of the claims ledger bears on it")
     lines = [f"# {e.label}: {e.title}", "",
              f'<p class="figure-lead"><b>Claim.</b> {html.escape(e.claim)}<br><b>Verdicts.</b> {verdicts}</p>', ""]
-    images, tables, missing = [], [], []
-    for output in page.outputs:
-        source = FIGURES / output
-        if not source.exists():
-            missing.append(output)
-        elif source.suffix == ".png":
-            target = staging / "_figures" / output
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            images += [f"![{e.label}: {Path(output).stem}](../../_figures/{output})", "",
-                       f"<small>figures/{html.escape(output)}</small>", ""]
-        elif source.suffix == ".md":
-            tables += [_table_markdown(source), ""]
-        elif source.suffix == ".csv" and not ledger_page:
-            tables += [f"`figures/{output}` ({len(pd.read_csv(source))} rows)", ""]
+    images, tables, missing = _page_outputs(page, staging, ledger_page)
     if images:
         lines += ["## Figure", ""] + images
     lines += ["## The paper beside ours", ""]
