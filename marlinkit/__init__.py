@@ -4,6 +4,6 @@ Layers (lower never imports upper): ``envs`` -> ``algos`` -> ``llm`` -> experime
 (``marlin``, ``maestro``) -> ``stats``/``plots`` -> notebooks.
 """
 
-from marlinkit import numerics as _numerics  # first: pins MKL/ATen/NumPy before they load
+from marlinkit.repro import numerics as _numerics  # first: pins MKL/ATen/NumPy before they load
 
 __version__ = "0.1.0"

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from marlinkit import comparisons, plots, presets, verify
+from marlinkit import plots, presets
+from marlinkit.repro import comparisons, verify
 
 COST = pd.DataFrame({"Component": ["simulation", "LLM calls", "Total"], "Calls": ["—", "58", "—"],
                      "Total (s, all runs)": [49.1, 925.2, 974.3], "Percentage": ["5.0%", "95.0%", "100%"]})

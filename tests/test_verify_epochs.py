@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
-from marlinkit import numerics, paths, provenance, verify_paper
-from marlinkit.verify_paper import epochs
+from marlinkit import paths
+from marlinkit.repro import numerics, provenance, verify_paper
+from marlinkit.repro.verify_paper import epochs
 
 
 @pytest.fixture(scope="module")

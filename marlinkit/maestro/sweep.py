@@ -156,7 +156,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import pandas as pd
     import torch
 
-    from marlinkit import numerics, provenance
+    from marlinkit.repro import numerics, provenance
     from marlinkit.algos.maddpg import EVAL_POLICIES, env_dims, evaluate, make_learner, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv

@@ -267,7 +267,7 @@ def results_root(config: GridConfig, preset: str) -> Path:
 
 
 def numerics_entries(source: PlanSource | None) -> tuple[str, ...]:
-    """The modules whose imports make a grid's numerics path (``marlinkit.provenance``): this runner and its plan
+    """The modules whose imports make a grid's numerics path (``marlinkit.repro.provenance``): this runner and its plan
     source's."""
     return tuple(dict.fromkeys((__name__, type(source or ExactJointPlanner()).__module__)))
 

@@ -20,8 +20,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from marlinkit import numerics, paths, provenance
-from marlinkit.verify_paper.runs import CommittedRun, repo_relative
+from marlinkit import paths
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.verify_paper.runs import CommittedRun, repo_relative
 
 EPOCHS_FILE = paths.DATA_DIR / "numerics_epochs.toml"
 CHECKOUTS = paths.BUILD_DIR / "verify-code"
@@ -123,7 +124,7 @@ def checkout(commit: str) -> Path:
 
 def recompute_at(commit: str, run: CommittedRun, episodes: int, scratch: str) -> dict[str, Any]:
     """``run``'s prefix recomputed by ``commit``'s code (a fresh interpreter in its checkout), as
-    :func:`marlinkit.verify_paper.prefix.recompute` returns it, plus the commit."""
+    :func:`marlinkit.repro.verify_paper.prefix.recompute` returns it, plus the commit."""
     try:
         root = checkout(commit)
     except RuntimeError as error:
@@ -144,7 +145,7 @@ def recompute_at(commit: str, run: CommittedRun, episodes: int, scratch: str) ->
 def recompute_any(run: CommittedRun, episodes: int, scratch: str, *extra) -> dict[str, Any]:
     """A run's prefix by the code that made it: a closed epoch's commit, else today's code (``extra``: its
     calibration)."""
-    from marlinkit.verify_paper.prefix import recompute
+    from marlinkit.repro.verify_paper.prefix import recompute
 
     epoch = epoch_of(run)
     if epoch is None:

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlinkit import numerics, paths, provenance
-from marlinkit.verify_paper import epochs
-from marlinkit.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries
-from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
+from marlinkit import paths
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.verify_paper import epochs
+from marlinkit.repro.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries
+from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
                                          choose, committed_table, compare_prefix, default_seed_choice, discover,
                                          repo_relative)
 
@@ -65,7 +66,7 @@ def code_age(runs: list[CommittedRun]) -> tuple[list[str], bool]:
 # ----- the check --------------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The paper preset's options of ``python -m marlinkit verify`` (see :mod:`marlinkit.verify`)."""
+    """The paper preset's options of ``python -m marlinkit verify`` (see :mod:`marlinkit.repro.verify`)."""
     group = parser.add_argument_group("--preset paper (prefixes of the committed runs)")
     group.add_argument("--seed-choice", type=int, help="which run of each family (default: today's UTC day number)")
     group.add_argument("--episodes", type=int, default=MARLIN_EPISODES,
@@ -84,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Recompute one prefix per family, compare, print the per-run summary; ``exit_code`` 1 on any difference."""
     from marlinkit import executors
-    from marlinkit.comparisons import live_calls, transcript_records, without_timing
+    from marlinkit.repro.comparisons import live_calls, transcript_records, without_timing
 
     import resource
 
@@ -213,7 +214,7 @@ def _calibrate(run: CommittedRun, scratch: Path, problems: list[str]):
     committed ``ablation_calibration`` (a difference goes to ``problems``)."""
     from marlinkit.maestro.curriculum_env import calibrate
     from marlinkit.runs import ResultStore
-    from marlinkit.comparisons import compare_table
+    from marlinkit.repro.comparisons import compare_table
 
     cfg = maestro_config(run)
     if cfg is None:

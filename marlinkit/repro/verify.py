@@ -22,7 +22,7 @@ Live LLM calls are counted as records added to ``data/transcripts/`` during the 
 The exit code is 1 on any difference, missing or new file, or live call.
 
 ``--preset paper`` (days of training) recomputes a prefix of one committed run per run family instead and
-compares it with the committed run's first rows: :mod:`marlinkit.verify_paper`.
+compares it with the committed run's first rows: :mod:`marlinkit.repro.verify_paper`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marlinkit import paths, presets, verify_paper
-from marlinkit.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls, timing_field,
+from marlinkit import paths, presets
+from marlinkit.repro import verify_paper
+from marlinkit.repro.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls, timing_field,
                                   transcript_records, without_timing)
 
 #: Columns holding measured wall time (or shares of it), per table relative to the reference folder.

@@ -25,7 +25,7 @@ configuration) must equal the committed table's first rows, byte for byte.
   only be numbers. The first differing row and column are named. A MAESTRO run's generation log is compared
   record by record over the prefix (less its timing fields), and the committed table's SHA-256 against its sidecar.
 * **Code age.** For every committed run: whether its sidecar records the code that made it (a hash of its
-  numerics path's sources, :mod:`marlinkit.provenance`) and whether that is today's code; for a run without the
+  numerics path's sources, :mod:`marlinkit.repro.provenance`) and whether that is today's code; for a run without the
   record, whether its file was last committed before the last change to its numerics path (git history).
 
 The exit code is 1 on any difference, any run that could not be recomputed, any committed run of a kind this
@@ -35,9 +35,9 @@ Modules: :mod:`.runs` (the committed runs, their families, the choice and the pr
 (recomputing one run's prefix), :mod:`.check` (the check and the code age).
 """
 
-from marlinkit.verify_paper.check import add_arguments, code_age, run
-from marlinkit.verify_paper.prefix import maestro_config, marlin_config, numerics_entries, recompute
-from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET, TIMING_COLUMNS,
+from marlinkit.repro.verify_paper.check import add_arguments, code_age, run
+from marlinkit.repro.verify_paper.prefix import maestro_config, marlin_config, numerics_entries, recompute
+from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET, TIMING_COLUMNS,
                                          CommittedRun, choose, committed_table, compare_prefix, default_seed_choice,
                                          discover, repo_relative)
 

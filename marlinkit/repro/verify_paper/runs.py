@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from marlinkit import paths, provenance
+from marlinkit import paths
+from marlinkit.repro import provenance
 
 PRESET = "paper"
 MARLIN_EPISODES = 30

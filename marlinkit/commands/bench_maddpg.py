@@ -168,9 +168,9 @@ def gemm_peaks(size: int = 1024, repeats: int = 10) -> dict[str, float]:
         pinned = _gemm_gflops(size, repeats)
     finally:
         torch.set_num_threads(threads)
-    code = ("import json, torch; torch.set_num_threads(1); from marlinkit.bench.maddpg import _gemm_gflops; "
+    code = ("import json, torch; torch.set_num_threads(1); from marlinkit.commands.bench_maddpg import _gemm_gflops; "
             f"print(json.dumps(_gemm_gflops({size}, {repeats})))")
-    from marlinkit.numerics import PINNED_ENVIRONMENT
+    from marlinkit.repro.numerics import PINNED_ENVIRONMENT
 
     env = {k: v for k, v in os.environ.items() if k not in PINNED_ENVIRONMENT}
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300,

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlinkit.verify_paper.runs import PRESET, CommittedRun
+from marlinkit.repro.verify_paper.runs import PRESET, CommittedRun
 
 # ----- recomputing one run (each in a process of its own) --------------------------------------------------
 
