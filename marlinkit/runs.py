@@ -1,4 +1,4 @@
-"""Result files: deterministic run names, configuration hashing, atomic writes, provenance.
+"""Result files: deterministic run names, atomic writes, provenance.
 
 A run is identified by its configuration; its tidy table (CSV, one row per episode or
 evaluation) sits next to a JSON sidecar holding the configuration, seed, versions, numeric
@@ -22,8 +22,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from marlinkit.repro import numerics, provenance
 from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.keys import config_hash
 
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
 
@@ -37,12 +38,6 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    """A short stable hash of a JSON-serialisable configuration."""
-    blob = json.dumps(config, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:12]
 
 
 def run_name(*parts: Any) -> str:

@@ -74,7 +74,7 @@ def marlin_config(run_config: dict[str, Any]):
 def _recompute_marlin(run: CommittedRun, episodes: int) -> dict[str, Any]:
     from marlinkit.llm.cache import transcript_context
     from marlinkit.marlin import batched, grid, systems
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash
 
     config_in = run.sidecar["config"]
     source = _marlin_source(config_in.get("plan_source"))
@@ -122,7 +122,7 @@ def folder_suffix(run: CommittedRun, preset: str) -> str:
 def _recompute_maestro(run: CommittedRun, episodes: int, cfg, calibration, scratch: str) -> dict[str, Any]:
     from marlinkit.llm.cache import transcript_context
     from marlinkit.maestro import ablation
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash
 
     config_in = run.sidecar["config"]
     name, seed = config_in["ablation"], config_in["seed"]
@@ -137,10 +137,12 @@ def _recompute_maestro(run: CommittedRun, episodes: int, cfg, calibration, scrat
 
 def _recompute_sweep(run: CommittedRun, episodes: int, scratch: str) -> dict[str, Any]:
     from marlinkit.maestro import sweep
+    from marlinkit.repro.keys import maddpg_key
 
     side = run.sidecar
     setting, seed = side["setting"], side["maddpg"]["seed"]
-    key = sweep.maddpg_config(setting, seed, side["episodes"], side["episode_seconds"], side["maddpg"]["eval_every"]).key()
+    key = maddpg_key(sweep.maddpg_config(setting, seed, side["episodes"], side["episode_seconds"],
+                                         side["maddpg"]["eval_every"]))
     if key != side["maddpg"]:
         changed = sorted(k for k in set(key) | set(side["maddpg"]) if key.get(k) != side["maddpg"].get(k))
         return {"error": f"today's setting {setting!r} gives other MADDPG settings than the committed run's: {changed}"}
