@@ -26,7 +26,7 @@ COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
     "check-reward": "marlinkit.maestro.sandbox.cli",
     "data": "marlinkit.envs.traffic.fetch",
-    "verify": "marlinkit.repro.verify",
+    "verify": "marlinkit.commands.verify",
     "maestro-sweep": "marlinkit.maestro.sweep",
     "numerics-trace": "marlinkit.repro.numerics_trace",
     "heldout": "marlinkit.maestro.heldout",

@@ -3,7 +3,8 @@
 A run is identified by its configuration; its tidy table (CSV, one row per episode or
 evaluation) sits next to a JSON sidecar holding the configuration, seed, versions, numeric
 environment and LLM backend, the table's row count and SHA-256, and the code that made it (``code``:
-the git commit and a hash of the sources on the run's numerics path, :mod:`marlinkit.repro.provenance`). A run whose sidecar exists and
+the git commit and a hash of the sources on the run's numerics path, :mod:`marlinkit.repro.provenance`). Its key
+is :func:`marlinkit.repro.keys.config_hash` of the configuration. A run whose sidecar exists and
 whose table still matches it is complete, which is how runners resume: a truncated or edited table
 is recomputed by the runners, and reported by name by :meth:`ResultStore.load`, never read silently.
 """
@@ -54,7 +55,8 @@ class ResultStore:
     """Tidy per-run tables under one folder, each with a JSON sidecar (``<name>.json``).
 
     The sidecar's ``table_sha256`` is the hash of the CSV text, compressed or not. ``code``: the runner modules
-    whose imports make the runs' numerics path (:func:`marlinkit.repro.provenance.code_record`; None: the whole package).
+    whose imports make the runs' numerics path (:func:`marlinkit.repro.provenance.code_record`; None: the whole
+    package).
     """
 
     def __init__(self, root: Path, code: tuple[str, ...] | None = None):

@@ -28,7 +28,7 @@ def test_the_hash_of_a_configuration_is_pinned_and_ignores_key_order():
 
 
 def test_the_earlier_values_are_todays_defaults():
-    """A key without an added setting rebuilds the ``Config`` its run had: the setting's default is the earlier value."""
+    """A key without an added setting rebuilds the ``Config`` its run had: its default is the earlier value."""
     for cls, added in ((MAPPOConfig, keys.MAPPO_ADDED_LATER), (MADDPGConfig, keys.MADDPG_ADDED_LATER)):
         defaults = cls()
         assert {name: getattr(defaults, name) for name in added} == added, cls.__name__
@@ -39,7 +39,8 @@ def test_an_added_setting_enters_the_key_only_when_set():
     assert keys.mappo_key(MAPPOConfig(precision="float64"))["precision"] == "float64"
     assert set(keys.MADDPG_ADDED_LATER).isdisjoint(keys.maddpg_key(MADDPGConfig()))
     assert keys.maddpg_key(MADDPGConfig(decision_s=5))["decision_s"] == 5
-    assert keys.grid_key({"seed": 0, "trainer": "one-at-a-time", "layout_schedule": [], "plan_budget": None}) == {"seed": 0}
+    earlier = {"trainer": "one-at-a-time", "layout_schedule": [], "plan_budget": None}
+    assert keys.grid_key({"seed": 0, **earlier}) == {"seed": 0}
     assert keys.grid_key({"trainer": "batched", "protocol": "authors"}) == {"trainer": "batched", "protocol": "authors"}
 
 

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from marlinkit import paths
-from marlinkit.repro import numerics, provenance, verify, verify_paper
+from marlinkit.commands import verify
+from marlinkit.repro import numerics, provenance, verify_paper
 from marlinkit.marlin import batched, systems
 from marlinkit.marlin.grid import GridConfig
 from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner

@@ -170,7 +170,8 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     env = CurriculumEnv(base_env, CurriculumConfig())  # resets onto env.context (None: the real flow), env reward
     training = None if train_difficulty is None else context_for_difficulty(train_difficulty, seed, episode_seconds)
     path = run_path(Path(out), setting, seed)
-    sidecar = {"setting": setting, "maddpg": maddpg_key(config), "episodes": episodes, "episode_seconds": episode_seconds,
+    sidecar = {"setting": setting, "maddpg": maddpg_key(config), "episodes": episodes,
+               "episode_seconds": episode_seconds,
                "training_traffic": "real flow" if training is None else training.to_dict(),
                "eval_seed": eval_seed, "engine_version": base_env.engine.version, "numerics": numerics.state(),
                "torch": torch.__version__, "numpy": np.__version__}

@@ -123,6 +123,13 @@ def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) 
     return found, other
 
 
+def folder_suffix(run: CommittedRun, preset: str) -> str:
+    """The run's folder below ``<results>/maestro/<preset>/`` ("" for the preset's own settings)."""
+    parts = run.folder.resolve().parts
+    index = len(parts) - 1 - parts[::-1].index(preset) if preset in parts else len(parts)
+    return "/".join(parts[index + 1:])
+
+
 def default_seed_choice() -> int:
     """Today's UTC day number: the chosen runs rotate from day to day."""
     return (datetime.datetime.now(datetime.timezone.utc).date() - datetime.date(1970, 1, 1)).days
