@@ -42,9 +42,9 @@ from typing import Any
 
 from marlinkit import paths
 from marlinkit.repro import verify_paper
+from marlinkit.repro.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls,
+                                         timing_field, transcript_records, without_timing)
 from marlinkit.repro.hooks import ExperimentHooks
-from marlinkit.repro.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls, timing_field,
-                                  transcript_records, without_timing)
 
 #: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
 WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -13,8 +13,8 @@ from typing import Any
 
 from marlinkit import paths
 from marlinkit.repro import numerics, provenance
-from marlinkit.repro.verify_paper import epochs
 from marlinkit.repro.hooks import ExperimentHooks
+from marlinkit.repro.verify_paper import epochs
 from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
                                                choose, committed_table, compare_prefix, default_seed_choice, discover,
                                                folder_suffix, repo_relative)
