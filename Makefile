@@ -139,7 +139,7 @@ ifeq ($(PRESET),paper)
 EXECUTED  += $(CLAIMS_LEDGER)
 endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
-# (quick) preset's figures/marlin and figures/maestro (marlinkit.verify.reference_root says the same).
+# (quick) preset's figures/marlin and figures/maestro (marlinkit.repro.verify.reference_root says the same).
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
@@ -245,8 +245,8 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
 # Recompute every run of PRESET in a scratch folder (strict replay) and compare each table and figure
-# with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/verify.py). PRESET=paper recomputes
-# a prefix of one committed run per run family instead (marlinkit/verify_paper/; SEED_CHOICE=N repeats a choice).
+# with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/repro/verify.py). PRESET=paper recomputes
+# a prefix of one committed run per run family instead (marlinkit/repro/verify_paper/; SEED_CHOICE=N repeats a choice).
 verify: $(STAMP)
 	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)$(if $(SEED_CHOICE), --seed-choice $(SEED_CHOICE))
 

@@ -26,19 +26,19 @@ COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
     "check-reward": "marlinkit.maestro.sandbox.cli",
     "data": "marlinkit.envs.traffic.fetch",
-    "verify": "marlinkit.verify",
+    "verify": "marlinkit.commands.verify",
     "maestro-sweep": "marlinkit.maestro.sweep",
-    "numerics-trace": "marlinkit.numerics_trace",
+    "numerics-trace": "marlinkit.repro.numerics_trace",
     "heldout": "marlinkit.maestro.heldout",
 }
 BENCHMARKS = {
-    "corridor": "marlinkit.bench.corridor",
-    "mappo": "marlinkit.bench.mappo",
-    "negotiation": "marlinkit.bench.negotiation",
-    "traffic": "marlinkit.bench.traffic",
-    "maddpg": "marlinkit.bench.maddpg",
-    "numerics": "marlinkit.bench.numerics",
-    "marlin-grid": "marlinkit.bench.marlin_grid",
+    "corridor": "marlinkit.repro.bench.corridor",
+    "mappo": "marlinkit.repro.bench.mappo",
+    "negotiation": "marlinkit.commands.bench_negotiation",
+    "traffic": "marlinkit.repro.bench.traffic",
+    "maddpg": "marlinkit.commands.bench_maddpg",
+    "numerics": "marlinkit.repro.bench.numerics",
+    "marlin-grid": "marlinkit.commands.bench_marlin_grid",
 }
 
 

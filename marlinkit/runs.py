@@ -1,9 +1,10 @@
-"""Result files: deterministic run names, configuration hashing, atomic writes, provenance.
+"""Result files: deterministic run names, atomic writes, provenance.
 
 A run is identified by its configuration; its tidy table (CSV, one row per episode or
 evaluation) sits next to a JSON sidecar holding the configuration, seed, versions, numeric
 environment and LLM backend, the table's row count and SHA-256, and the code that made it (``code``:
-the git commit and a hash of the sources on the run's numerics path, :mod:`marlinkit.provenance`). A run whose sidecar exists and
+the git commit and a hash of the sources on the run's numerics path, :mod:`marlinkit.repro.provenance`). Its key
+is :func:`marlinkit.repro.keys.config_hash` of the configuration. A run whose sidecar exists and
 whose table still matches it is complete, which is how runners resume: a truncated or edited table
 is recomputed by the runners, and reported by name by :meth:`ResultStore.load`, never read silently.
 """
@@ -22,8 +23,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from marlinkit import numerics, provenance
 from marlinkit.files import ResultFileError, atomic_write_bytes, atomic_write_text
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.keys import config_hash
 
 _VERSIONED = ("marlinkit", "torch", "numpy", "pandas", "pettingzoo", "transformers", "libsumo", "ray")
 
@@ -37,12 +39,6 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    """A short stable hash of a JSON-serialisable configuration."""
-    blob = json.dumps(config, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:12]
 
 
 def run_name(*parts: Any) -> str:
@@ -59,7 +55,8 @@ class ResultStore:
     """Tidy per-run tables under one folder, each with a JSON sidecar (``<name>.json``).
 
     The sidecar's ``table_sha256`` is the hash of the CSV text, compressed or not. ``code``: the runner modules
-    whose imports make the runs' numerics path (:func:`marlinkit.provenance.code_record`; None: the whole package).
+    whose imports make the runs' numerics path (:func:`marlinkit.repro.provenance.code_record`; None: the whole
+    package).
     """
 
     def __init__(self, root: Path, code: tuple[str, ...] | None = None):

@@ -1,13 +1,18 @@
 """The package's layers, read from the imports of every module (top-level, inside functions and in
 ``if TYPE_CHECKING:`` blocks: a type-only import still ties the two modules).
 
-Floors, bottom up: the shared base (files, paths, numerics, progress, executors, stats, plots, paper_values, result),
-then ``envs`` / ``algos`` / ``llm``, then ``settings`` (the named settings' files and their loader), then the two
-papers ``marlin`` and ``maestro``, then the entry points (``presets``, ``runs``, ``verify``, ``paper_audit``,
-``info``, ``bench``, ``__main__``). See docs/operations.md "Architecture".
-The experiments never read the presets (the entry points resolve a preset and hand its ``Config`` in), and no
-module imports, however indirectly, one that imports it back. A module's ``if __name__ == "__main__":`` block runs
-only when that file is the program: it is an entry point of its own, above every layer, and is not the module's import.
+Floors, bottom up: the shared base (files, paths, progress, executors, stats, plots, paper_values, result), then the
+reproducibility layer ``repro`` (numerics, provenance, result keys, verify, bench; ``runs``, the result store, stands
+on its keys), then ``envs`` / ``algos`` / ``llm``, then ``settings`` (the named settings' files and their loader),
+then the two papers ``marlin`` and ``maestro``, then the entry points (``presets``, ``commands``, ``paper_audit``,
+``info``, ``__main__``). See docs/operations.md, "Architecture".
+``repro`` imports no experiment and no entry point, however indirectly: what must call an experiment (recomputing a
+committed run, a benchmark built on an experiment's configuration) sits in ``commands`` and is handed in. Its checks
+and benchmarks may call ``envs`` and ``algos``; what ``envs``, ``algos``, ``llm`` and the experiments import of it
+stands on the base alone. The experiments never read the presets (the entry points resolve a preset and hand its
+``Config`` in), and no module imports, however indirectly, one that imports it back. A module's
+``if __name__ == "__main__":`` block runs only when that file is the program: it is an entry point of its own, above
+every layer, and is not the module's import.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ import pytest
 from marlinkit import paths
 
 PACKAGE = paths.PACKAGE_DIR
-BASE = {"files", "paths", "numerics", "progress", "executors", "stats", "plots", "paper_values", "result"}
+BASE = {"files", "paths", "progress", "executors", "stats", "plots", "paper_values", "result"}
+REPRO = ("marlinkit.repro",)
+LOWER = ("marlinkit.envs", "marlinkit.algos", "marlinkit.llm")
 EXPERIMENTS = ("marlinkit.marlin", "marlinkit.maestro")
 RUNNERS = ("marlinkit.presets", "marlinkit.runs")
 SETTINGS = ("marlinkit.settings",)
+ENTRY_POINTS = ("marlinkit.presets", "marlinkit.commands", "marlinkit.paper_audit", "marlinkit.info",
+                "marlinkit.__main__")
 
 
 def module_name(path: Path) -> str:
@@ -99,6 +108,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
 def under(name: str, prefixes) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
@@ -126,8 +146,32 @@ def test_the_settings_import_no_experiment_no_presets_and_no_runs():
 
 def test_the_shared_base_imports_nothing_above_it():
     base = [f"marlinkit.{name}" for name in BASE]
-    above = EXPERIMENTS + RUNNERS + SETTINGS + ("marlinkit.envs", "marlinkit.algos", "marlinkit.llm")
-    assert offenders(base, above) == []
+    assert offenders(base, EXPERIMENTS + RUNNERS + LOWER + REPRO + SETTINGS) == []
+
+
+def test_the_reproducibility_layer_imports_no_experiment_and_no_entry_point_however_indirectly():
+    graph = import_graph(MODULES)
+    assert "marlinkit.repro.keys" in graph and "marlinkit.repro.verify_paper.check" in graph
+    found = sorted(f"{module} reaches {target}" for module in graph if under(module, REPRO)
+                   for target in reachable(graph, module) if under(target, EXPERIMENTS + ENTRY_POINTS))
+    assert found == []
+
+
+def test_what_the_algorithms_and_experiments_import_of_the_reproducibility_layer_stands_on_the_base():
+    """``envs``, ``algos``, ``llm``, the experiments and the result store import ``repro``'s numerics, provenance and
+    keys, which import only the shared base: no floor above it comes back through them."""
+    graph = import_graph(MODULES)
+    users = LOWER + EXPERIMENTS + ("marlinkit.runs",)
+    used = {target for module in graph if under(module, users) for target in graph[module] if under(target, REPRO)}
+    assert {"marlinkit.repro.numerics", "marlinkit.repro.keys"} <= used
+    base = {f"marlinkit.{name}" for name in BASE} | {"marlinkit"}
+    found = sorted(f"{module} reaches {target}" for module in used for target in reachable(graph, module)
+                   if not under(target, REPRO) and target not in base)
+    assert found == []
+
+
+def test_only_the_entry_points_import_the_commands():
+    assert offenders(REPRO + LOWER + EXPERIMENTS + RUNNERS, ["marlinkit.commands", "marlinkit.__main__"]) == []
 
 
 def test_the_experiments_never_import_the_presets():

@@ -18,7 +18,7 @@ import pytest
 SCRIPT = r"""
 import hashlib, json, numpy as np
 import marlinkit
-from marlinkit import numerics
+from marlinkit.repro import numerics
 from marlinkit.algos import maddpg
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.mappo import MAPPOConfig, train
@@ -110,7 +110,7 @@ def test_unpinned_numerics_differ_so_the_comparison_can_fail(results):
 
 def test_torch_imported_first_is_still_pinned_or_reported():
     # A user who imports torch before marlinkit: the MKL branch and the thread count are set at run time.
-    script = ("import torch; torch.set_num_threads(2); import marlinkit; from marlinkit import numerics; "
+    script = ("import torch; torch.set_num_threads(2); import marlinkit; from marlinkit.repro import numerics; "
               "import json; print(json.dumps(numerics.check_pinned()))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                          env={k: v for k, v in os.environ.items()
@@ -122,7 +122,7 @@ def test_torch_imported_first_is_still_pinned_or_reported():
 
 def test_an_mkl_call_before_marlinkit_is_reported_not_hidden():
     script = ("import torch; (torch.ones(64, 64) @ torch.ones(64, 64)).sum(); import marlinkit; "
-              "from marlinkit import numerics; numerics.check_pinned()")
+              "from marlinkit.repro import numerics; numerics.check_pinned()")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                          env={k: v for k, v in os.environ.items() if k not in ("MARLINKIT_NUMERICS", "MKL_CBWR")})
     assert out.returncode != 0 and "could not pin the numerical libraries" in out.stderr

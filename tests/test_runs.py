@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from marlinkit.runs import ResultStore, config_hash
+from marlinkit.repro.keys import config_hash
+from marlinkit.runs import ResultStore
 
 
 def test_result_store_resumes_only_for_the_same_configuration(tmp_path):

@@ -10,7 +10,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from marlinkit import comparisons, plots, presets, verify
+from marlinkit import plots, presets
+from marlinkit.commands import verify as verify_command
+from marlinkit.repro import comparisons, verify
 
 COST = pd.DataFrame({"Component": ["simulation", "LLM calls", "Total"], "Calls": ["—", "58", "—"],
                      "Total (s, all runs)": [49.1, 925.2, 974.3], "Percentage": ["5.0%", "95.0%", "100%"]})
@@ -116,12 +118,12 @@ def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_differenc
     write_outputs(scratch / "figures", scores=SCORES.assign(p_value=[0.18, 0.3]))
     args = argparse.Namespace(preset="quick", reference=reference, scratch=scratch, compare_only=True,
                               images_informational=False)
-    result = verify.run(args)
+    result = verify_command.run(args)
     assert result["exit_code"] == 1 and "marlin/table1_ttests.csv" in result["differing"]
     assert "column 'p_value': '0.0022' -> '0.18'" in capsys.readouterr().out
     shutil.rmtree(scratch / "figures")
     write_outputs(scratch / "figures")
-    assert verify.run(args)["exit_code"] == 0
+    assert verify_command.run(args)["exit_code"] == 0
 
 
 def test_the_paper_presets_folder_and_ledger_inside_figures_are_not_part_of_the_quick_comparison(folders):
@@ -153,7 +155,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
                  progress=False)  # the "committed" run
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
-    checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch))
+    checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch, verify_command.HOOKS))
     assert set(checks) == {"A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl", "A2__seed200.json"}
     assert all(c.ok for c in checks.values()), checks
     assert checks["A2__seed200.csv"].status == "tolerated"  # its measured wall-time columns differ, nothing else
@@ -171,13 +173,14 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "differs"
     log[0]["reply"] = log[0]["reply"] + " "
     (reference / "A2__seed200.generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
-    result = verify.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch, compare_only=False,
-                                           maestro_run="A2:200", images_informational=False))
+    result = verify_command.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch,
+                                                   compare_only=False, maestro_run="A2:200",
+                                                   images_informational=False))
     assert result["exit_code"] == 1 and result["live_llm_calls"] == 0
     assert result["differing"] == ["A2__seed200.csv", "A2__seed200.generations.jsonl"]
     out = capsys.readouterr().out
     assert "column 'score'" in out and "record 1, field 'reply'" in out and "DIFFERENCES FOUND" in out
     with pytest.raises(FileNotFoundError, match="no committed run A2__seed300"):
-        verify.verify_maestro_run("smoke", "A2:300", scratch)
+        verify.verify_maestro_run("smoke", "A2:300", scratch, verify_command.HOOKS)
     with pytest.raises(ValueError, match="ABLATION:SEED"):
-        verify.verify_maestro_run("smoke", "A9:200", scratch)
+        verify.verify_maestro_run("smoke", "A9:200", scratch, verify_command.HOOKS)

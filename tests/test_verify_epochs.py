@@ -7,8 +7,10 @@ import dataclasses
 
 import pytest
 
-from marlinkit import numerics, paths, provenance, verify_paper
-from marlinkit.verify_paper import epochs
+from marlinkit import paths
+from marlinkit.commands import recompute
+from marlinkit.repro import numerics, provenance, verify_paper
+from marlinkit.repro.verify_paper import epochs
 
 
 @pytest.fixture(scope="module")
@@ -80,5 +82,5 @@ def test_a_closed_epochs_run_recomputes_by_its_own_commit_and_not_by_todays(comm
     old = epochs.recompute_at(epochs.epochs()[0]["last_commit"], run, 8, str(tmp_path / "old"))
     assert "error" not in old, old.get("error")
     assert verify_paper.compare_prefix(text, old["table"], verify_paper.TIMING_COLUMNS[run.kind])[0] == "same"
-    new = verify_paper.recompute(run, 8, str(tmp_path / "new"))
+    new = recompute.recompute(run, 8, str(tmp_path / "new"))
     assert verify_paper.compare_prefix(text, new["table"], verify_paper.TIMING_COLUMNS[run.kind])[0] == "differs"

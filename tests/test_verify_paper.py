@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from marlinkit import numerics, paths, provenance, verify, verify_paper
+from marlinkit import paths
+from marlinkit.commands import verify
+from marlinkit.repro import numerics, provenance, verify_paper
 from marlinkit.marlin import batched, systems
 from marlinkit.marlin.grid import GridConfig
 from marlinkit.marlin.surrogate_planner import CalibratedSurrogatePlanner
@@ -137,7 +139,7 @@ def test_new_sidecars_record_their_code_and_it_is_not_their_identity(tmp_path):
     assert code["sources_sha256"] == provenance.sources_sha256(("marlinkit.marlin.grid",))
     assert code["numerics_path"] == ["marlinkit.marlin.grid"] and len(code["commit"] or "x" * 40) == 40
     files = provenance.path_files(("marlinkit.marlin.grid",))
-    assert "marlinkit/algos/mappo.py" in files and "marlinkit/numerics.py" in files
+    assert "marlinkit/algos/mappo.py" in files and "marlinkit/repro/numerics.py" in files
     assert not any(f.startswith(("marlinkit/maestro/", "marlinkit/presets")) for f in files)
     sidecar = store.load_sidecar("run")
     sidecar["code"] = {"commit": "0" * 40, "sources_sha256": "older"}  # other code: still the same complete run

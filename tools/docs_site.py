@@ -72,7 +72,8 @@ def config_classes() -> list[type]:
 
     found: list[type] = []
     for info in sorted(pkgutil.walk_packages(marlinkit.__path__, "marlinkit."), key=lambda i: i.name):
-        if info.name.startswith("marlinkit.bench") or info.name.endswith("__main__"):
+        benchmark = info.name.startswith(("marlinkit.repro.bench", "marlinkit.commands.bench"))
+        if benchmark or info.name.endswith("__main__"):
             continue
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():

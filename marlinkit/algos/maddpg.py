@@ -21,7 +21,7 @@ an environment wrapper: this file knows nothing of LLMs.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Literal, get_args
 
@@ -109,15 +109,6 @@ class MADDPGConfig:
             raise ValueError(f"MADDPGConfig.sharing must be one of {SHARING}, got {self.sharing!r}")
         if not (isinstance(self.decision_s, int) and self.decision_s >= 1):
             raise ValueError(f"MADDPGConfig.decision_s must be an int >= 1, got {self.decision_s!r}")
-
-    def key(self) -> dict:
-        """The fields a run's results depend on, for its key: all of them, ``products`` only when not the
-        default (runs made before the setting existed keep their keys)."""
-        fields = asdict(self)
-        for name, default in (("products", "torch"), ("sharing", "none"), ("decision_s", 1)):
-            if fields[name] == default:
-                del fields[name]
-        return fields
 
 
 # --- the losses: all agents stacked (batched) and one agent at a time (the reference) ----------

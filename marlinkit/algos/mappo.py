@@ -27,11 +27,10 @@ bounds how far one iteration moves towards them. The 50-step episode end is term
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -129,26 +128,23 @@ class MAPPOConfig:
     """Weight initialisation (``INITS``): "orthogonal", CleanRL's (gain sqrt 2 in the hidden layers, 0.01 in the
     policy head, 1 in the value head, zero biases); "torch", ``nn.Linear``'s own (Kaiming-uniform weights and
     biases), which RLlib 2.60's default model keeps when no ``fcnet_kernel_initializer`` is set. The paper does
-    not name its RLlib version or initialiser. Enters a run's cache key only when not "orthogonal"
-    (``config_key``), so the runs made before it existed keep their keys."""
+    not name its RLlib version or initialiser."""
     generated_steps: str = "learn"
     """Steps whose joint action a generator chose instead of the policy (MARLIN's plan steps, Algorithm 1).
     "learn", the paper's: they are ordinary rows of the batch (actor and critic learn from them, and their
     rewards flow back into the returns of the policy's own steps before them). "separate": no policy gradient
     and no value-loss gradient from them (their advantage is set to the batch's mean, 0 after standardisation;
     their value target is their own value), and the GAE trace of the policy's own steps stops where such a
-    segment starts (the last step before it bootstraps from V there). Enters a run's cache key only when
-    not "learn" (``config_key``)."""
+    segment starts (the last step before it bootstraps from V there)."""
     gradients: str = "closed_form"
     """How each minibatch's gradients of ``ppo_loss`` are computed (``GRADIENTS``): "autograd", ``loss.backward()``;
     or "closed_form", the fast path of :mod:`marlinkit.algos.mappo_fast` (closed-form loss gradients, written-out
     backward passes; the default: ``bench mappo`` measures it more than 1.5x faster like for like, and the committed
-    runs were made by it). The same numbers to float rounding, not in bits: enters a run's cache key only when not
-    "closed_form" (``config_key``)."""
+    runs were made by it). The same numbers to float rounding, not in bits."""
     precision: str = "float32"
     """Floating-point type of the networks, the optimiser and the update's rows (``PRECISIONS``): "float32", every
     run's; "float64" for checks that need rounding far below float32's (the closed form against autograd over a
-    training prefix). Enters a run's cache key only when not "float32" (``config_key``)."""
+    training prefix)."""
     distinct_obs: bool = True
     """Run the actor once per distinct observation of a batch, not once per row (speed only).
 
@@ -182,14 +178,6 @@ GENERATED_STEPS = ("learn", "separate")
 GRADIENTS = ("closed_form", "autograd")
 #: ``MAPPOConfig.precision`` values.
 PRECISIONS = ("float32", "float64")
-#: Settings added after runs were cached: they enter ``config_key`` only when they differ from the default.
-_KEY_WHEN_SET = ("init", "generated_steps", "gradients", "precision")
-
-
-def config_key(config: MAPPOConfig) -> dict[str, Any]:
-    """The settings a run's cache key holds: every field, less those of ``_KEY_WHEN_SET`` left at their default."""
-    defaults = MAPPOConfig()
-    return {k: v for k, v in dataclasses.asdict(config).items() if k not in _KEY_WHEN_SET or v != getattr(defaults, k)}
 
 
 class Minibatch(NamedTuple):

@@ -15,7 +15,7 @@ a fixed number of series terms, in float64 and in a fixed order; rounded to floa
 correctly rounded logarithm except in rare ties, and it is the *same* on every machine, which is what matters
 here. ``tests/algos/test_portable_math.py`` holds it to Python's own float arithmetic, operation for operation.
 
-What else MADDPG runs is vendor-independent as pinned by :mod:`marlinkit.numerics`: ATen's vectorised kernels
+What else MADDPG runs is vendor-independent as pinned by :mod:`marlinkit.repro.numerics`: ATen's vectorised kernels
 (softmax, ReLU, sums, Adam's fused kernel) follow ``ATEN_CPU_CAPABILITY``, not the vendor; the matrix products
 run in MKL's ``COMPATIBLE`` branch (documented as identical on Intel and AMD) or in OpenBLAS's pinned Haswell
 kernels (:mod:`marlinkit.algos.stacked_mlp`).

@@ -1,7 +1,7 @@
 """Where a learner's matrix products run: the one place that routes them (MADDPG's numerics).
 
 ``"torch"`` runs them in torch's MKL on its pinned ``COMPATIBLE`` branch; ``"openblas"`` in NumPy's OpenBLAS,
-which :mod:`marlinkit.numerics` pins to its Haswell kernels, whose blocking is fixed: the same bits on every AVX2
+which :mod:`marlinkit.repro.numerics` pins to its Haswell kernels, whose blocking is fixed: the same bits on every AVX2
 processor, Intel or AMD, and about 3x faster on these shapes (``python -m marlinkit bench maddpg`` prints both
 peaks). Everything else an update computes (sums, ReLU, softmax) is ATen's own vectorised code, pinned to AVX2.
 

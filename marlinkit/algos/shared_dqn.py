@@ -15,7 +15,7 @@ Adam is :class:`marlinkit.algos.portable_math.Adam` (the same bits on every proc
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -56,10 +56,6 @@ class DQNConfig:
     """Exploration from ``epsilon_decay_episodes`` on (also the ``stochastic`` evaluation's)."""
     epsilon_decay_episodes: int = 24
     """Episodes over which epsilon falls linearly."""
-
-    def key(self) -> dict:
-        return asdict(self)
-
 
 class SharedDQN:
     """One Q-network (and its target) shared by all agents; the MADDPG learner interface for the episode loop."""

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from marlinkit.envs.traffic.context import context_for_difficulty
+from marlinkit.repro import keys
 
 #: The held-out curriculum contexts: (seed, difficulty).
 CONTEXTS: tuple[tuple[int, float], ...] = ((90001, 0.3), (90002, 0.45), (90003, 0.6), (90004, 0.75), (90005, 0.9))
@@ -101,13 +102,17 @@ def random_rows(engine: str = "cityflow", seconds: int = 360, draws: int = RANDO
 def actor_bytes(learner) -> bytes:
     """A trained learner's actor (a DQN's Q-network) and the settings that rebuild it: the bytes of
     ``<run>.actor.pt``."""
+    from dataclasses import asdict
+
     import torch
 
     from marlinkit.algos.shared_dqn import SharedDQN
 
     buffer = io.BytesIO()
     kind = "dqn" if isinstance(learner, SharedDQN) else "maddpg"
-    torch.save({"learner": kind, "config": {**learner.config.key(), "seed": learner.config.seed}, "n_agents": learner.n,
+    fields = asdict(learner.config) if kind == "dqn" else keys.maddpg_key(learner.config)
+    settings = {**fields, "seed": learner.config.seed}
+    torch.save({"learner": kind, "config": settings, "n_agents": learner.n,
                 "obs_dim": learner.obs_dim, "n_actions": learner.n_actions,
                 "actor": learner.actor.state_dict()}, buffer)
     return buffer.getvalue()

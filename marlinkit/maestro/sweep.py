@@ -97,12 +97,12 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import pandas as pd
     import torch
 
-    from marlinkit import numerics, provenance
+    from marlinkit.repro import numerics, provenance
     from marlinkit.algos.maddpg import EVAL_POLICIES, env_dims, evaluate, make_learner, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.files import atomic_write_text
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash, maddpg_key
 
     torch.set_num_threads(1)
     config = maddpg_config(setting, seed, episodes, episode_seconds, eval_every)
@@ -111,7 +111,8 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     env = CurriculumEnv(base_env, CurriculumConfig())  # resets onto env.context (None: the real flow), env reward
     training = None if train_difficulty is None else context_for_difficulty(train_difficulty, seed, episode_seconds)
     path = run_path(Path(out), setting, seed)
-    sidecar = {"setting": setting, "maddpg": config.key(), "episodes": episodes, "episode_seconds": episode_seconds,
+    sidecar = {"setting": setting, "maddpg": maddpg_key(config), "episodes": episodes,
+               "episode_seconds": episode_seconds,
                "training_traffic": "real flow" if training is None else training.to_dict(),
                "eval_seed": eval_seed, "engine_version": base_env.engine.version, "numerics": numerics.state(),
                "torch": torch.__version__, "numpy": np.__version__}

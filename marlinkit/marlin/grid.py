@@ -17,7 +17,6 @@ import pandas as pd
 from marlinkit import executors, paths, runs
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
-from marlinkit.algos import mappo
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
 from marlinkit.envs.corridor.plans import PlanSource
@@ -25,6 +24,7 @@ from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
 from marlinkit.marlin.algorithm1 import SYSTEMS
 from marlinkit.marlin.systems import TrainingConfig, plan_source_alone, train_system
+from marlinkit.repro import keys
 
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
 #: (``marlinkit.marlin.batched``). Both train by ``mappo.train_runs``: a run's numbers do not depend on its batch
@@ -127,35 +127,26 @@ class GridConfig(TrainingConfig):
 
 
 def job_config(scenario: str, system: str, seed: int, config: GridConfig, source_name: str) -> dict[str, Any]:
-    """Everything that shapes one run's numbers (its cache key)."""
+    """Everything that shapes one run's numbers (its cache key, :func:`marlinkit.repro.keys.grid_key`)."""
     config = config.for_system(system)  # the authors' protocol: the system's own copy count
-    base = {"scenario": scenario, "system": system, "seed": seed}
-    if config.protocol != "paper":
-        base["protocol"] = config.protocol
-    # Optional settings enter the key only when set, so runs made before they existed stay valid.
-    if config.actuation_noise:
-        base["actuation_noise"] = dataclasses.asdict(config.actuation_noise)
+    noise = dataclasses.asdict(config.actuation_noise) if config.actuation_noise else None
+    job = {"scenario": scenario, "system": system, "seed": seed, "protocol": config.protocol, "actuation_noise": noise}
     if system == "LLM-only":
-        return {**base, "trials": config.llm_only_trials, "plan_source": source_name}
+        return keys.grid_key({**job, "trials": config.llm_only_trials, "plan_source": source_name})
     training = config.mappo
     if system != "MARLIN":  # MARL has no generated steps: its numbers, key and name do not depend on the setting
         training = dataclasses.replace(training, generated_steps="learn")
-    base.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
-                eval_runs=config.eval_runs, mappo=mappo.config_key(training))
-    if config.trainer != "one-at-a-time":  # "batched" is part of its runs' keys (the cached runs keep them)
-        base["trainer"] = config.trainer
-    if config.layout_schedule:
-        base["layout_schedule"] = [[k, name] for k, name in config.layout_schedule]
+    schedule = list(config.layout_schedule or ())
+    job.update(episodes=config.episodes, n_envs=config.n_envs, checkpoints=sorted(config.checkpoints),
+               eval_runs=config.eval_runs, mappo=keys.mappo_key(training), trainer=config.trainer,
+               layout_schedule=[[k, name] for k, name in schedule])
     if system == "MARLIN":
-        base.update(switch=dataclasses.asdict(config.switch_config()),
-                    llm_only_performance=config.llm_only_threshold(scenario), plan_source=source_name)
-        # spent on episode starts only (Algorithm1._load_plan; runs before that rule differ)
-        if config.plan_budget is not None:
-            base.update(plan_budget=int(config.plan_budget), plan_budget_for="episode starts")
-        if config.layout_schedule:
-            base["llm_only_performance_after"] = {name: config.llm_only_threshold(name)
-                                                  for _, name in config.layout_schedule}
-    return base
+        budget = None if config.plan_budget is None else int(config.plan_budget)  # spent on episode starts only
+        job.update(switch=dataclasses.asdict(config.switch_config()),
+                   llm_only_performance=config.llm_only_threshold(scenario), plan_source=source_name,
+                   plan_budget=budget, plan_budget_for=None if budget is None else "episode starts",
+                   llm_only_performance_after={name: config.llm_only_threshold(name) for _, name in schedule})
+    return keys.grid_key(job)
 
 
 def system_tag(system: str, source_name: str, switch_rule: str = "paper", generated_steps: str = "learn",
@@ -267,7 +258,7 @@ def results_root(config: GridConfig, preset: str) -> Path:
 
 
 def numerics_entries(source: PlanSource | None) -> tuple[str, ...]:
-    """The modules whose imports make a grid's numerics path (``marlinkit.provenance``): this runner and its plan
+    """The modules whose imports make a grid's numerics path (``marlinkit.repro.provenance``): this runner and its plan
     source's."""
     return tuple(dict.fromkeys((__name__, type(source or ExactJointPlanner()).__module__)))
 

@@ -15,6 +15,7 @@ from marlinkit.algos import maddpg, maddpg_ops
 from marlinkit.algos.maddpg import MADDPGConfig
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.stacked_mlp import StackedMLP
+from marlinkit.repro import keys
 
 
 class SignalMatchEnv(ParallelEnv):
@@ -311,7 +312,7 @@ def test_the_openblas_products_match_torchs_products_and_gradients_and_repeat_bi
         torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
     assert all(torch.equal(a, b) for a, b in zip(openblas_weights, trained("openblas")))
     assert not any(torch.equal(a, b) for a, b in zip(openblas_weights, torch_weights))  # other kernels: other bits
-    assert "products" not in maddpg.MADDPGConfig().key()
-    assert maddpg.MADDPGConfig(products="openblas").key()["products"] == "openblas"
+    assert "products" not in keys.maddpg_key(maddpg.MADDPGConfig())
+    assert keys.maddpg_key(maddpg.MADDPGConfig(products="openblas"))["products"] == "openblas"
     with pytest.raises(ValueError, match="products"):
         maddpg.MADDPGConfig(products="mkl")

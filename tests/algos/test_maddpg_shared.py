@@ -11,6 +11,7 @@ from marlinkit.algos import maddpg, maddpg_shared
 from marlinkit.algos.maddpg import MADDPGConfig
 from marlinkit.algos.replay_buffer import ReplayBuffer
 from marlinkit.algos.shared_dqn import DQNConfig, SharedDQN
+from marlinkit.repro import keys
 from tests.algos.test_maddpg import SMALL, SignalMatchEnv
 
 SHARED = dict(SMALL, sharing="shared-local")
@@ -24,8 +25,8 @@ def test_the_shared_learner_is_chosen_by_its_setting_and_validated():
     for bad in ({"sharing": "all"}, {"decision_s": 0}, {"decision_s": 2.5}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             MADDPGConfig(**{**SMALL, **bad})
-    assert {"sharing", "decision_s"}.isdisjoint(MADDPGConfig().key())  # the paper's runs keep their keys
-    key = MADDPGConfig(sharing="shared-local", decision_s=5).key()
+    assert {"sharing", "decision_s"}.isdisjoint(keys.maddpg_key(MADDPGConfig()))  # the paper's runs keep their keys
+    key = keys.maddpg_key(MADDPGConfig(sharing="shared-local", decision_s=5))
     assert (key["sharing"], key["decision_s"]) == ("shared-local", 5)
     with pytest.raises(ValueError, match="one seed"):
         maddpg.make_learner(3, 4, 4, MADDPGConfig(**SHARED), seeds=(1, 2))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from marlinkit import numerics_trace
+from marlinkit.repro import numerics_trace
 from marlinkit.algos import portable_math
 
 
@@ -96,7 +96,7 @@ def test_the_openblas_route_does_not_move_with_mkls_branch():
     other branches and instruction sets (what an Intel processor's MKL would choose), the other pins kept."""
     env = {**os.environ, "MARLINKIT_NUMERICS": "native", "MKL_CBWR": "AUTO", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
            **{k: v for k, v in numerics_trace.numerics.PINNED_ENVIRONMENT.items() if not k.startswith("MKL_CBWR")}}
-    script = ("import json, marlinkit; from marlinkit import numerics_trace; "
+    script = ("import json, marlinkit; from marlinkit.repro import numerics_trace; "
               "print(json.dumps(numerics_trace.trace('openblas')))")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == numerics_trace.trace("openblas")

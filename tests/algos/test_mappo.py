@@ -15,6 +15,7 @@ from marlinkit.algos import gae, mappo, mappo_fast, mappo_rollouts
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
+from marlinkit.repro import keys
 
 #: A fast, fixed training budget (seconds on 2 cores): larger steps, fewer epochs than the authors'.
 FAST = mappo.MAPPOConfig(lr=2e-3, update_epochs=8, minibatch_size=500, steps_per_iteration=1500, kl_coeff=0.0)
@@ -337,8 +338,8 @@ def test_torch_initialisation_is_nn_linears_own_and_enters_the_run_key_only_when
     head = orthogonal["actor.4.weight"]
     assert float(orthogonal["actor.0.bias"].abs().max()) == 0.0 and float(head.norm()) < 0.05  # CleanRL's 0.01 head
     assert float(default["actor.4.weight"].norm()) > 10 * float(head.norm())
-    assert "init" not in mappo.config_key(mappo.MAPPOConfig())  # the runs cached before the setting keep their keys
-    assert mappo.config_key(mappo.MAPPOConfig(init="torch"))["init"] == "torch"
+    assert "init" not in keys.mappo_key(mappo.MAPPOConfig())  # the runs cached before the setting keep their keys
+    assert keys.mappo_key(mappo.MAPPOConfig(init="torch"))["init"] == "torch"
     with pytest.raises(ValueError, match="init must be one of"):
         mappo.MAPPOConfig(init="normc")
 
@@ -367,8 +368,8 @@ def test_separated_generated_steps_cut_the_trace_and_give_no_gradient():
 
 
 def test_generated_steps_setting_is_checked_and_enters_the_run_key_only_when_set():
-    assert "generated_steps" not in mappo.config_key(mappo.MAPPOConfig())  # the committed runs keep their keys
-    assert mappo.config_key(mappo.MAPPOConfig(generated_steps="separate"))["generated_steps"] == "separate"
+    assert "generated_steps" not in keys.mappo_key(mappo.MAPPOConfig())  # the committed runs keep their keys
+    assert keys.mappo_key(mappo.MAPPOConfig(generated_steps="separate"))["generated_steps"] == "separate"
     with pytest.raises(ValueError, match="generated_steps must be one of"):
         mappo.MAPPOConfig(generated_steps="mask")
     agent = mappo.MAPPO(mappo.MAPPOConfig(generated_steps="separate"), [0])
@@ -393,8 +394,8 @@ def test_gradients_setting_is_honoured_and_checked(monkeypatch):
             fast.update(*rows)
     torch.testing.assert_close(fast.flat, slow.flat, rtol=1e-3, atol=1e-5)
     assert not torch.equal(fast.flat, slow.flat), "two paths, two roundings"
-    assert "gradients" not in mappo.config_key(base)
-    assert mappo.config_key(slow.config)["gradients"] == "autograd"
+    assert "gradients" not in keys.mappo_key(base)
+    assert keys.mappo_key(slow.config)["gradients"] == "autograd"
     with pytest.raises(ValueError, match="gradients must be one of"):
         mappo.MAPPOConfig(gradients="numeric")
 
@@ -431,8 +432,8 @@ def test_closed_form_and_autograd_train_to_the_same_weights_over_a_30_episode_pa
 
 
 def test_precision_setting_is_checked_and_enters_the_run_key_only_when_set():
-    assert "precision" not in mappo.config_key(mappo.MAPPOConfig())  # the committed runs keep their keys
-    assert mappo.config_key(mappo.MAPPOConfig(precision="float64"))["precision"] == "float64"
+    assert "precision" not in keys.mappo_key(mappo.MAPPOConfig())  # the committed runs keep their keys
+    assert keys.mappo_key(mappo.MAPPOConfig(precision="float64"))["precision"] == "float64"
     with pytest.raises(ValueError, match="precision must be one of"):
         mappo.MAPPOConfig(precision="float16")
     agent = mappo.MAPPO(mappo.MAPPOConfig(precision="float64", update_epochs=1), [0])

@@ -353,7 +353,7 @@ def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it()
 def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
     """MADDPGConfig's defaults may move (the sweep chose update_every 25); the paper preset pins Lowe et al.'s, so every
     committed paper-scale run still hashes to what the preset asks for and is loaded, not recomputed."""
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash
 
     cfg = presets.ablation_config("paper")
     assert maestro.maddpg_config(cfg, 200).update_every == 100

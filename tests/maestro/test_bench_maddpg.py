@@ -74,7 +74,7 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
 
 
 def test_the_updates_floor_counts_every_update_of_the_36_paper_runs_on_the_presets_cores():
-    from marlinkit.bench.maddpg import paper_updates_per_run, updates_floor_h, updates_floor_note
+    from marlinkit.commands.bench_maddpg import paper_updates_per_run, updates_floor_h, updates_floor_note
 
     assert paper_updates_per_run() == 710
     floor = updates_floor_h(0.5)  # 3 configurations x 12 seeds x 710 updates x 0.5 s, 2 at a time

@@ -55,7 +55,7 @@ def test_a_saved_actor_evaluates_as_the_learner_that_saved_it(tmp_path):
     loaded = heldout.load_actor(tmp_path / "run.actor.pt")
     obs = np.random.default_rng(0).random((16, 198), dtype=np.float32)
     assert np.array_equal(loaded.act(obs, explore=False), learner.act(obs, explore=False))
-    assert loaded.config.key() == config.key()
+    assert loaded.config == config
     rows = heldout.learner_rows("A0", 5, loaded, seconds=SECONDS)
     assert len(rows) == len(heldout.TRAFFIC) * 2 and all(np.isfinite(r["score"]) for r in rows)
     assert rows == heldout.learner_rows("A0", 5, learner, seconds=SECONDS)

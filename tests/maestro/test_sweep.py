@@ -11,6 +11,7 @@ import pytest
 
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import sweep as maestro_sweep
+from marlinkit.repro import keys
 from marlinkit.settings import MADDPGSetting, paper_maddpg
 
 
@@ -138,7 +139,7 @@ def test_every_committed_sweep_run_keeps_the_configuration_its_setting_names():
         sidecar = json.loads(path.read_text())
         config = maestro_sweep.maddpg_config(sidecar["setting"], sidecar["maddpg"]["seed"], sidecar["episodes"],
                                              sidecar["episode_seconds"], sidecar["maddpg"]["eval_every"])
-        assert config.key() == sidecar["maddpg"], path.name
+        assert keys.maddpg_key(config) == sidecar["maddpg"], path.name
 
 
 def test_the_settings_are_typed_overrides_of_maddpgs_fields_each_described():

@@ -356,9 +356,9 @@ def test_runs_of_an_earlier_surrogate_llama_calibration_stay_finished_where_its_
     earlier = LlamaSurrogatePlanner(LLAMA_EARLIER[0]["rates"], LLAMA_EARLIER[0]["shares"])
     assert earlier.name == "surrogate-llama[f0b2f80317]" != today.name, "the name the committed runs carry"
     assert today.equivalent_names("two_path") == (earlier.name,) and today.equivalent_names("maze_like") == ()
-    from marlinkit.verify_paper.prefix import _marlin_source
+    from marlinkit.commands.recompute import plan_source
 
-    assert _marlin_source(earlier.name).name == earlier.name, "verify_paper rebuilds a committed run's planner"
+    assert plan_source(earlier.name).name == earlier.name, "verify_paper rebuilds a committed run's planner"
     for scenario, same in (("two_path", True), ("maze_like", False)):
         layout = get_layout(scenario)
         plans = [(earlier.make_plan(layout, np.asarray(layout.starts), seed=s).actions,

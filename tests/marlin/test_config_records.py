@@ -1,5 +1,5 @@
 """The MARLIN configurations as the committed runs recorded them: today's presets and ``Config`` dataclasses give the
-cache key (``runs.config_hash`` of ``grid.job_config``) of every committed paper run, so a change of a Config's shape
+cache key (``keys.config_hash`` of ``grid.job_config``) of every committed paper run, so a change of a Config's shape
 that changed a recorded configuration would make every committed run look unfinished (and retrain it)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from marlinkit.files import read_json
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import authors_protocol, fidelity, fig3_training, grid
 from marlinkit.marlin.hardware import ActuationNoise
+from marlinkit.repro import keys
 
 PAPER = paths.DATA_DIR / "results" / "marlin" / "paper"
 
@@ -27,7 +28,7 @@ def committed(config: grid.GridConfig, root, source_name: str) -> tuple[int, lis
             path = store.sidecar_path(table)
             if path.exists():
                 present += 1
-                if read_json(path)["config_hash"] != runs.config_hash(job):
+                if read_json(path)["config_hash"] != keys.config_hash(job):
                     differing.append(table)
     return present, differing
 

@@ -11,6 +11,7 @@ from marlinkit import executors, paths
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import curriculum
 from marlinkit.maestro.curriculum_env import Calibration
+from marlinkit.repro import keys
 from marlinkit.settings import maddpg_settings
 
 PAPER = "maestro"
@@ -150,7 +151,7 @@ def run_config(cfg: Config, ablation: str, seed: int, calibration: Calibration) 
     run_keys = ("episodes", "episode_seconds", "eval_every", "llm", "engine", "eval_seed", "regen_interval",
                 "max_attempts", "target_paper")
     return {"ablation": ablation, "seed": seed, **{k: getattr(cfg, k) for k in run_keys},
-            "maddpg": maddpg_config(cfg, seed).key(), "calibration": asdict(calibration),
+            "maddpg": keys.maddpg_key(maddpg_config(cfg, seed)), "calibration": asdict(calibration),
             "architect": _optional_asdict(architect_config(cfg, ablation)),
             "curriculum": asdict(rule_config(cfg))}
 

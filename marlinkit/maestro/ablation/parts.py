@@ -13,7 +13,8 @@ from marlinkit.maestro.ablation.config import (ABLATIONS, Ablation, Config, arch
                                                transcript_name)
 from marlinkit.maestro.ablation.records import LoopState
 from marlinkit.maestro.curriculum_env import Calibration, CurriculumEnv, env_config
-from marlinkit.runs import config_hash, run_name
+from marlinkit.repro.keys import config_hash
+from marlinkit.runs import run_name
 
 if TYPE_CHECKING:
     from marlinkit.algos.maddpg import MADDPGConfig

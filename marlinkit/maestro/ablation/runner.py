@@ -19,7 +19,7 @@ from marlinkit.maestro.curriculum_env import Calibration, calibrate, calibration
 from marlinkit.maestro.results import AblationResults
 from marlinkit.runs import ResultStore, run_name
 
-#: The runner module a run's sidecar names as the start of its numerics path (:mod:`marlinkit.provenance`).
+#: The runner module a run's sidecar names as the start of its numerics path (:mod:`marlinkit.repro.provenance`).
 NUMERICS_PATH = ("marlinkit.maestro.ablation",)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -12,16 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlinkit import numerics, paths, provenance
-from marlinkit.verify_paper import epochs
-from marlinkit.verify_paper.prefix import folder_suffix, maestro_config, numerics_entries
-from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
-                                         choose, committed_table, compare_prefix, default_seed_choice, discover,
-                                         repo_relative)
+from marlinkit import paths
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.hooks import ExperimentHooks
+from marlinkit.repro.verify_paper import epochs
+from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, PRESET, TIMING_COLUMNS, CommittedRun,
+                                               choose, committed_table, compare_prefix, default_seed_choice, discover,
+                                               folder_suffix, repo_relative)
 
-def code_age(runs: list[CommittedRun]) -> tuple[list[str], bool]:
+def code_age(runs: list[CommittedRun], numerics_entries) -> tuple[list[str], bool]:
     """Per family: how many of its committed runs record their code, made by today's sources or not, and how many
-    without the record were last committed before the last change to their numerics path (git history)."""
+    without the record were last committed before the last change to their numerics path (git history);
+    ``numerics_entries(run)``: the runner modules whose imports make a run's numerics path."""
     note = provenance.history_note()
     changes = provenance.last_changes(["marlinkit", *sorted({repo_relative(r.folder) for r in runs})]) if note is None or "shallow" in note else {}
     lines = [f"code age: {note}"] if note else []
@@ -65,7 +66,7 @@ def code_age(runs: list[CommittedRun]) -> tuple[list[str], bool]:
 # ----- the check --------------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The paper preset's options of ``python -m marlinkit verify`` (see :mod:`marlinkit.verify`)."""
+    """The paper preset's options of ``python -m marlinkit verify`` (see :mod:`marlinkit.repro.verify`)."""
     group = parser.add_argument_group("--preset paper (prefixes of the committed runs)")
     group.add_argument("--seed-choice", type=int, help="which run of each family (default: today's UTC day number)")
     group.add_argument("--episodes", type=int, default=MARLIN_EPISODES,
@@ -81,10 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=int, default=2, help="runs recomputed at once (default 2)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Recompute one prefix per family, compare, print the per-run summary; ``exit_code`` 1 on any difference."""
+def run(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
+    """Recompute one prefix per family (by ``hooks``, today's experiments, or a closed numerics epoch's commit),
+    compare, print the per-run summary; ``exit_code`` 1 on any difference."""
     from marlinkit import executors
-    from marlinkit.comparisons import live_calls, transcript_records, without_timing
+    from marlinkit.repro.comparisons import live_calls, transcript_records, without_timing
 
     import resource
 
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         key = run.folder.resolve()
         if key not in maestro:
-            maestro[key] = _calibrate(run, scratch / "maestro" / folder_suffix(run, PRESET), problems)
+            maestro[key] = hooks.prepare(run, scratch / "maestro" / folder_suffix(run, PRESET), problems)
     jobs, order = [], []
     for family, run in chosen.items():
         episodes = args.maestro_episodes if run.kind in ("maestro-ablation", "maestro-sweep") else args.episodes
@@ -136,14 +138,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results[family] = {"error": "no curriculum rule and MADDPG setting of today's code name its folder"}
                 continue
             extra = (cfg, calibration)
-        jobs.append((run, episodes, str(folder), *extra))
+        jobs.append((hooks.recompute, run, episodes, str(folder), *extra))
         order.append(family)
     # the longest first (MAESTRO under 4x the updates, then MAESTRO, then MARLIN), so the workers end together
     weight = {"maestro-sweep": 2, "maestro-ablation": 2, "marlin-training": 1, "plan-source-alone": 0}
-    ranked = sorted(range(len(jobs)), key=lambda i: (-weight[jobs[i][0].kind], "ue25" not in order[i], order[i]))
+    ranked = sorted(range(len(jobs)), key=lambda i: (-weight[jobs[i][1].kind], "ue25" not in order[i], order[i]))
     try:  # MAESTRO in a process per run (libsumo: one simulation per process), MARLIN on a pool of processes
         for fresh in (True, False):
-            batch = [i for i in ranked if (jobs[i][0].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
+            batch = [i for i in ranked if (jobs[i][1].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
             done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local", max(1, min(args.workers, len(batch))),
                                       progress=True, desc=f"verify paper prefixes ({'MAESTRO' if fresh else 'MARLIN'})",
                                       fresh_process=fresh)
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {path}: {why}")
             failed |= why.startswith(("UNKNOWN", "UNREADABLE"))
     print("code age (the sidecars' code records; else the git history of the run files and their numerics path):")
-    age, _ = code_age(committed)
+    age, _ = code_age(committed, hooks.numerics_entries)
     print("\n".join(age))
     calls = live_calls(before, transcript_records(transcripts))
     print(f"live LLM calls: {calls} (records added to the replayed transcripts)")
@@ -206,28 +208,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"preset": PRESET, "seed_choice": seed_choice, "families": len(chosen), "wall_s": wall, "cpu_s": cpu,
             "live_llm_calls": calls,
             "differing": differing, "exit_code": 1 if failed else 0}
-
-
-def _calibrate(run: CommittedRun, scratch: Path, problems: list[str]):
-    """The run's folder's ablation ``Config`` and its calibration recomputed in ``scratch``, compared whole with the
-    committed ``ablation_calibration`` (a difference goes to ``problems``)."""
-    from marlinkit.maestro.curriculum_env import calibrate
-    from marlinkit.runs import ResultStore
-    from marlinkit.comparisons import compare_table
-
-    cfg = maestro_config(run)
-    if cfg is None:
-        return None, None
-    cfg = dataclasses.replace(cfg, executor="local")
-    calibration, _ = calibrate(cfg, ResultStore(scratch, code=("marlinkit.maestro.ablation",)))
-    committed = run.folder / "ablation_calibration.csv"
-    if committed.exists():
-        status, details = compare_table(committed, scratch / "ablation_calibration.csv")
-        if status != "same":
-            problems.append(f"{repo_relative(committed)} (recomputed whole): " + "; ".join(details))
-        else:
-            print(f"  ok       {repo_relative(committed)} (recomputed whole, byte for byte)", flush=True)
-    return cfg, calibration
 
 
 def _processors(run: CommittedRun) -> str:

@@ -18,16 +18,18 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from marlinkit import numerics, paths, provenance
-from marlinkit.verify_paper.runs import CommittedRun, repo_relative
+from marlinkit import paths
+from marlinkit.repro import numerics, provenance
+from marlinkit.repro.verify_paper.runs import CommittedRun, repo_relative
 
 EPOCHS_FILE = paths.DATA_DIR / "numerics_epochs.toml"
 CHECKOUTS = paths.BUILD_DIR / "verify-code"
 _FIELDS = {"name": str, "kinds": list, "last_commit": str, "why": str}
 
-#: Run in the old commit's checkout: its own functions recompute the run's prefix and print it as JSON.
+#: Run in the old commit's checkout: its own functions recompute the run's prefix and print it as JSON. Its imports
+#: are that commit's module paths (``marlinkit.verify_paper``, where the closed epochs' commits kept it).
 _DRIVER = r"""
 import json, sys
 from pathlib import Path
@@ -122,8 +124,8 @@ def checkout(commit: str) -> Path:
 
 
 def recompute_at(commit: str, run: CommittedRun, episodes: int, scratch: str) -> dict[str, Any]:
-    """``run``'s prefix recomputed by ``commit``'s code (a fresh interpreter in its checkout), as
-    :func:`marlinkit.verify_paper.prefix.recompute` returns it, plus the commit."""
+    """``run``'s prefix recomputed by ``commit``'s code (a fresh interpreter in its checkout, through that commit's
+    ``marlinkit.verify_paper`` functions), as today's ``ExperimentHooks.recompute`` returns it, plus the commit."""
     try:
         root = checkout(commit)
     except RuntimeError as error:
@@ -141,11 +143,10 @@ def recompute_at(commit: str, run: CommittedRun, episodes: int, scratch: str) ->
     return {**json.loads(result), "code": commit}
 
 
-def recompute_any(run: CommittedRun, episodes: int, scratch: str, *extra) -> dict[str, Any]:
-    """A run's prefix by the code that made it: a closed epoch's commit, else today's code (``extra``: its
-    calibration)."""
-    from marlinkit.verify_paper.prefix import recompute
-
+def recompute_any(recompute: Callable[..., dict[str, Any]], run: CommittedRun, episodes: int, scratch: str,
+                  *extra) -> dict[str, Any]:
+    """A run's prefix by the code that made it: a closed epoch's commit, else today's code, ``recompute`` (a
+    module-level function: this runs in a worker process; ``extra``: its folder's calibration)."""
     epoch = epoch_of(run)
     if epoch is None:
         return recompute(run, episodes, scratch, *extra)

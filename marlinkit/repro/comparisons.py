@@ -1,6 +1,7 @@
-"""The comparisons both verifiers make (``marlinkit.verify`` of a preset's outputs, ``marlinkit.verify_paper`` of the
-committed runs' prefixes): tables cell by cell with measured wall-time columns tolerated, live LLM calls counted as
-transcript records added, and MAESTRO generation-log records less their timing fields."""
+"""The comparisons both verifiers make (``marlinkit.repro.verify`` of a preset's outputs,
+``marlinkit.repro.verify_paper`` of the committed runs' prefixes): tables cell by cell with measured wall-time columns
+tolerated, live LLM calls counted as transcript records added, and MAESTRO generation-log records less their timing
+fields."""
 
 from __future__ import annotations
 

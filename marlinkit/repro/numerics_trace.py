@@ -20,7 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from marlinkit import numerics, paths
+from marlinkit import paths
+from marlinkit.repro import numerics
 
 #: Where the committed traces lie, one file per processor model that made one.
 FIXTURES = paths.REPO_ROOT / "tests" / "algos" / "fixtures" / "maddpg_trace"

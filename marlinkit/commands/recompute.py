@@ -1,5 +1,10 @@
-"""Recomputing a prefix of one committed run (each in a process of its own), and the runner modules whose sources
-made it (its numerics path)."""
+"""How today's experiments recompute each kind of committed paper run: the functions
+:mod:`marlinkit.commands.verify` hands the reproducibility layer (:class:`marlinkit.repro.hooks.ExperimentHooks`).
+
+A committed run's prefix (each in a process of its own, so these are module-level functions), the configuration
+of a MAESTRO ablation folder with its calibration recomputed, a committed MAESTRO run recomputed whole
+(``verify --maestro-run``), and the runner modules whose sources made a run (its numerics path).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marlinkit.verify_paper.runs import PRESET, CommittedRun
+from marlinkit.repro.verify_paper.runs import PRESET, CommittedRun, folder_suffix, repo_relative
 
 # ----- recomputing one run (each in a process of its own) --------------------------------------------------
 
@@ -24,7 +29,7 @@ def _sensitivity_rates() -> list[tuple[int, dict[str, float]]]:
     return found
 
 
-def _marlin_source(plan_source: str | None, record: bool = False):
+def plan_source(plan_source: str | None, record: bool = False):
     """The plan source a MARLIN sidecar names (``plan_source``), rebuilt: the exact planner, the calibrated surrogate,
     or an LLM negotiation by one of the presets' ``llm_only`` protocols (strict replay)."""
     from marlinkit import presets
@@ -74,10 +79,10 @@ def marlin_config(run_config: dict[str, Any]):
 def _recompute_marlin(run: CommittedRun, episodes: int) -> dict[str, Any]:
     from marlinkit.llm.cache import transcript_context
     from marlinkit.marlin import batched, grid, systems
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash
 
     config_in = run.sidecar["config"]
-    source = _marlin_source(config_in.get("plan_source"))
+    source = plan_source(config_in.get("plan_source"))
     config = marlin_config(config_in)
     scenario, system, seed = config_in["scenario"], config_in["system"], config_in["seed"]
     rebuilt = config_hash(grid.job_config(scenario, system, seed, config, source.name))
@@ -112,17 +117,33 @@ def maestro_config(run: CommittedRun, preset: str = PRESET):
     return None
 
 
-def folder_suffix(run: CommittedRun, preset: str) -> str:
-    """The run's folder below ``<results>/maestro/<preset>/`` ("" for the preset's own settings)."""
-    parts = run.folder.resolve().parts
-    index = len(parts) - 1 - parts[::-1].index(preset) if preset in parts else len(parts)
-    return "/".join(parts[index + 1:])
+def prepare(run: CommittedRun, scratch: Path, problems: list[str]):
+    """A MAESTRO ablation folder's ``Config`` and its calibration recomputed in ``scratch``, compared whole with the
+    committed ``ablation_calibration`` (a difference goes to ``problems``); ``(None, None)`` when no Config of today's
+    names the folder."""
+    from marlinkit.maestro.curriculum_env import calibrate
+    from marlinkit.repro.comparisons import compare_table
+    from marlinkit.runs import ResultStore
+
+    cfg = maestro_config(run)
+    if cfg is None:
+        return None, None
+    cfg = dataclasses.replace(cfg, executor="local")
+    calibration, _ = calibrate(cfg, ResultStore(scratch, code=("marlinkit.maestro.ablation",)))
+    committed = run.folder / "ablation_calibration.csv"
+    if committed.exists():
+        status, details = compare_table(committed, scratch / "ablation_calibration.csv")
+        if status != "same":
+            problems.append(f"{repo_relative(committed)} (recomputed whole): " + "; ".join(details))
+        else:
+            print(f"  ok       {repo_relative(committed)} (recomputed whole, byte for byte)", flush=True)
+    return cfg, calibration
 
 
 def _recompute_maestro(run: CommittedRun, episodes: int, cfg, calibration, scratch: str) -> dict[str, Any]:
     from marlinkit.llm.cache import transcript_context
     from marlinkit.maestro import ablation
-    from marlinkit.runs import config_hash
+    from marlinkit.repro.keys import config_hash
 
     config_in = run.sidecar["config"]
     name, seed = config_in["ablation"], config_in["seed"]
@@ -137,10 +158,12 @@ def _recompute_maestro(run: CommittedRun, episodes: int, cfg, calibration, scrat
 
 def _recompute_sweep(run: CommittedRun, episodes: int, scratch: str) -> dict[str, Any]:
     from marlinkit.maestro import sweep
+    from marlinkit.repro.keys import maddpg_key
 
     side = run.sidecar
     setting, seed = side["setting"], side["maddpg"]["seed"]
-    key = sweep.maddpg_config(setting, seed, side["episodes"], side["episode_seconds"], side["maddpg"]["eval_every"]).key()
+    key = maddpg_key(sweep.maddpg_config(setting, seed, side["episodes"], side["episode_seconds"],
+                                         side["maddpg"]["eval_every"]))
     if key != side["maddpg"]:
         changed = sorted(k for k in set(key) | set(side["maddpg"]) if key.get(k) != side["maddpg"].get(k))
         return {"error": f"today's setting {setting!r} gives other MADDPG settings than the committed run's: {changed}"}
@@ -174,7 +197,32 @@ def numerics_entries(run: CommittedRun) -> tuple[str, ...]:
         from marlinkit.marlin import grid
 
         try:
-            return grid.numerics_entries(_marlin_source(run.sidecar["config"].get("plan_source")))
+            return grid.numerics_entries(plan_source(run.sidecar["config"].get("plan_source")))
         except ValueError:
             return (grid.__name__,)
     return ("marlinkit.maestro.sweep",) if run.kind == "maestro-sweep" else ("marlinkit.maestro.ablation",)
+
+
+# ----- one committed MAESTRO run recomputed whole (verify --maestro-run) ----------------------------------------
+
+def recompute_maestro_run(preset: str, run: str, scratch: Path) -> tuple[Path, str, tuple[str, ...]]:
+    """One committed MAESTRO run of ``preset`` (``run`` = ``"A2:200"``) recomputed in ``scratch``: its committed
+    folder, its file stem and its table's measured wall-time columns."""
+    import shutil
+
+    from marlinkit import presets
+    from marlinkit.maestro import ablation as maestro
+
+    name, _, seed = run.partition(":")
+    if name not in maestro.ABLATIONS or not seed.isdigit():
+        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), "
+                         f"got {run!r}")
+    cfg = presets.ablation_config(preset, record=False)
+    reference = maestro.results_root(preset, cfg)
+    stem = maestro.run_name(name, f"seed{seed}")
+    if not (reference / f"{stem}.json").exists():
+        raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
+    shutil.rmtree(scratch, ignore_errors=True)
+    maestro.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
+                root=scratch)
+    return reference, stem, tuple(maestro.TIMING_COLUMNS)

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for mode in runs:
             runs[mode].append(_measure(mode, args.episodes, args.updates))
     best = {mode: {key: min(r[key] for r in rows) for key in rows[0]} for mode, rows in runs.items()}
-    from marlinkit import numerics
+    from marlinkit.repro import numerics
 
     return {
         "cpu": numerics.state()["cpu"],

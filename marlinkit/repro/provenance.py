@@ -29,8 +29,8 @@ PACKAGE = "marlinkit"
 #: progress bars, process pools, file writing, figures, reports and this checking code.
 NOT_NUMERICS = frozenset({
     "marlinkit.presets", "marlinkit.paths", "marlinkit.progress", "marlinkit.executors", "marlinkit.files",
-    "marlinkit.plots", "marlinkit.info", "marlinkit.__main__", "marlinkit.provenance", "marlinkit.verify",
-    "marlinkit.verify_paper", "marlinkit.paper_audit", "marlinkit.stats",
+    "marlinkit.plots", "marlinkit.info", "marlinkit.__main__", "marlinkit.repro.provenance", "marlinkit.repro.verify",
+    "marlinkit.repro.verify_paper", "marlinkit.paper_audit", "marlinkit.stats",
 })
 #: The papers' own packages: a run of one never runs the other's modules (an import of the other paper's, e.g. by a
 #: backend setting the run does not use, is not followed).

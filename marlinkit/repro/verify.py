@@ -22,7 +22,10 @@ Live LLM calls are counted as records added to ``data/transcripts/`` during the 
 The exit code is 1 on any difference, missing or new file, or live call.
 
 ``--preset paper`` (days of training) recomputes a prefix of one committed run per run family instead and
-compares it with the committed run's first rows: :mod:`marlinkit.verify_paper`.
+compares it with the committed run's first rows: :mod:`marlinkit.repro.verify_paper`.
+
+What needs an experiment (the presets, recomputing a run) is handed in as
+:class:`~marlinkit.repro.hooks.ExperimentHooks` by the command, :mod:`marlinkit.commands.verify`.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marlinkit import paths, presets, verify_paper
-from marlinkit.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls, timing_field,
-                                  transcript_records, without_timing)
+from marlinkit import paths
+from marlinkit.repro import verify_paper
+from marlinkit.repro.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compare_table, is_number, live_calls,
+                                         timing_field, transcript_records, without_timing)
+from marlinkit.repro.hooks import ExperimentHooks
 
 #: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
 WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -192,28 +197,17 @@ def compare_generation_logs(reference: Path, scratch: Path) -> tuple[str, list[s
     return "tolerated", [f"{timing} timing/replay field(s) differ ({', '.join(GENERATION_TIMING_FIELDS)}): tolerated"]
 
 
-def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
+def verify_maestro_run(preset: str, run: str, scratch: Path, hooks: ExperimentHooks) -> list[FileCheck]:
     """Recompute one committed MAESTRO run (``run`` = ``"A2:200"``) in ``scratch``, in strict replay, and
     compare its table (all but the measured wall-time columns), its generation log (all but timing fields),
     its sidecar's result fields and the ablation's calibration with the committed ones."""
     from marlinkit.files import read_json
-    from marlinkit.maestro import ablation as maestro
 
-    name, _, seed = run.partition(":")
-    if name not in maestro.ABLATIONS or not seed.isdigit():
-        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), got {run!r}")
-    cfg = presets.ablation_config(preset, record=False)
-    reference = maestro.results_root(preset, cfg)
-    stem = maestro.run_name(name, f"seed{seed}")
-    if not (reference / f"{stem}.json").exists():
-        raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
-    shutil.rmtree(scratch, ignore_errors=True)
-    maestro.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
-                root=scratch)
+    reference, stem, timing_columns = hooks.recompute_maestro_run(preset, run, scratch)
     checks = []
     for file in (f"{stem}.csv", "ablation_calibration.csv"):
-        status, details = compare_table(reference / file, scratch / file,
-                                        maestro.TIMING_COLUMNS if file == f"{stem}.csv" else ())
+        timing = timing_columns if file == f"{stem}.csv" else ()
+        status, details = compare_table(reference / file, scratch / file, timing)
         checks.append(FileCheck(file, "table", status, details))
     status, details = compare_generation_logs(reference / f"{stem}.generations.jsonl", scratch / f"{stem}.generations.jsonl")
     checks.append(FileCheck(f"{stem}.generations.jsonl", "other", status, details))
@@ -224,8 +218,8 @@ def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
     return checks
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", default=presets.DEFAULT_PRESET, help="preset to recompute (default: quick)")
+def add_arguments(parser: argparse.ArgumentParser, default_preset: str) -> None:
+    parser.add_argument("--preset", default=default_preset, help=f"preset to recompute (default: {default_preset})")
     parser.add_argument("--reference", type=Path, help="folder to compare with (default: figures/; "
                         "build/figures-smoke/ for smoke)")
     parser.add_argument("--scratch", type=Path, help="scratch folder (default: build/verify-<preset>/; emptied first)")
@@ -238,15 +232,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify_paper.add_arguments(parser)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
     """Recompute (unless ``--compare-only``), compare, print the summary; ``exit_code`` 1 on any difference."""
-    preset = presets.check_preset(args.preset)
+    preset = hooks.check_preset(args.preset)
     reference = (args.reference or reference_root(preset)).resolve()
     scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}").resolve()
     if getattr(args, "maestro_run", None):  # programmatic callers may build the namespace without it
-        return _run_maestro(preset, args.maestro_run, (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve())
+        scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve()
+        return _run_maestro(preset, args.maestro_run, scratch, hooks)
     if preset == verify_paper.PRESET and not args.compare_only:  # days of training: prefixes of the committed runs
-        return verify_paper.run(args)
+        return verify_paper.run(args, hooks)
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
     calls, returncode = None, 0
@@ -268,14 +263,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "exit_code": 0 if ok else 1}
 
 
-def _run_maestro(preset: str, run: str, scratch: Path) -> dict[str, Any]:
+def _run_maestro(preset: str, run: str, scratch: Path, hooks: ExperimentHooks) -> dict[str, Any]:
     import resource
     import time
 
     env_record = os.environ.pop("MARLINKIT_RECORD", None)  # strict replay: a transcript miss is an error
     before, started = transcript_records(), time.perf_counter()
     try:
-        checks = verify_maestro_run(preset, run, scratch)
+        checks = verify_maestro_run(preset, run, scratch, hooks)
     finally:
         if env_record is not None:
             os.environ["MARLINKIT_RECORD"] = env_record

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from marlinkit import paths, provenance
+from marlinkit import paths
+from marlinkit.repro import provenance
 
 PRESET = "paper"
 MARLIN_EPISODES = 30
@@ -120,6 +121,13 @@ def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) 
                 found.append(CommittedRun("maestro-sweep", _family(Path(sweep_root).name, sidecar_path.stem, None),
                                           sidecar_path.stem, Path(sweep_root), sidecar))
     return found, other
+
+
+def folder_suffix(run: CommittedRun, preset: str) -> str:
+    """The run's folder below ``<results>/maestro/<preset>/`` ("" for the preset's own settings)."""
+    parts = run.folder.resolve().parts
+    index = len(parts) - 1 - parts[::-1].index(preset) if preset in parts else len(parts)
+    return "/".join(parts[index + 1:])
 
 
 def default_seed_choice() -> int:

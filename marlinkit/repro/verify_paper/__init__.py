@@ -25,22 +25,23 @@ configuration) must equal the committed table's first rows, byte for byte.
   only be numbers. The first differing row and column are named. A MAESTRO run's generation log is compared
   record by record over the prefix (less its timing fields), and the committed table's SHA-256 against its sidecar.
 * **Code age.** For every committed run: whether its sidecar records the code that made it (a hash of its
-  numerics path's sources, :mod:`marlinkit.provenance`) and whether that is today's code; for a run without the
+  numerics path's sources, :mod:`marlinkit.repro.provenance`) and whether that is today's code; for a run without the
   record, whether its file was last committed before the last change to its numerics path (git history).
 
 The exit code is 1 on any difference, any run that could not be recomputed, any committed run of a kind this
 check does not know, or any live LLM call.
 
-Modules: :mod:`.runs` (the committed runs, their families, the choice and the prefix comparison), :mod:`.prefix`
-(recomputing one run's prefix), :mod:`.check` (the check and the code age).
+Modules: :mod:`.runs` (the committed runs, their families, the choice and the prefix comparison), :mod:`.epochs`
+(runs of closed numerics epochs, recomputed by the commit that made them), :mod:`.check` (the check and the code
+age). Recomputing a run needs today's experiments: the command (:mod:`marlinkit.commands.verify`) hands them in as
+:class:`~marlinkit.repro.hooks.ExperimentHooks`.
 """
 
-from marlinkit.verify_paper.check import add_arguments, code_age, run
-from marlinkit.verify_paper.prefix import maestro_config, marlin_config, numerics_entries, recompute
-from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET, TIMING_COLUMNS,
-                                         CommittedRun, choose, committed_table, compare_prefix, default_seed_choice,
-                                         discover, repo_relative)
+from marlinkit.repro.verify_paper.check import add_arguments, code_age, run
+from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET,
+                                               TIMING_COLUMNS, CommittedRun, choose, committed_table, compare_prefix,
+                                               default_seed_choice, discover, folder_suffix, repo_relative)
 
 __all__ = ["MAESTRO_EPISODES", "MARLIN_EPISODES", "NOT_RECOMPUTED", "PRESET", "TIMING_COLUMNS", "CommittedRun",
            "add_arguments", "choose", "code_age", "committed_table", "compare_prefix", "default_seed_choice",
-           "discover", "maestro_config", "marlin_config", "numerics_entries", "recompute", "repo_relative", "run"]
+           "discover", "folder_suffix", "repo_relative", "run"]

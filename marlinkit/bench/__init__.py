@@ -1,1 +1,0 @@
-"""Speed benchmarks behind ``python -m marlinkit bench <target>``; each module has ``run(args) -> dict``."""
