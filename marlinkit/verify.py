@@ -90,7 +90,7 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
 
 
 #: What other commands write inside the default preset's figures/: the paper preset's own folder and the claims ledger
-#: beside it, and the trained policies' animations (``python -m marlinkit.marlin.policies --gif figures/policies``).
+#: beside it, and the trained policies' animations (``python -m marlinkit policies --gif figures/policies``).
 PAPER_IN_FIGURES = ("paper", "claims.csv", "policies")
 
 
@@ -238,7 +238,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify_paper.add_arguments(parser)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     """Recompute (unless ``--compare-only``), compare, print the summary; ``exit_code`` 1 on any difference."""
     preset = presets.check_preset(args.preset)
     reference = (args.reference or reference_root(preset)).resolve()
@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "maestro_run", None):  # programmatic callers may build the namespace without it
         return _run_maestro(preset, args.maestro_run, (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve())
     if preset == verify_paper.PRESET and not args.compare_only:  # days of training: prefixes of the committed runs
-        return verify_paper.run(args)
+        return verify_paper.command(args)
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
     calls, returncode = None, 0

@@ -116,12 +116,12 @@ def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_differenc
     write_outputs(scratch / "figures", scores=SCORES.assign(p_value=[0.18, 0.3]))
     args = argparse.Namespace(preset="quick", reference=reference, scratch=scratch, compare_only=True,
                               images_informational=False)
-    result = verify.run(args)
+    result = verify.command(args)
     assert result["exit_code"] == 1 and "marlin/table1_ttests.csv" in result["differing"]
     assert "column 'p_value': '0.0022' -> '0.18'" in capsys.readouterr().out
     shutil.rmtree(scratch / "figures")
     write_outputs(scratch / "figures")
-    assert verify.run(args)["exit_code"] == 0
+    assert verify.command(args)["exit_code"] == 0
 
 
 def test_the_paper_presets_folder_and_ledger_inside_figures_are_not_part_of_the_quick_comparison(folders):
@@ -171,7 +171,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "differs"
     log[0]["reply"] = log[0]["reply"] + " "
     (reference / "A2__seed200.generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
-    result = verify.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch, compare_only=False,
+    result = verify.command(argparse.Namespace(preset="smoke", reference=None, scratch=scratch, compare_only=False,
                                            maestro_run="A2:200", images_informational=False))
     assert result["exit_code"] == 1 and result["live_llm_calls"] == 0
     assert result["differing"] == ["A2__seed200.csv", "A2__seed200.generations.jsonl"]

@@ -1,1 +1,1 @@
-"""Speed benchmarks behind ``python -m marlinkit bench <target>``; each module has ``run(args) -> dict``."""
+"""Speed benchmarks behind ``python -m marlinkit bench <target>``; each module has ``command(args) -> dict``."""

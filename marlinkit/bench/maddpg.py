@@ -356,7 +356,7 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
                                        "replayed in part 2; measured on a loaded shared machine")}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 

@@ -14,16 +14,14 @@ The two metrics:
 * ``policy``: our evaluation of the policy alone at the checkpoints (``eval_runs`` sampled runs each).
 
 ``queue`` trains the runs one at a time, in an order that keeps finished results balanced over corridors and seeds
-(``job_order``), and resumes from the saved ones; ``python -m marlinkit.marlin.authors_protocol --preset paper``
+(``job_order``), and resumes from the saved ones; ``python -m marlinkit authors-queue --preset paper``
 (the ``authors_protocol`` section of that preset).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -432,34 +430,3 @@ def zero_share_sensitivity(config: Config, preset: str, rows: int, log=print) ->
     tables = {"episodes": episodes, "evaluations": pd.concat(evaluations, ignore_index=True), "runs": counts}
     pooled = Pooled(EXPERIMENT, preset, config, tables, (), provenance(config, episodes, counts, preset, label))
     return executed_vs_policy(pooled, config)
-
-
-def main(section: Callable[[str], Config], argv: list[str] | None = None) -> None:
-    """The queue's command line; ``section(preset)``: that preset's ``authors_protocol`` section."""
-    parser = argparse.ArgumentParser(description="train the authors'-protocol MARLIN and MARL runs (resumes; one run at a time)")
-    parser.add_argument("--preset", default="paper")
-    parser.add_argument("--limit-hours", type=float, default=None, help="start no new run after this many hours")
-    parser.add_argument("--zero-share-rows", type=int, default=None,
-                        help="instead: the sensitivity check of surrogate_llama's shares of 0 at this many rows "
-                             "(zero_share_sensitivity; MARLIN of --scenarios only), its table written beside its runs")
-    parser.add_argument("--scenarios", nargs="+", default=None, help="with --zero-share-rows: these corridors only")
-    args = parser.parse_args(argv)
-    if args.zero_share_rows is not None:
-        config = section(args.preset)
-        config = dataclasses.replace(config, scenarios=tuple(args.scenarios or config.scenarios),
-                                     plan_sources=("surrogate_llama",))
-        table = zero_share_sensitivity(config, args.preset, args.zero_share_rows,
-                                       log=lambda line: print(line, flush=True))
-        out = sensitivity_root(args.preset, args.zero_share_rows) / "executed_vs_policy.csv"
-        table.to_csv(out, index=False, float_format="%.6g")
-        print(table.to_string(index=False), f"\nwritten: {out}", sep="\n", flush=True)
-        return
-    trained = queue(section(args.preset), args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
-                    log=lambda line: print(line, flush=True))
-    print(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained", flush=True)
-
-
-if __name__ == "__main__":  # the command line names a preset; the presets, above the experiments, resolve it
-    from marlinkit import presets
-
-    main(lambda preset: presets.get(preset, "authors_protocol"))

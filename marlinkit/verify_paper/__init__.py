@@ -35,7 +35,7 @@ Modules: :mod:`.runs` (the committed runs, their families, the choice and the pr
 (recomputing one run's prefix), :mod:`.check` (the check and the code age).
 """
 
-from marlinkit.verify_paper.check import add_arguments, code_age, run
+from marlinkit.verify_paper.check import add_arguments, code_age, command
 from marlinkit.verify_paper.prefix import maestro_config, marlin_config, numerics_entries, recompute
 from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET, TIMING_COLUMNS,
                                          CommittedRun, choose, committed_table, compare_prefix, default_seed_choice,
@@ -43,4 +43,4 @@ from marlinkit.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_
 
 __all__ = ["MAESTRO_EPISODES", "MARLIN_EPISODES", "NOT_RECOMPUTED", "PRESET", "TIMING_COLUMNS", "CommittedRun",
            "add_arguments", "choose", "code_age", "committed_table", "compare_prefix", "default_seed_choice",
-           "discover", "maestro_config", "marlin_config", "numerics_entries", "recompute", "repo_relative", "run"]
+           "discover", "maestro_config", "marlin_config", "numerics_entries", "recompute", "repo_relative", "command"]

@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=int, default=2, help="runs recomputed at once (default 2)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     """Recompute one prefix per family, compare, print the per-run summary; ``exit_code`` 1 on any difference."""
     from marlinkit import executors
     from marlinkit.comparisons import live_calls, transcript_records, without_timing

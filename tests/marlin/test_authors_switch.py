@@ -335,9 +335,12 @@ def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_i
     root.mkdir(parents=True)
     (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
     assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]
-    authors_protocol.main(lambda preset: presets.get(preset, "authors_protocol", marlin_seeds=[0]),
-                          ["--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"])
-    assert "written:" in capsys.readouterr().out
+    from marlinkit.__main__ import main
+
+    section = presets.get
+    monkeypatch.setattr(presets, "get", lambda preset, name, **overrides: section(preset, name, marlin_seeds=[0], **overrides))
+    assert main(["authors-queue", "--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"]) == 0
+    assert "written" in capsys.readouterr().out
     table = pd.read_csv(root / "executed_vs_policy.csv")
     assert set(table.scenario) == {"maze_like"} and set(table.system) == {"MARLIN surrogate_llama"}
     sidecar = json.loads((root / "maze_like__marlin-surrogate-llama-authors-switch__seed0.json").read_text())
