@@ -197,23 +197,23 @@ def verify_maestro_run(preset: str, run: str, scratch: Path) -> list[FileCheck]:
     compare its table (all but the measured wall-time columns), its generation log (all but timing fields),
     its sidecar's result fields and the ablation's calibration with the committed ones."""
     from marlinkit.files import read_json
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
     name, _, seed = run.partition(":")
-    if name not in maestro.ABLATIONS or not seed.isdigit():
-        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), got {run!r}")
+    if name not in ablation.ABLATIONS or not seed.isdigit():
+        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(ablation.ABLATIONS)}), got {run!r}")
     cfg = presets.ablation_config(preset, record=False)
-    reference = maestro.results_root(preset, cfg)
-    stem = maestro.run_name(name, f"seed{seed}")
+    reference = ablation.results_root(preset, cfg)
+    stem = ablation.run_name(name, f"seed{seed}")
     if not (reference / f"{stem}.json").exists():
         raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
     shutil.rmtree(scratch, ignore_errors=True)
-    maestro.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
-                root=scratch)
+    ablation.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1,
+                                         root=scratch))
     checks = []
     for file in (f"{stem}.csv", "ablation_calibration.csv"):
         status, details = compare_table(reference / file, scratch / file,
-                                        maestro.TIMING_COLUMNS if file == f"{stem}.csv" else ())
+                                        ablation.TIMING_COLUMNS if file == f"{stem}.csv" else ())
         checks.append(FileCheck(file, "table", status, details))
     status, details = compare_generation_logs(reference / f"{stem}.generations.jsonl", scratch / f"{stem}.generations.jsonl")
     checks.append(FileCheck(f"{stem}.generations.jsonl", "other", status, details))

@@ -149,8 +149,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     from marlinkit.maestro import ablation
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1), "smoke",
-                 progress=False)  # the "committed" run
+    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False))  # committed
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
     checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch))

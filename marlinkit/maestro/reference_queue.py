@@ -129,7 +129,7 @@ def work_through(cfg: ablation.Config, seeds: tuple[int, ...] | None = None,
     for seed in seeds:
         started = time.perf_counter()
         print(f"reference-architect ablation: seed {seed} ({', '.join(chosen)})", flush=True)
-        ablation.run(dataclasses.replace(cfg, seeds=(seed,), ablations=chosen, workers=1), PRESET)
+        ablation.run(dataclasses.replace(cfg, seeds=(seed,), ablations=chosen, workers=1))
         print(f"reference-architect ablation: seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
 
 
@@ -142,7 +142,7 @@ def timing(configs: dict[str, ablation.Config]) -> dict[str, dict[str, float]]:
         episodes = cfg.episodes
         with tempfile.TemporaryDirectory() as root:
             started = time.perf_counter()
-            results = ablation.run(cfg, PRESET, root=root, progress=False)
+            results = ablation.run(dataclasses.replace(cfg, root=root, progress=False))
             wall = time.perf_counter() - started
             table = results.episodes
             late = table[table["episode"] >= 3] if episodes > 3 else table

@@ -29,7 +29,7 @@ def _marlin_source(plan_source: str | None, record: bool = False):
     or an LLM negotiation by one of the presets' ``llm_only`` protocols (strict replay)."""
     from marlinkit import presets
     from marlinkit.algos.joint_planner import ExactJointPlanner
-    from marlinkit.marlin import llm_only
+    from marlinkit.marlin import llm_trials
     from marlinkit.marlin.surrogate_planner import (LLAMA_EARLIER, CalibratedSurrogatePlanner, LlamaSurrogatePlanner,
                                                     llama_shares)
 
@@ -48,7 +48,7 @@ def _marlin_source(plan_source: str | None, record: bool = False):
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:
-            source = llm_only.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training", record=record)
+            source = llm_trials.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training", record=record)
             if source.name == plan_source:
                 return source
     raise ValueError(f"no plan source of today's code is named {plan_source!r}")
