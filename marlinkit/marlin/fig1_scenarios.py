@@ -1,6 +1,6 @@
 """Fig. 1: the five corridor layouts (``notebooks/marlin/fig1_scenarios``), drawn by ``envs.corridor.render``.
 
-``run(config, preset)`` simulates nothing: its table ``layouts`` describes each layout (size, free cells, starts,
+``run(cfg)`` simulates nothing: its table ``layouts`` describes each layout (size, free cells, starts,
 goals, the cells as text), the figure is ``envs.corridor.render.draw_all_layouts``.
 """
 
