@@ -140,8 +140,8 @@ def _cmd_authors_queue(args: argparse.Namespace) -> dict[str, Any]:
     log = lambda line: print(line, flush=True)  # noqa: E731
     config = presets.get(args.preset, "authors_protocol")
     if args.zero_share_rows is None:
-        trained = authors_protocol.queue(config, args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
-                                         log=log)
+        limit_s = None if args.limit_hours is None else args.limit_hours * 3600
+        trained = authors_protocol.queue(config, args.preset, limit_s, log=log)
         log(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained")
         return {"trained": trained}
     config = dataclasses.replace(config, scenarios=tuple(args.scenarios or config.scenarios),
@@ -183,8 +183,10 @@ def _add_scripts(command) -> None:
     claims.add_argument("--out", type=Path, default=paths.FIGURES_DIR / "claims.csv",
                         help="the ledger (default figures/claims.csv)")
     claims.add_argument("--readme", type=Path, default=None, help="a README whose claims block is rewritten")
-    plan = command("claims-plan", _cmd_claims_plan, "Validate the claims plan and its sources; list the claims per paper")
-    plan.add_argument("--plan", type=Path, default=paths.REPO_ROOT / "docs" / "claims.toml", help="the plan (default docs/claims.toml)")
+    plan = command("claims-plan", _cmd_claims_plan,
+                   "Validate the claims plan and its sources; list the claims per paper")
+    plan.add_argument("--plan", type=Path, default=paths.REPO_ROOT / "docs" / "claims.toml",
+                      help="the plan (default docs/claims.toml)")
     command("tiny-llm", _cmd_tiny_llm, "Build a tiny random-weight Llama 3.1 in OUT (for trying transformers:OUT)"
             ).add_argument("out", type=Path, metavar="OUT", help="folder to write the model to")
     architect = command("reference-architect", _cmd_reference_architect,
@@ -195,7 +197,8 @@ def _add_scripts(command) -> None:
     policies = command("policies", _cmd_policies, "Train and save the policies of data/policies/ (workshop scale), "
                                                   "or with --gif play them")
     policies.add_argument("--scenarios", nargs="+", default=list(LAYOUT_NAMES), choices=LAYOUT_NAMES, help="corridors")
-    policies.add_argument("--systems", nargs="+", default=["MARL", "MARLIN"], choices=("MARL", "MARLIN"), help="systems")
+    policies.add_argument("--systems", nargs="+", default=["MARL", "MARLIN"], choices=("MARL", "MARLIN"),
+                          help="systems")
     policies.add_argument("--root", type=Path, default=paths.DATA_DIR / "policies",
                           help="policies folder (default data/policies)")
     policies.add_argument("--gif", type=Path, metavar="FOLDER", help="play one episode of each saved policy and write "
@@ -216,7 +219,8 @@ def _add_calibrate_surrogate(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--trials", type=int, default=400, help="LLM-only trials per rate tried (default 400)")
     sub.add_argument("--seed", type=int, default=0, help="seed of the calibration trials (default 0)")
     sub.add_argument("--kind", choices=("mean", "llama"), default="mean",
-                     help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and perfect share)")
+                     help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and "
+                          "perfect share)")
     sub.add_argument("--out", type=str, default=None, help="default: the package data file of --kind")
     sub.add_argument("--scenarios", nargs="+", choices=LAYOUT_NAMES, default=list(LAYOUT_NAMES),
                      help="calibrate these (default: all); the others keep their records in --out, made with the same "

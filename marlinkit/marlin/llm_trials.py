@@ -74,7 +74,8 @@ class Trials(NegotiationLimits):
         super().__post_init__()
         unknown = sorted(set(self.scenarios) - set(LAYOUT_NAMES))
         if unknown or not self.scenarios:
-            raise ValueError(f"scenarios must be a non-empty subset of {list(LAYOUT_NAMES)}, got {list(self.scenarios)}")
+            raise ValueError(f"scenarios must be a non-empty subset of {list(LAYOUT_NAMES)}, "
+                             f"got {list(self.scenarios)}")
         if self.trials < 1:
             raise ValueError(f"trials must be >= 1, got {self.trials}")
 
@@ -109,9 +110,10 @@ class Played:
 
 
 def play(trials: Trials, preset: str, progress: bool = True) -> Played:
-    """The trials of ``trials``, computed or loaded from ``preset``'s MARLIN results (``data/results/marlin/<preset>/``):
-    one row per scenario and trial (performance, the plan, the negotiation's statistics); the plans' full transcripts
-    are saved beside the table as JSON. Label fields of ``trials`` (``config_fields.LABEL``) are not in the key."""
+    """The trials of ``trials``, computed or loaded from ``preset``'s MARLIN results
+    (``data/results/marlin/<preset>/``): one row per scenario and trial (performance, the plan, the negotiation's
+    statistics); the plans' full transcripts are saved beside the table as JSON. Label fields of ``trials``
+    (``config_fields.LABEL``) are not in the key."""
     source = negotiator(trials)
     backend = source.backend
     run_config = {**key_fields(trials), "llm": llm_config.label(backend)}
