@@ -82,7 +82,7 @@ complete_seeds = $(sort $(foreach s,$(patsubst $(1)/A2__seed%.json,%,$(wildcard 
                $(wildcard $(1)/A8__seed$(s).json)),$(s))))
 seed_list = [$(subst $(eval) ,$(COMMA) ,$(strip $(1)))]
 # MAESTRO's ablation with the reference architect (a surrogate, not an LLM; A0/A2/A7/A8 x the preset's 12 seeds on
-# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; `python -m marlinkit.maestro.reference_queue run`
+# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; `python -m marlinkit reference-queue run`
 # trains them, resumable). Once all 48 runs are committed these rows run over the preset's seeds; before, over the
 # seeds whose four runs are all committed (none: make skips them), and make says which. They rerun when a run lands.
 REFERENCE_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(REFERENCE_SUFFIX).ipynb)
@@ -93,11 +93,11 @@ REFERENCE_RUNS := $(words $(REFERENCE_SIDECARS))
 REFERENCE_SEEDS := $(call complete_seeds,$(REFERENCE_RUNS_DIR))
 ifneq ($(REFERENCE_RUNS),$(REFERENCE_ALL))
 ifeq ($(REFERENCE_SEEDS),)
-REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit.maestro.reference_queue run trains the rest)
+REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit reference-queue run trains the rest)
 else
 REFERENCE_SEED_LIST := $(call seed_list,$(REFERENCE_SEEDS))
 REFERENCE_SEEDS_ARG := -y 'SEEDS: $(REFERENCE_SEED_LIST)'
-REFERENCE_NOTE := PRESET=paper makes the MAESTRO ablation with the reference architect over seeds $(REFERENCE_SEED_LIST) only, those with all four runs committed: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) are (python -m marlinkit.maestro.reference_queue run trains the rest)
+REFERENCE_NOTE := PRESET=paper makes the MAESTRO ablation with the reference architect over seeds $(REFERENCE_SEED_LIST) only, those with all four runs committed: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) are (python -m marlinkit reference-queue run trains the rest)
 EXECUTED  += $(REFERENCE_ROWS)
 endif
 else
@@ -105,13 +105,13 @@ EXECUTED  += $(REFERENCE_ROWS)
 endif
 # The same ablation with the learner that learns: MADDPG setting shared5 (one actor and one critic shared by the 16
 # intersections, a decision every 5 s; marlinkit.algos.maddpg_shared), the paper's curriculum target, the reference
-# architect, CityFlow (`python -m marlinkit.maestro.reference_queue run --maddpg-setting shared5 --curriculum paper`).
+# architect, CityFlow (`python -m marlinkit reference-queue run --maddpg-setting shared5 --curriculum paper`).
 # Its rows run over the seeds whose four runs are committed, as the row above does.
 SHARED5_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(SHARED5_SUFFIX).ipynb)
 SHARED5_SIDECARS := $(wildcard $(SHARED5_RUNS_DIR)/A*__seed*.json)
 SHARED5_SEEDS := $(call complete_seeds,$(SHARED5_RUNS_DIR))
 ifeq ($(SHARED5_SEEDS),)
-SHARED5_NOTE := PRESET=paper skips the MAESTRO ablation with MADDPG setting shared5: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit.maestro.reference_queue run --maddpg-setting shared5 --curriculum paper trains the rest)
+SHARED5_NOTE := PRESET=paper skips the MAESTRO ablation with MADDPG setting shared5: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit reference-queue run --maddpg-setting shared5 --curriculum paper trains the rest)
 else
 SHARED5_NOTE := $(if $(filter $(REFERENCE_ALL),$(words $(SHARED5_SIDECARS))),,PRESET=paper makes the MAESTRO ablation with MADDPG setting shared5 over seeds $(call seed_list,$(SHARED5_SEEDS)) only$(COMMA) those with all four runs committed: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) are)
 EXECUTED  += $(SHARED5_ROWS)
@@ -186,7 +186,7 @@ endef
 # saving in `make lab` never shows in `git status`; participants' copies (`make workshop`) keep their outputs.
 JUPYTER_SAVE := $(VENV)/etc/jupyter/jupyter_server_config.d/marlinkit.json
 $(JUPYTER_SAVE): marlinkit/notebook_save.py | $(STAMP)
-	@$(PY) -m marlinkit.notebook_save
+	@$(PY) -m marlinkit notebook-save
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)

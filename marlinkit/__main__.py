@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 EXIT_BAD_INPUT, EXIT_FAILED, EXIT_BUG = 2, 3, 4
 
-#: Top-level commands and bench targets -> module exposing ``run(args) -> dict`` and optionally
-#: ``add_arguments(parser)``. Modules keep heavy imports inside ``run`` so the CLI starts fast.
+#: Top-level commands and bench targets -> module exposing ``command(args) -> dict`` and optionally
+#: ``add_arguments(parser)``. Modules keep heavy imports inside ``command`` so the CLI starts fast.
 COMMANDS = {
     "traffic-baseline": "marlinkit.envs.traffic.cli",
     "check-reward": "marlinkit.maestro.sandbox.cli",
@@ -70,13 +70,194 @@ def _cmd_presets(args: argparse.Namespace) -> dict[str, Any]:
     return {"presets": list(presets.PRESET_NAMES), "default": presets.DEFAULT_PRESET}
 
 
+def _cmd_claims(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit import claims
+
+    table = claims.write_all(args.out, args.readme)
+    return {"rows": len(table), "claims": int(table.claim_id.nunique()), "ledger": str(args.out)}
+
+
+def _cmd_claims_plan(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit import claims_plan
+
+    lines, problems = claims_plan.check(args.plan)
+    if not args.json:
+        print("\n".join(lines + (problems or ["plan valid; every committed source and ledger claim covered"])))
+    return {"plan": str(args.plan), "problems": problems, "exit_code": int(bool(problems))}
+
+
+def _cmd_tiny_llm(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit.llm.backends.tiny import build_tiny_llama
+
+    return {"model": str(build_tiny_llama(args.out))}
+
+
+def _cmd_reference_architect(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit.maestro.reference_architect import pass_share
+
+    return pass_share(args.prompts, args.seed)
+
+
+def _cmd_reward_rows(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit.maestro.sandbox import reward_rows
+
+    reward_rows.save(reward_rows.record())
+    return {"rows": str(reward_rows.PATH), "bytes": reward_rows.PATH.stat().st_size}
+
+
+def _cmd_policies(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit.marlin import policies
+
+    if args.gif:
+        written = policies.write_gifs(args.scenarios, args.systems, args.gif, root=args.root)
+    else:
+        written = policies.train_all(args.scenarios, args.systems, args.root, log=lambda line: print(line, flush=True))
+    return {"written": [str(path) for path in written]}
+
+
+def _cmd_calibrate_surrogate(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit.marlin import surrogate_planner
+
+    rows = surrogate_planner.ZERO_SHARE_ROWS if args.rows is None else args.rows
+    out = surrogate_planner.calibrate_file(args.trials, args.seed, args.kind, args.out, args.scenarios, rows,
+                                           log=lambda line: print(line, flush=True))
+    return {"rates": str(out)}
+
+
+def _cmd_notebook_save(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit import notebook_save
+
+    return {"jupyter_config": str(notebook_save.install())}
+
+
+def _cmd_authors_queue(args: argparse.Namespace) -> dict[str, Any]:
+    import dataclasses
+    import time
+
+    from marlinkit import presets
+    from marlinkit.marlin import authors_protocol
+
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    config = presets.get(args.preset, "authors_protocol")
+    if args.zero_share_rows is None:
+        limit_s = None if args.limit_hours is None else args.limit_hours * 3600
+        trained = authors_protocol.queue(config, args.preset, limit_s, log=log)
+        log(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained")
+        return {"trained": trained}
+    config = dataclasses.replace(config, scenarios=tuple(args.scenarios or config.scenarios),
+                                 plan_sources=("surrogate_llama",))
+    table = authors_protocol.zero_share_sensitivity(config, args.preset, args.zero_share_rows, log=log)
+    out = authors_protocol.sensitivity_root(args.preset, args.zero_share_rows) / "executed_vs_policy.csv"
+    table.to_csv(out, index=False, float_format="%.6g")
+    if not args.json:
+        print(table.to_string(index=False))
+    return {"written": str(out)}
+
+
+def _cmd_reference_queue(args: argparse.Namespace) -> dict[str, Any]:
+    from marlinkit import presets
+    from marlinkit.maestro import reference_queue as rq
+
+    if args.action == "timing":
+        configs = {engine: presets.ablation_config(rq.PRESET, None, **rq.timing_settings(engine, args.episodes))
+                   for engine in ("sumo", "cityflow")}
+        return rq.timing(configs)
+    cfg = presets.ablation_config(rq.PRESET, True, **rq.settings(maddpg_setting=args.maddpg_setting,
+                                                                 curriculum=args.curriculum))
+    if args.action == "run":
+        rq.work_through(cfg, tuple(args.seeds) if args.seeds else None,
+                        tuple(args.ablations) if args.ablations else None)
+    done = rq.finished(cfg)
+    return {"finished": done, "runs": len(rq.queue(cfg.seeds)), "in_progress": rq.in_progress(cfg)}
+
+
+def _add_scripts(command) -> None:
+    """The commands that write package data, the claims ledger, trained policies and the long run queues."""
+    from pathlib import Path
+
+    from marlinkit import paths
+    from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
+
+    claims = command("claims", _cmd_claims, "Write the claims ledger and its cells; with --readme, render the "
+                                            "README's claims block")
+    claims.add_argument("--out", type=Path, default=paths.FIGURES_DIR / "claims.csv",
+                        help="the ledger (default figures/claims.csv)")
+    claims.add_argument("--readme", type=Path, default=None, help="a README whose claims block is rewritten")
+    plan = command("claims-plan", _cmd_claims_plan,
+                   "Validate the claims plan and its sources; list the claims per paper")
+    plan.add_argument("--plan", type=Path, default=paths.REPO_ROOT / "docs" / "claims.toml",
+                      help="the plan (default docs/claims.toml)")
+    command("tiny-llm", _cmd_tiny_llm, "Build a tiny random-weight Llama 3.1 in OUT (for trying transformers:OUT)"
+            ).add_argument("out", type=Path, metavar="OUT", help="folder to write the model to")
+    architect = command("reference-architect", _cmd_reference_architect,
+                        "Share of the reference architect's reward programs the sandbox accepts")
+    architect.add_argument("--prompts", type=int, default=200, help="reward prompts (default 200)")
+    architect.add_argument("--seed", type=int, default=0, help="seed of the prompts' statistics (default 0)")
+    command("reward-rows", _cmd_reward_rows, "Record the reward sandbox's real-flow reward rows (SUMO)")
+    policies = command("policies", _cmd_policies, "Train and save the policies of data/policies/ (workshop scale), "
+                                                  "or with --gif play them")
+    policies.add_argument("--scenarios", nargs="+", default=list(LAYOUT_NAMES), choices=LAYOUT_NAMES, help="corridors")
+    policies.add_argument("--systems", nargs="+", default=["MARL", "MARLIN"], choices=("MARL", "MARLIN"),
+                          help="systems")
+    policies.add_argument("--root", type=Path, default=paths.DATA_DIR / "policies",
+                          help="policies folder (default data/policies)")
+    policies.add_argument("--gif", type=Path, metavar="FOLDER", help="play one episode of each saved policy and write "
+                          "it as FOLDER/policy__<scenario>__<system>.gif (no training)")
+    _add_calibrate_surrogate(command("calibrate-surrogate", _cmd_calibrate_surrogate,
+                                     "Calibrate the surrogate planner's corruption rates (writes the package data)"))
+    command("notebook-save", _cmd_notebook_save, "Make this environment's JupyterLab save tracked notebooks without "
+                                                 "outputs")
+    _add_authors_queue(command("authors-queue", _cmd_authors_queue, "Train the authors'-protocol MARLIN and MARL runs "
+                                                                    "(resumes; one run at a time)"))
+    _add_reference_queue(command("reference-queue", _cmd_reference_queue, "The reference-architect ablation at the "
+                                                                          "paper's length: run, status or timing"))
+
+
+def _add_calibrate_surrogate(sub: argparse.ArgumentParser) -> None:
+    from marlinkit.envs.corridor.layouts import LAYOUT_NAMES
+
+    sub.add_argument("--trials", type=int, default=400, help="LLM-only trials per rate tried (default 400)")
+    sub.add_argument("--seed", type=int, default=0, help="seed of the calibration trials (default 0)")
+    sub.add_argument("--kind", choices=("mean", "llama"), default="mean",
+                     help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and "
+                          "perfect share)")
+    sub.add_argument("--out", type=str, default=None, help="default: the package data file of --kind")
+    sub.add_argument("--scenarios", nargs="+", choices=LAYOUT_NAMES, default=list(LAYOUT_NAMES),
+                     help="calibrate these (default: all); the others keep their records in --out, made with the same "
+                          "trials and seed (a calibration depends on its own corridor's target alone)")
+    sub.add_argument("--rows", type=int, default=None,
+                     help="llama: rows behind a perfect-plan share of 0 (default surrogate_planner.ZERO_SHARE_ROWS)")
+
+
+def _add_authors_queue(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--preset", default="paper", help="the preset whose authors_protocol section runs (default paper)")
+    sub.add_argument("--limit-hours", type=float, default=None, help="start no new run after this many hours")
+    sub.add_argument("--zero-share-rows", type=int, default=None,
+                     help="instead: the sensitivity check of surrogate_llama's shares of 0 at this many rows "
+                          "(zero_share_sensitivity; MARLIN of --scenarios only), its table written beside its runs")
+    sub.add_argument("--scenarios", nargs="+", default=None, help="with --zero-share-rows: these corridors only")
+
+
+def _add_reference_queue(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("action", choices=("run", "status", "timing"), help="run the queue (resumable), list the finished "
+                     "runs, or time an episode on SUMO and on CityFlow")
+    sub.add_argument("--seeds", nargs="+", type=int, default=None, help="run: seeds (default: the preset's 12)")
+    sub.add_argument("--ablations", nargs="+", choices=("A2", "A0", "A8", "A7"), default=None,
+                     help="run: configurations (default: all four); two queues can split a seed, A7 after its A2")
+    sub.add_argument("--maddpg-setting", default="ue25_openblas",
+                     help="MADDPG setting (marlinkit.maestro.sweep.SETTINGS; default ue25_openblas)")
+    sub.add_argument("--curriculum", default="plain_maddpg",
+                     help="curriculum target (marlinkit.maestro.curriculum.SETTINGS; default plain_maddpg)")
+    sub.add_argument("--episodes", type=int, default=4, help="timing: episodes per engine (default 4)")
+
+
 def _add_common(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     sub.add_argument("--debug", action="store_true", help="on an error, print the full traceback too")
 
 
 def _module_runner(module_name: str) -> Callable[[argparse.Namespace], dict[str, Any]]:
-    return lambda args: importlib.import_module(module_name).run(args)
+    return lambda args: importlib.import_module(module_name).command(args)
 
 
 def _add_module_commands(subparsers, registry: dict[str, str]) -> None:
@@ -110,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets_cmd.add_argument("--check", metavar="NAME", help="exit non-zero unless NAME is a preset")
 
     _add_module_commands(commands, COMMANDS)
+    _add_scripts(command)
     bench = commands.add_parser("bench", help="speed benchmarks that print numbers",
                                 description="Speed benchmarks that print numbers (one JSON line each with --json)")
     _add_module_commands(bench.add_subparsers(dest="target", required=True), BENCHMARKS)

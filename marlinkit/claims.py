@@ -694,22 +694,10 @@ def write(table: pd.DataFrame, path: Path = LEDGER_PATH, tables: Tables | None =
     return Path(path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the ledger and its cells, and render the README's claims block (``python -m marlinkit.claims``)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m marlinkit.claims", description=main.__doc__)
-    parser.add_argument("--out", type=Path, default=LEDGER_PATH, help="the ledger (default figures/claims.csv)")
-    parser.add_argument("--readme", type=Path, default=None, help="a README whose claims block is rewritten")
-    args = parser.parse_args(argv)
+def write_all(out: Path = LEDGER_PATH, readme: Path | None = None) -> pd.DataFrame:
+    """Compute the ledger, write it and its cells to ``out``, and render the claims block into ``readme`` (if given)."""
     tables = compute()
-    table = tables.ledger
-    write(table, args.out, tables)
-    if args.readme:
-        args.readme.write_text(render_into(args.readme.read_text(encoding="utf-8"), table), encoding="utf-8")
-    print(f"{len(table)} rows, {table.claim_id.nunique()} claims: {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    write(tables.ledger, out, tables)
+    if readme:
+        readme.write_text(render_into(readme.read_text(encoding="utf-8"), tables.ledger), encoding="utf-8")
+    return tables.ledger

@@ -16,12 +16,11 @@ This module loads it into frozen dataclasses and refuses a malformed plan, namin
 :func:`check_sources` checks that every committed source exists and has the columns the plan names;
 :func:`uncovered` lists the ledger's claims no plan entry covers. The verdicts themselves are computed elsewhere.
 
-Usage: ``python -m marlinkit.claims_plan`` (validates the plan and its sources, prints the claims per paper).
+Usage: ``python -m marlinkit claims-plan`` (validates the plan and its sources, prints the claims per paper).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import gzip
 import io
@@ -605,26 +604,19 @@ def markdown(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m marlinkit.claims_plan", description=__doc__.split("\n")[0])
-    parser.add_argument("--plan", type=Path, default=PLAN_PATH, help="the plan (default docs/claims.toml)")
-    args = parser.parse_args(argv)
+def check(plan_path: Path = PLAN_PATH) -> tuple[list[str], list[str]]:
+    """The claims per paper with their test and family (lines to print), and the problems found: a plan that does not
+    load, a committed source it does not cover, a ledger claim without a plan entry."""
     try:
-        plan = load(args.plan)
+        plan = load(plan_path)
     except PlanError as error:
-        print(error)
-        return 1
+        return [], [str(error)]
     problems = check_sources(plan) + [f"ledger claim without a plan entry: {text!r}"
                                       for text in uncovered(plan, ledger_claims())]
+    lines = []
     for paper in PAPERS:
         claims = [c for c in plan.claims if c.paper == paper]
         untestable = sum(c.kind == "not-testable" for c in claims)
-        print(f"{paper}: {len(claims)} claims ({untestable} not testable here)")
-        for c in claims:
-            print(f"  {c.id}: {c.test}, family {c.family}")
-    print("\n".join(problems) if problems else "plan valid; every committed source and ledger claim covered")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        lines.append(f"{paper}: {len(claims)} claims ({untestable} not testable here)")
+        lines.extend(f"  {c.id}: {c.test}, family {c.family}" for c in claims)
+    return lines, problems

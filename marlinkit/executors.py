@@ -33,9 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, get_args
 
-EXECUTORS = ("local", "ray")
+#: Where jobs run: local processes, or Ray (the optional extra; the same numbers).
+Executor = Literal["local", "ray"]
+EXECUTORS = get_args(Executor)
 
 OnResult = Callable[[int, Any], None]
 

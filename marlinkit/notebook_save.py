@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 #: The Jupyter server configuration that enables this extension (``jupyter_server_config.d/marlinkit.json``).
-EXTENSION = "marlinkit.notebook_save"  # this module's name, also when it runs as `python -m` (then __name__ is __main__)
+EXTENSION = "marlinkit.notebook_save"  # this module's name
 SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}
 #: The metadata keys the nbstripout command strips by default (its ``extra_keys``), as the git filter runs it.
 NBSTRIPOUT_EXTRA_KEYS = ("metadata.signature", "metadata.widgets", "cell.metadata.collapsed",
@@ -91,7 +91,3 @@ def install(prefix: str | Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(SERVER_CONFIG, indent=2) + "\n", encoding="utf-8")
     return target
-
-
-if __name__ == "__main__":  # `python -m marlinkit.notebook_save`: what `make setup` runs
-    print(f"JupyterLab saves tracked notebooks without outputs: {install()}")

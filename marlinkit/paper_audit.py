@@ -25,6 +25,7 @@ from scipy import stats as scipy_stats
 
 from marlinkit import paper_values as pv
 from marlinkit import stats
+from marlinkit.config_fields import label, required_preset
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
 
@@ -41,6 +42,8 @@ class Config:
     """Seed of the bootstrap resampling."""
     rounding_samples: int = 2000
     """Random points inside each input's rounding box, beside its corners (``maestro_checks``, ``maestro_variants``)."""
+    preset: str | None = label()
+    """The preset named on the outputs' footer (a label)."""
 
     def __post_init__(self):
         if self.bootstrap_resamples < 100 or self.rounding_samples < 0:
@@ -306,10 +309,11 @@ def marlin_granularity() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(config: Config, preset: str) -> Result:
+def run(cfg: Config) -> Result:
     """Every check of the section: tables ``maestro_checks``, ``maestro_disagreements`` (the checks that do not
     agree), ``maestro_variants``, ``maestro_bootstrap`` and ``marlin_granularity``; numbers transcribed from the
     papers, no runs and no files."""
+    config, preset = cfg, required_preset(cfg)
     checks = maestro_checks(samples=config.rounding_samples, seed=0)
     tables = {"maestro_checks": checks, "maestro_disagreements": checks[~checks.agrees].drop(columns="agrees"),
               "maestro_variants": maestro_variants(samples=config.rounding_samples, seed=0),

@@ -175,9 +175,15 @@ def get(preset: str, section: str, **overrides: Any):
             values[key] = os.environ[variable]
     given = {k: v for k, v in overrides.items() if v is not None}
     values.update(given)
+    if "preset" in known:  # a label: names the results folder, never a run's key
+        values.setdefault("preset", preset)
     named = values.get("negotiation") if "negotiation" in known else None  # a grid negotiating by another preset's protocol
     if isinstance(named, str) and named not in PRESET_NAMES:
         raise ParameterError("NEGOTIATION", named, f"negotiation names a preset: one of {', '.join(PRESET_NAMES)}")
+    if "llm_only" in known and values.get("llm_only") is None:  # the grid's negotiation protocol, by preset
+        values["llm_only"] = get(named if isinstance(named, str) else preset, "llm_only")
+    if "training" in known and values.get("training") is None:  # the Fig. 3 grid a section stands beside
+        values["training"] = get(preset, "fig3_training")
     try:
         return cls(**values)
     except ParameterError:

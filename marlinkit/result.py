@@ -1,8 +1,9 @@
-"""The one face every experiment shows: ``run(config, preset) -> Result``.
+"""The one face every experiment shows: ``run(cfg) -> Result``.
 
 Each experiment module (``marlinkit.marlin.fig3_training``, ``marlinkit.maestro.ablation``, ...) takes its section's
-frozen ``Config`` and returns a :class:`Result` (or a subclass that adds typed fields of its own, such as the
-ablation's calibration). Whatever the experiment, a reader finds the same four things on it:
+frozen ``Config`` (everything the run depends on, nested sections included; its ``preset`` label names the results
+folder and the outputs, and is not part of any run's key: :data:`marlinkit.config_fields.LABEL`) and returns a
+:class:`Result` (or a subclass that adds typed fields of its own, such as the ablation's calibration). Whatever the experiment, a reader finds the same four things on it:
 
 - ``tables``: its numbers, as named DataFrames (one row per episode, trial, evaluation or run);
 - ``paths``: the result files it wrote or read back (tables, sidecars, transcripts, generation logs);

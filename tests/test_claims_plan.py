@@ -164,14 +164,16 @@ def test_a_missing_source_or_column_is_reported(data):
 
 
 def test_the_command_line_validates_the_plan(tmp_path, capsys):
-    assert claims_plan.main([]) == 0
+    from marlinkit.__main__ import main
+
+    assert main(["claims-plan"]) == 0
     assert "plan valid" in capsys.readouterr().out
     text = claims_plan.PLAN_PATH.read_text(encoding="utf-8")
     start = text.index('id = "marlin-ahead-at-100"')
     head, tail = text[:start], text[start:].replace('test = "paired-t"', 'test = "wilcoxon-signed-rank"', 1)
     bad = tmp_path / "claims.toml"
     bad.write_text(head + tail, encoding="utf-8")
-    assert claims_plan.main(["--plan", str(bad)]) == 1
+    assert main(["claims-plan", "--plan", str(bad)]) == 1
     assert "cannot go below p = 0.0312" in capsys.readouterr().out
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from marlinkit import executors, presets
-from marlinkit.maestro import ablation as maestro
+from marlinkit.maestro import ablation
 from marlinkit.marlin import grid
 
 # Smoke-sized grid: one scenario, MARL + MARLIN + LLM-only, 3 episodes of 2 copies.
@@ -150,10 +150,9 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
 
 @pytest.mark.slow
 def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
-    local = maestro.run(presets.ablation_config("smoke", executor="local", **MAESTRO_GRID), "smoke", root=tmp_path / "local",
-                        progress=False)
-    on_ray = maestro.run(presets.ablation_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
-                         progress=False)
+    grid = dict(MAESTRO_GRID, progress=False)
+    local = ablation.run(presets.ablation_config("smoke", executor="local", **grid, root=tmp_path / "local"))
+    on_ray = ablation.run(presets.ablation_config("smoke", executor="ray", **grid, root=tmp_path / "ray"))
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
     assert sorted(local_files) == sorted(ray_files) == ["A7__seed200.actor.pt", "A7__seed200.csv",
                                                         "A7__seed200.generations.jsonl",
@@ -166,8 +165,7 @@ def test_maestro_ablation_on_ray_writes_the_same_files_as_local_processes_and_re
 
     # Resume through Ray: nothing is recomputed, nothing rewritten.
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
-    again = maestro.run(presets.ablation_config("smoke", executor="ray", **MAESTRO_GRID), "smoke", root=tmp_path / "ray",
-                        progress=False)
+    again = ablation.run(presets.ablation_config("smoke", executor="ray", **grid, root=tmp_path / "ray"))
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()} == stamps
     pd.testing.assert_frame_equal(again.episodes, on_ray.episodes)
 

@@ -210,3 +210,11 @@ def test_nothing_imports_a_notebook():
     assert not [module for module, targets in MODULES.items() if any(t.startswith("notebooks") for t in targets)]
     sources = {path: path.read_text() for path in PACKAGE.rglob("*.py")}
     assert not [path for path, text in sources.items() if "import_notebook" in text or "nbimporter" in text]
+
+
+def test_the_command_line_is_the_one_program_besides_the_sandbox_worker():
+    """Every command is a subcommand of ``python -m marlinkit``; the reward sandbox's worker is started as a program of
+    its own (a fresh interpreter that runs one reward function)."""
+    programs = sorted(module_name(path) for path in PACKAGE.rglob("*.py")
+                      if any(is_main_block(node) for node in ast.parse(path.read_text(), str(path)).body))
+    assert programs == ["marlinkit.__main__", "marlinkit.maestro.sandbox.worker"]

@@ -1,7 +1,8 @@
-"""Every experiment shows one face: ``run(config, preset) -> Result`` (marlinkit.result)."""
+"""Every experiment shows one face: ``run(cfg) -> Result`` (marlinkit.result)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from pathlib import Path
@@ -9,23 +10,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from marlinkit import paper_audit, plots, presets
+from marlinkit import config_fields, paper_audit, plots, presets
 from marlinkit.marlin import fig1_scenarios
 from marlinkit.result import Result
 
-#: The workshop's two teaching steps are its entry points (notebooks 02 and 04), each returning a Result.
-ENTRY_POINTS = {"workshop": ("run_training", "run_comparison")}
 
 
 @pytest.mark.parametrize("section", sorted(presets.experiments()))
 def test_every_experiment_takes_its_config_and_returns_a_result(section):
+    """``run(cfg) -> Result``: one required argument, the section's ``Config``, whose ``preset`` label names the results
+    folder and the outputs."""
     module = presets.experiments()[section]
-    for name in ENTRY_POINTS.get(section, ("run",)):
-        function = getattr(module, name)
-        parameters = list(inspect.signature(function).parameters)
-        assert parameters[:1] in (["config"], ["section"]) and "preset" in parameters[:3], (section, name, parameters)
-        returned = typing.get_type_hints(function)["return"]
-        assert inspect.isclass(returned) and issubclass(returned, Result), (section, name, returned)
+    assert list(inspect.signature(module.run).parameters) == ["cfg"], section
+    assert config_fields.is_label({f.name: f for f in dataclasses.fields(module.Config)}["preset"]), section
+    returned = typing.get_type_hints(module.run)["return"]
+    assert inspect.isclass(returned) and issubclass(returned, Result), (section, returned)
 
 
 def test_a_result_holds_dataframes_sorted_files_and_a_provenance():
@@ -47,12 +46,12 @@ def test_a_result_holds_dataframes_sorted_files_and_a_provenance():
 
 
 def test_the_layouts_and_the_paper_audit_run_as_results():
-    layouts = fig1_scenarios.run(presets.get("smoke", "fig1_scenarios"), "smoke")
+    layouts = fig1_scenarios.run(presets.get("smoke", "fig1_scenarios"))
     table = layouts.table("layouts")
     assert list(table.scenario) == list(presets.get("smoke", "fig1_scenarios").scenarios)
     assert (table.free_cells > 0).all() and table.cells.str.contains("#").all()
     assert fig1_scenarios.ascii_layouts(layouts).startswith(table.title.iloc[0] + "\n")
-    audit = paper_audit.run(presets.get("smoke", "paper_audit", bootstrap_resamples=200, rounding_samples=10), "smoke")
+    audit = paper_audit.run(presets.get("smoke", "paper_audit", bootstrap_resamples=200, rounding_samples=10))
     checks, disagreements = audit.table("maestro_checks"), audit.table("maestro_disagreements")
     assert len(disagreements) == int((~checks.agrees).sum()) > 0 and audit.paths == ()
     assert audit.provenance.source == "numbers transcribed from the papers; no runs"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pandas as pd
 import pytest
 
+from marlinkit import config_fields, paths, presets
 from marlinkit.repro.keys import config_hash
 from marlinkit.runs import ResultStore
 
@@ -69,3 +73,87 @@ def test_a_large_table_is_written_compressed_with_stable_bytes_and_read_back_che
         store.load("big")
     store.save("big", table.head(3), {"seed": 0})  # small again: plain CSV, the old compressed file gone
     assert store.table_path("big").name == "big.csv" and not (tmp_path / "big.csv.gz").exists()
+
+
+# Labels: the fields that name or place a run's outputs (``config_fields.LABEL``) are not part of its key.
+
+RESULTS = paths.DATA_DIR / "results"
+
+
+def test_a_label_is_left_out_of_the_key_and_of_equality_at_every_level():
+    from marlinkit.marlin import fig3_training, llm_trials
+
+    cfg = presets.get("smoke", "fig3_training", plan_source="llm")
+    assert cfg.preset == "smoke" and cfg.llm_only.preset == "smoke"
+    relabelled = dataclasses.replace(cfg, preset="paper", progress=False,
+                                     llm_only=dataclasses.replace(cfg.llm_only, preset="quick", progress=False))
+    assert relabelled == cfg and config_fields.key_fields(relabelled) == config_fields.key_fields(cfg)
+    assert "preset" not in config_fields.key_fields(cfg) and "preset" not in config_fields.key_fields(cfg)["llm_only"]
+    values = {f.name: getattr(cfg.llm_only, f.name) for f in dataclasses.fields(llm_trials.Trials)}
+    assert config_fields.key_fields(cfg.llm_only) == dataclasses.asdict(llm_trials.Trials(**values))  # as before labels
+    assert [f.name for f in dataclasses.fields(fig3_training.Config) if config_fields.is_label(f)] == ["preset", "progress"]
+
+
+def test_a_config_without_its_preset_is_refused_by_name():
+    from marlinkit.marlin import fig1_scenarios
+
+    with pytest.raises(ValueError, match="fig1_scenarios.Config.preset is not set"):
+        fig1_scenarios.run(fig1_scenarios.Config())
+
+
+def _sidecar(path):
+    return json.loads(path.read_text())
+
+
+def test_committed_traffic_baselines_are_found_by_todays_labelled_config():
+    from marlinkit.maestro import traffic_baselines
+
+    for name in ("traffic_baselines", "traffic_difficulty"):
+        sidecar = _sidecar(RESULTS / "maestro" / "paper" / f"{name}.json")
+        engines = sidecar["engines"]
+        for preset in ("paper", "a label only"):
+            cfg = dataclasses.replace(presets.get("paper", "traffic_baselines"), preset=preset)
+            key = {**config_fields.key_fields(cfg), "engines": engines, "difficulty_engines": engines}
+            assert isinstance(cfg, traffic_baselines.Config) and json.loads(json.dumps(key)) == sidecar["config"]
+            assert config_hash(key) == sidecar["config_hash"], name
+
+
+@pytest.mark.parametrize("name", ["single_slot__marl__seed0", "maze_like__marl__seed1", "two_path__marlin__seed2"])
+def test_committed_marlin_runs_are_found_by_todays_labelled_fig3_config(name):
+    from marlinkit.marlin import fig3_training, grid
+
+    sidecar = _sidecar(RESULTS / "marlin" / "paper" / f"{name}.json")
+    recorded = sidecar["config"]
+    for preset in ("paper", "a label only"):
+        cfg = dataclasses.replace(presets.get("paper", "fig3_training", plan_source="exact"), preset=preset)
+        config, source, _ = fig3_training.settings(cfg)
+        source_name = (source or grid.ExactJointPlanner()).name
+        key = grid.job_config(recorded["scenario"], recorded["system"], recorded["seed"], config, source_name)
+        assert config_hash(key) == sidecar["config_hash"], name
+
+
+@pytest.mark.parametrize("name", ["A2__seed200", "A7__seed300", "A8__seed400"])
+def test_committed_maestro_runs_are_found_by_todays_labelled_ablation_config(name, tmp_path):
+    from marlinkit.maestro import ablation, curriculum_env
+
+    sidecar = _sidecar(RESULTS / "maestro" / "paper" / f"{name}.json")
+    recorded = sidecar["config"]
+    calibration = curriculum_env.Calibration(**recorded["calibration"])
+    for labels in ({}, {"root": tmp_path, "progress": False}):
+        cfg = presets.ablation_config("paper", **labels)
+        assert cfg.preset == "paper"
+        key = ablation.run_config(cfg, recorded["ablation"], recorded["seed"], calibration)
+        assert config_hash(key) == sidecar["config_hash"], name
+
+
+@pytest.mark.parametrize("section, field, value", [("fig3_training", "trainer", "parallel"),
+                                                    ("fig3_training", "plan_source", "gpt"),
+                                                    ("fig5_hardware", "protocol", "rllib"),
+                                                    ("ablation", "engine", "vissim"),
+                                                    ("ablation", "eval_policy", "mean")])
+def test_a_switch_outside_its_literal_choices_is_refused_when_the_config_is_built(section, field, value):
+    config = presets.get("smoke", section)
+    allowed = config_fields.literal_choices(config, {f.name: f for f in dataclasses.fields(config)}[field])
+    assert getattr(config, field) in allowed and isinstance(getattr(config, field), str)  # the plain strings the keys hold
+    with pytest.raises(ValueError, match=f"unknown {field} '{value}': {field} must be one of"):
+        dataclasses.replace(config, **{field: value})

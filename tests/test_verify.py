@@ -118,12 +118,12 @@ def test_the_command_compares_a_scratch_folder_and_exits_non_zero_on_a_differenc
     write_outputs(scratch / "figures", scores=SCORES.assign(p_value=[0.18, 0.3]))
     args = argparse.Namespace(preset="quick", reference=reference, scratch=scratch, compare_only=True,
                               images_informational=False)
-    result = verify_command.run(args)
+    result = verify_command.command(args)
     assert result["exit_code"] == 1 and "marlin/table1_ttests.csv" in result["differing"]
     assert "column 'p_value': '0.0022' -> '0.18'" in capsys.readouterr().out
     shutil.rmtree(scratch / "figures")
     write_outputs(scratch / "figures")
-    assert verify_command.run(args)["exit_code"] == 0
+    assert verify_command.command(args)["exit_code"] == 0
 
 
 def test_the_paper_presets_folder_and_ledger_inside_figures_are_not_part_of_the_quick_comparison(folders):
@@ -151,8 +151,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     from marlinkit.maestro import ablation
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1), "smoke",
-                 progress=False)  # the "committed" run
+    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False))  # committed
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
     checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch, verify_command.HOOKS))
@@ -173,7 +172,7 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "differs"
     log[0]["reply"] = log[0]["reply"] + " "
     (reference / "A2__seed200.generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
-    result = verify_command.run(argparse.Namespace(preset="smoke", reference=None, scratch=scratch,
+    result = verify_command.command(argparse.Namespace(preset="smoke", reference=None, scratch=scratch,
                                                    compare_only=False, maestro_run="A2:200",
                                                    images_informational=False))
     assert result["exit_code"] == 1 and result["live_llm_calls"] == 0

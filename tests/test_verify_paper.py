@@ -77,7 +77,7 @@ def _verify(root: Path, tmp_path: Path, capsys, episodes: int) -> tuple[dict, st
     args = parser.parse_args(["--preset", "paper", "--runs-root", str(root), "--sweep-root", str(tmp_path / "no-sweep"),
                               "--episodes", str(episodes), "--workers", "1", "--seed-choice", "0",
                               "--scratch", str(tmp_path / "scratch")])
-    out = verify.run(args)
+    out = verify.command(args)
     return out, capsys.readouterr().out
 
 

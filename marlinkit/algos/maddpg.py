@@ -35,7 +35,8 @@ from marlinkit.algos import portable_math
 from marlinkit.algos.maddpg_ops import (SeededStreams, clip_grad_norm_per_agent, critic_target, gumbel_softmax,
                                         sample_gumbel, seed_everything, soft_update, substitute_own_action)
 from marlinkit.algos.replay_buffer import ReplayBuffer
-from marlinkit.algos.products import PRODUCTS
+from marlinkit.algos.products import Products
+from marlinkit.config_fields import check_choices
 from marlinkit.algos.stacked_mlp import Mode, StackedMLP
 
 
@@ -80,7 +81,7 @@ class MADDPGConfig:
     """Weight of the squared-logit penalty in the actor loss (Lowe et al.'s code: 1e-3)."""
     eval_every: int = 2
     """Training episodes between deterministic evaluations (MAESTRO §5.3: every 2)."""
-    products: str = "torch"
+    products: Products = "torch"
     """Where the batched update's matrix products run (our choice; :data:`~marlinkit.algos.products.PRODUCTS`):
     "torch" (MKL's pinned branch: every committed run) or "openblas" (NumPy's pinned OpenBLAS: faster, other bits).
     Not part of a run's key while it is "torch" (:meth:`key`)."""
@@ -103,10 +104,7 @@ class MADDPGConfig:
             raise ValueError(f"need 0 <= gamma <= 1 and 0 < tau <= 1, got {self.gamma}, {self.tau}")
         if self.batch_size > self.buffer_size or self.learning_starts < 0:
             raise ValueError("need batch_size <= buffer_size and learning_starts >= 0")
-        if self.products not in PRODUCTS:
-            raise ValueError(f"MADDPGConfig.products must be one of {PRODUCTS}, got {self.products!r}")
-        if self.sharing not in SHARING:
-            raise ValueError(f"MADDPGConfig.sharing must be one of {SHARING}, got {self.sharing!r}")
+        check_choices(self)
         if not (isinstance(self.decision_s, int) and self.decision_s >= 1):
             raise ValueError(f"MADDPGConfig.decision_s must be an int >= 1, got {self.decision_s!r}")
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from marlinkit.algos import mappo_fast
 from marlinkit.algos.gae import compute_gae, separate_generated_steps
 from marlinkit.algos.mappo_rollouts import (CRITIC_SIZE, OBS_SIZE, EpisodeCallback, Generator, RunSpec, critic_inputs,
                                             evaluation_uniforms, rollouts, sample_actions)
+from marlinkit.config_fields import check_choices
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 
@@ -88,6 +89,18 @@ def adapt_kl_coeff(coeff: float, kl: float, target: float) -> float:
     return coeff
 
 
+#: ``MAPPOConfig.init``: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
+Init = Literal["orthogonal", "torch"]
+#: ``MAPPOConfig.generated_steps``: the paper's (generator-chosen steps are ordinary data) or kept apart.
+GeneratedSteps = Literal["learn", "separate"]
+#: ``MAPPOConfig.gradients``: the closed-form fast path (mappo_fast.py) or ``loss.backward()``.
+Gradients = Literal["closed_form", "autograd"]
+#: ``MAPPOConfig.precision``.
+Precision = Literal["float32", "float64"]
+INITS, GENERATED_STEPS = get_args(Init), get_args(GeneratedSteps)
+GRADIENTS, PRECISIONS = get_args(Gradients), get_args(Precision)
+
+
 @dataclass(frozen=True)
 class MAPPOConfig:
     """MAPPO hyperparameters; defaults are the authors' RLlib settings."""
@@ -124,24 +137,24 @@ class MAPPOConfig:
     """Units in each of the actor's two tanh layers (paper: 256)."""
     critic_hidden: int = 16
     """Units in the critic's tanh layer (paper: 16)."""
-    init: str = "orthogonal"
+    init: Init = "orthogonal"
     """Weight initialisation (``INITS``): "orthogonal", CleanRL's (gain sqrt 2 in the hidden layers, 0.01 in the
     policy head, 1 in the value head, zero biases); "torch", ``nn.Linear``'s own (Kaiming-uniform weights and
     biases), which RLlib 2.60's default model keeps when no ``fcnet_kernel_initializer`` is set. The paper does
     not name its RLlib version or initialiser."""
-    generated_steps: str = "learn"
+    generated_steps: GeneratedSteps = "learn"
     """Steps whose joint action a generator chose instead of the policy (MARLIN's plan steps, Algorithm 1).
     "learn", the paper's: they are ordinary rows of the batch (actor and critic learn from them, and their
     rewards flow back into the returns of the policy's own steps before them). "separate": no policy gradient
     and no value-loss gradient from them (their advantage is set to the batch's mean, 0 after standardisation;
     their value target is their own value), and the GAE trace of the policy's own steps stops where such a
     segment starts (the last step before it bootstraps from V there)."""
-    gradients: str = "closed_form"
+    gradients: Gradients = "closed_form"
     """How each minibatch's gradients of ``ppo_loss`` are computed (``GRADIENTS``): "autograd", ``loss.backward()``;
     or "closed_form", the fast path of :mod:`marlinkit.algos.mappo_fast` (closed-form loss gradients, written-out
     backward passes; the default: ``bench mappo`` measures it more than 1.5x faster like for like, and the committed
     runs were made by it). The same numbers to float rounding, not in bits."""
-    precision: str = "float32"
+    precision: Precision = "float32"
     """Floating-point type of the networks, the optimiser and the update's rows (``PRECISIONS``): "float32", every
     run's; "float64" for checks that need rounding far below float32's (the closed form against autograd over a
     training prefix)."""
@@ -155,14 +168,7 @@ class MAPPOConfig:
     than ``DISTINCT_CAPACITY`` distinct observations (a batch spanning a layout change) uses the per-row pass."""
 
     def __post_init__(self):
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.generated_steps not in GENERATED_STEPS:
-            raise ValueError(f"generated_steps must be one of {GENERATED_STEPS}, got {self.generated_steps!r}")
-        if self.gradients not in GRADIENTS:
-            raise ValueError(f"gradients must be one of {GRADIENTS}, got {self.gradients!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        check_choices(self)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -170,14 +176,6 @@ class MAPPOConfig:
         return getattr(torch, self.precision)
 
 
-#: ``MAPPOConfig.init`` values: CleanRL's orthogonal initialisation, or torch's (RLlib 2.60's default).
-INITS = ("orthogonal", "torch")
-#: ``MAPPOConfig.generated_steps`` values: the paper's (generator-chosen steps are ordinary data) or kept apart.
-GENERATED_STEPS = ("learn", "separate")
-#: ``MAPPOConfig.gradients`` values: the closed-form fast path (mappo_fast.py) or ``loss.backward()``.
-GRADIENTS = ("closed_form", "autograd")
-#: ``MAPPOConfig.precision`` values.
-PRECISIONS = ("float32", "float64")
 
 
 class Minibatch(NamedTuple):

@@ -15,13 +15,16 @@ Two products carry autograd here, each with its forward and backward products ro
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 #: Where products run: ``"torch"`` (MKL, pinned branch) or ``"openblas"`` (NumPy's OpenBLAS, pinned kernels).
-PRODUCTS = ("torch", "openblas")
+Products = Literal["torch", "openblas"]
+PRODUCTS = get_args(Products)
 
 
 def check(products: str) -> str:

@@ -18,7 +18,7 @@ its own batch, on both product routes. Every GFLOP/s stands beside the GEMM peak
 it runs on can do.
 
 Part 2 (``--episodes`` > 0): one real MAESTRO run (A7, the full system: LLM curriculum and LLM
-reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``maestro.ablation.run``
+reward) of ``--episodes`` episodes under ``--preset``'s settings, through ``ablation.ablation.run``
 into a temporary folder; its per-episode timing columns are split into simulation / MADDPG
 training / LLM curriculum calls / LLM reward calls by ``report.cost_breakdown`` (Table 5's
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
@@ -91,10 +91,10 @@ def shared5_timing(obs_dim: int, updates: int, seed: int) -> dict[str, Any]:
 
 def paper_updates_per_run() -> int:
     """MADDPG updates in one run of the ``paper`` preset (steps 1100, 1200, ..., 72000 at its defaults)."""
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
     paper = presets.ablation_config("paper")
-    mcfg = maestro.maddpg_config(paper, paper.seeds[0])
+    mcfg = ablation.maddpg_config(paper, paper.seeds[0])
     first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
     return len(range(-(-first // mcfg.update_every) * mcfg.update_every, paper.episodes * paper.episode_seconds + 1,
                      mcfg.update_every))
@@ -104,14 +104,14 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     """Time one A7 run of ``episodes`` episodes; per-episode components and the ``paper`` projection."""
     import tempfile
 
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
     from marlinkit.maestro import report
 
     settings = {"ablations": ["A7"], "seeds": [seed], "episodes": episodes, "llm": llm,
                 "record": False, "workers": 1, "checkpoint_every": 0}
     cfg = presets.ablation_config(preset, **settings, final_window=presets.ablation_config(preset).eval_every)
     with tempfile.TemporaryDirectory(prefix="bench_maddpg_") as root:
-        results = maestro.run(cfg, preset, root=root, progress=False)
+        results = ablation.run(dataclasses.replace(cfg, root=root, progress=False))
     df = results.episodes
     table = report.cost_breakdown(results).set_index("Component")
     split = {name: float(table.loc[name, "Total (s, all runs)"]) / episodes for name in table.index
@@ -128,13 +128,13 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
     updates = paper_updates_per_run()
     same_shape = cfg.episode_seconds == paper.episode_seconds and cfg.maddpg == paper.maddpg
     runs = len(paper.ablations) * len(paper.seeds)
-    shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / len(paper.ablations)  # A7's share
+    shaped = sum(ablation.ABLATIONS[a].llm_reward for a in paper.ablations) / len(paper.ablations)  # A7's share
     other = split["simulation"] + split["LLM curriculum calls"] + shaped * split["LLM reward calls"]
     run_s = None if per_update is None else paper.episodes * (other + acting) + updates * per_update
     return {"episode_preset": preset, "episode_llm": results.llm, "episode_seconds": cfg.episode_seconds,
             "episodes_timed": episodes, "episode_updates": df["updates"].tolist(),
             "episode_split_s": split, "episode_total_s": sum(split.values()),
-            "episode_columns_mean_s": {c: float(df[c].mean()) for c in maestro.TIMING_COLUMNS},
+            "episode_columns_mean_s": {c: float(df[c].mean()) for c in ablation.TIMING_COLUMNS},
             "llm_model_latency_per_call_s": {k: (None if v == "—" else float(v)) for k, v in latency.items()},
             "maddpg_acting_s_per_episode": acting, "maddpg_s_per_update": per_update,
             "paper_updates_per_run": updates,
@@ -152,12 +152,12 @@ def _traffic_env(seconds: int):
 
 def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
     """Wall time of ``episodes`` training episodes of ``seeds`` stacked seeds and of the first seed alone."""
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
     from marlinkit.algos.maddpg_seeds import SubprocessEnv, train_seeds
 
     paper = presets.ablation_config("paper")
     stack = tuple(paper.seeds[k] if k < len(paper.seeds) else 1000 + k for k in range(seeds))
-    config = maestro.maddpg_config(paper, stack[0])
+    config = ablation.maddpg_config(paper, stack[0])
     out: dict[str, Any] = {"batch_seeds": list(stack), "batch_episodes": episodes, "batch_episode_seconds": seconds}
     for name, group in (("batched", stack), ("alone", stack[:1])):
         envs = [SubprocessEnv(_traffic_env, seconds) for _ in group]
@@ -178,10 +178,10 @@ def batched_vs_alone(seeds: int, episodes: int, seconds: int) -> dict[str, Any]:
 def trained_configs(following: bool) -> int:
     """Configurations of the paper ablation that train MADDPG: all, or (``following``) those that follow no other
     (A7 follows A2 while no generated reward is accepted, :func:`marlinkit.maestro.ablation.leader_of`)."""
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
     ablations = presets.ablation_config("paper").ablations
-    return sum(not (following and maestro.leader_of(a) in ablations) for a in ablations)
+    return sum(not (following and ablation.leader_of(a) in ablations) for a in ablations)
 
 
 def _floor_terms(seeds_per_config: int, following: bool = False) -> tuple[int, int, int]:
@@ -209,11 +209,11 @@ def updates_floor_note(seeds_per_config: int = 12) -> str:
 
 def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_config: int = 12) -> dict[str, Any]:
     """Hours of the 3 x ``seeds_per_config`` ablation at paper length, alone and stacked, LLM time as replayed."""
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
     paper = presets.ablation_config("paper")
     configs, episodes, stacked = len(paper.ablations), paper.episodes, len(batch["batch_seeds"])
-    shaped = sum(maestro.ABLATIONS[a].llm_reward for a in paper.ablations) / configs
+    shaped = sum(ablation.ABLATIONS[a].llm_reward for a in paper.ablations) / configs
     llm = split["LLM curriculum calls"] + shaped * split["LLM reward calls"]  # per seed-episode, replayed
     alone = configs * seeds_per_config * episodes * (batch["alone_s_per_seed_episode"] + llm) / paper.workers
     processes = configs * math.ceil(seeds_per_config / stacked)
@@ -230,7 +230,7 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
                                        "replayed in part 2; measured on a loaded shared machine")}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 

@@ -38,7 +38,7 @@ class _Counting:
         return plan
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from marlinkit import presets

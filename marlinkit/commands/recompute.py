@@ -34,7 +34,7 @@ def plan_source(plan_source: str | None, record: bool = False):
     or an LLM negotiation by one of the presets' ``llm_only`` protocols (strict replay)."""
     from marlinkit import presets
     from marlinkit.algos.joint_planner import ExactJointPlanner
-    from marlinkit.marlin import llm_only
+    from marlinkit.marlin import llm_trials
     from marlinkit.marlin.surrogate_planner import (LLAMA_EARLIER, CalibratedSurrogatePlanner, LlamaSurrogatePlanner,
                                                     llama_shares)
 
@@ -53,7 +53,7 @@ def plan_source(plan_source: str | None, record: bool = False):
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:
-            source = llm_only.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training", record=record)
+            source = llm_trials.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training", record=record)
             if source.name == plan_source:
                 return source
     raise ValueError(f"no plan source of today's code is named {plan_source!r}")
@@ -211,18 +211,18 @@ def recompute_maestro_run(preset: str, run: str, scratch: Path) -> tuple[Path, s
     import shutil
 
     from marlinkit import presets
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
     name, _, seed = run.partition(":")
-    if name not in maestro.ABLATIONS or not seed.isdigit():
-        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(maestro.ABLATIONS)}), "
+    if name not in ablation.ABLATIONS or not seed.isdigit():
+        raise ValueError(f"--maestro-run takes ABLATION:SEED such as A2:200 (ablations {sorted(ablation.ABLATIONS)}), "
                          f"got {run!r}")
     cfg = presets.ablation_config(preset, record=False)
-    reference = maestro.results_root(preset, cfg)
-    stem = maestro.run_name(name, f"seed{seed}")
+    reference = ablation.results_root(preset, cfg)
+    stem = ablation.run_name(name, f"seed{seed}")
     if not (reference / f"{stem}.json").exists():
         raise FileNotFoundError(f"no committed run {stem} in {reference} to verify against")
     shutil.rmtree(scratch, ignore_errors=True)
-    maestro.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1), preset,
-                root=scratch)
-    return reference, stem, tuple(maestro.TIMING_COLUMNS)
+    ablation.run(presets.ablation_config(preset, record=False, seeds=[int(seed)], ablations=[name], workers=1,
+                                         root=scratch))
+    return reference, stem, tuple(ablation.TIMING_COLUMNS)

@@ -24,6 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify.add_arguments(parser, HOOKS.default_preset)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     """Recompute (unless ``--compare-only``), compare, print the summary; ``exit_code`` 1 on any difference."""
-    return verify.run(args, HOOKS)
+    return verify.verify(args, HOOKS)

@@ -40,10 +40,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
+from marlinkit.config_fields import check_choices
 from marlinkit.maestro import curriculum
 from marlinkit.envs.traffic.context import (
     D_MAX,
@@ -56,7 +57,8 @@ from marlinkit.maestro import sandbox
 from marlinkit.llm.base import ChatBackend, GenerationSettings, LLMError
 
 _log = logging.getLogger(__name__)
-MODES = ("llm_adaptive", "llm")
+CurriculumMode = Literal["llm_adaptive", "llm"]
+MODES = get_args(CurriculumMode)
 #: Fields of a context the runner owns (episode length, sampling seed): not asked of the LLM.
 RUNNER_FIELDS = ("duration_s", "seed")
 #: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
@@ -74,7 +76,7 @@ REWARD_GOAL = ("Train 16 cooperating traffic-signal agents on the Hangzhou 4x4 g
 class ArchitectConfig:
     """Prompting and validation settings of both generators (one place)."""
 
-    mode: str = "llm_adaptive"  # curriculum mode: "llm_adaptive" (A2, A7) or "llm" (A8)
+    mode: CurriculumMode = "llm_adaptive"  # curriculum mode: "llm_adaptive" (A2, A7) or "llm" (A8)
     max_attempts: int = 3  # context replies tried before the deterministic fallback
     load_tolerance: float = 0.25  # llm_adaptive: expected vehicles within +-25 % of the example's
     regen_interval: int = 5  # llm mode only: also regenerate the context every this many episodes
@@ -86,8 +88,7 @@ class ArchitectConfig:
     reward_stop: tuple[str, ...] = ("\n```\n",)  # a closing fence and a new line end a reward reply (an opening fence has a language tag)
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        check_choices(self)
         if self.max_attempts < 1 or self.regen_interval < 1:
             raise ValueError("max_attempts and regen_interval must be >= 1")
         if not 0 < self.load_tolerance < 1:

@@ -208,7 +208,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUTPUT, help=f"the table (default {OUTPUT})")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     """Train the peer learner where asked, then score every saved actor and the baselines on the held-out traffic."""
     from marlinkit import paths
     from marlinkit.files import atomic_write_bytes, atomic_write_text

@@ -190,7 +190,7 @@ def pass_share(prompts: int = 200, seed: int = 0, target: float = 67.46) -> dict
     """The share of its reward programs that pass :func:`marlinkit.maestro.sandbox.validate`, over ``prompts`` reward
     prompts of the dual loop's form: difficulty drawn from the rule's levels, statistics from the ranges training
     shows (window mean score -60..130 against ``target``, delay 20-80 s, queue 2-40, throughput 50-200), sampling
-    seeds as a run's. ``python -m marlinkit.maestro.reference_architect --prompts 200`` prints it."""
+    seeds as a run's. ``python -m marlinkit reference-architect --prompts 200`` prints it."""
     from marlinkit.maestro.architect import ArchitectConfig, GenerationLog, RewardSynthesizer
     from marlinkit.maestro.curriculum import difficulty_levels
 
@@ -207,14 +207,3 @@ def pass_share(prompts: int = 200, seed: int = 0, target: float = 67.46) -> dict
     calls, accepted = log.counts("reward")
     reasons = sorted({r["reason"] for r in log.records if not r["accepted"]})
     return {"prompts": calls, "accepted": accepted, "share": accepted / calls, "rejections": reasons}
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m marlinkit.maestro.reference_architect",
-                                     description="share of the reference architect's reward programs the sandbox accepts")
-    parser.add_argument("--prompts", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(json.dumps(pass_share(args.prompts, args.seed)))

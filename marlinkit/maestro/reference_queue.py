@@ -7,7 +7,7 @@ CityFlow, the paper's engine (:data:`SETTINGS`: the row ``reference_architect`` 
 ``marlinkit/settings/ablation_rows.toml``, whose ``[queue]`` also sets :data:`ORDER` and :data:`PAPER_SEEDS`).
 Runs go to ``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/``.
 
-``python -m marlinkit.maestro.reference_queue run`` works through the runs one at a time (one process,
+``python -m marlinkit reference-queue run`` works through the runs one at a time (one process,
 one thread), the paper's 4 seeds (200-500) of every configuration first, seed by seed in the order
 :data:`ORDER` (A7 last: it follows A2 until its first generated reward is accepted). It is resumable: a
 finished run is skipped, an interrupted one continues from its last checkpoint (every 10 episodes), and
@@ -20,12 +20,10 @@ traffic on both), each in a fresh process, and prints both.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -122,7 +120,8 @@ def a7_waiting(seeds: tuple[int, ...], chosen: tuple[str, ...], done: list[str])
     return [s for s in seeds if any(run_name(lead, f"seed{s}") not in done for lead in leaders)]
 
 
-def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None, ablations: tuple[str, ...] | None = None) -> None:
+def work_through(cfg: ablation.Config, seeds: tuple[int, ...] | None = None,
+                 ablations: tuple[str, ...] | None = None) -> None:
     """Run the queue of ``cfg`` (the queue's configuration, recording), one seed's configurations at a time (each run
     in a fresh process, saved as it finishes). ``ablations`` runs some of the configurations (:func:`pick`), so that
     two queues, one per core, can share a seed; an A7 whose A2 is unfinished elsewhere is refused before any run."""
@@ -134,7 +133,7 @@ def run(cfg: ablation.Config, seeds: tuple[int, ...] | None = None, ablations: t
     for seed in seeds:
         started = time.perf_counter()
         print(f"reference-architect ablation: seed {seed} ({', '.join(chosen)})", flush=True)
-        ablation.run(dataclasses.replace(cfg, seeds=(seed,), ablations=chosen, workers=1), PRESET)
+        ablation.run(dataclasses.replace(cfg, seeds=(seed,), ablations=chosen, workers=1))
         print(f"reference-architect ablation: seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
 
 
@@ -147,7 +146,7 @@ def timing(configs: dict[str, ablation.Config]) -> dict[str, dict[str, float]]:
         episodes = cfg.episodes
         with tempfile.TemporaryDirectory() as root:
             started = time.perf_counter()
-            results = ablation.run(cfg, PRESET, root=root, progress=False)
+            results = ablation.run(dataclasses.replace(cfg, root=root, progress=False))
             wall = time.perf_counter() - started
             table = results.episodes
             late = table[table["episode"] >= 3] if episodes > 3 else table
@@ -163,43 +162,3 @@ def timing_settings(engine: str, episodes: int = 4, seed: int = 200) -> dict[str
     flow), MADDPG ``ue25_openblas``, 360-s episodes, ``episodes`` of them."""
     return {"seeds": (seed,), "ablations": ("A0",), "episodes": episodes, "final_window": 2, "workers": 1,
             **{**SETTINGS, "engine": engine}}
-
-
-def main(config: Callable[..., ablation.Config], argv: list[str] | None = None) -> None:
-    """The command line; ``config(record, **overrides)`` resolves :data:`PRESET`'s ``ablation`` section (the presets
-    sit above this module: its ``__main__`` block hands it :func:`marlinkit.presets.ablation_config`)."""
-    parser = argparse.ArgumentParser(prog="python -m marlinkit.maestro.reference_queue", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run_parser = sub.add_parser("run", help="run the queue (resumable)")
-    run_parser.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: the preset's 12)")
-    run_parser.add_argument("--ablations", nargs="+", choices=ORDER, default=None,
-                            help="configurations (default: all four); two queues can split a seed, A7 after its A2")
-    for sub_parser in (run_parser, sub.add_parser("status", help="list the finished runs")):
-        sub_parser.add_argument("--maddpg-setting", default=SETTINGS["maddpg_setting"],
-                                help=f"MADDPG setting (marlinkit.maestro.sweep.SETTINGS; default "
-                                     f"{SETTINGS['maddpg_setting']})")
-        sub_parser.add_argument("--curriculum", default=SETTINGS["curriculum"],
-                                help=f"curriculum target (marlinkit.maestro.curriculum.SETTINGS; default "
-                                     f"{SETTINGS['curriculum']})")
-    timing_parser = sub.add_parser("timing", help="seconds per episode on SUMO and on CityFlow")
-    timing_parser.add_argument("--episodes", type=int, default=4)
-    args = parser.parse_args(argv)
-    chosen = {"maddpg_setting": args.maddpg_setting, "curriculum": args.curriculum} if args.command != "timing" else {}
-    if args.command == "run":
-        run(config(True, **settings(**chosen)), tuple(args.seeds) if args.seeds else None,
-            tuple(args.ablations) if args.ablations else None)
-    elif args.command == "status":
-        cfg = config(True, **settings(**chosen))
-        done = finished(cfg)
-        print(f"{len(done)} of {len(queue(cfg.seeds))} runs finished: {', '.join(done) or 'none'}")
-        for name, state in in_progress(cfg).items():
-            print(f"in progress {name}: {json.dumps(state)}")
-    else:
-        configs = {engine: config(None, **timing_settings(engine, args.episodes)) for engine in ("sumo", "cityflow")}
-        print(json.dumps(timing(configs), indent=1))
-
-
-if __name__ == "__main__":  # the command line names the preset; the presets, above the experiments, resolve it
-    from marlinkit import presets
-
-    main(lambda record, **overrides: presets.ablation_config(PRESET, record, **overrides))

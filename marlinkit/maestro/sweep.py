@@ -269,7 +269,7 @@ def chosen_default(table, seeds: int = 4, episodes: int = 200, goal_pct: float =
     return None if full.empty else str(full.loc[full["delay_mean"].idxmin(), "setting"])
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit import executors
 
     unknown = sorted(set(args.settings) - set(SETTINGS))

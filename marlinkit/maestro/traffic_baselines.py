@@ -11,12 +11,12 @@ footer names the missing ones.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import pandas as pd
 
 from marlinkit import executors, paths
+from marlinkit.config_fields import key_fields, label, required_preset
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
 from marlinkit.envs.traffic.cli import REFERENCE
@@ -49,6 +49,8 @@ class Config:
     """Max-pressure's minimum green."""
     workers: int = 2
     """Episodes at once (local processes)."""
+    preset: str | None = label()
+    """The preset whose MAESTRO results folder holds the runs (a label: not part of any run's key)."""
 
     def __post_init__(self):
         for name in ("engines", "episode_lengths", "difficulties", "difficulty_seeds"):
@@ -82,18 +84,20 @@ def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
             for controller in ("fixed-time", "max-pressure")]
 
 
-def run(config: Config, preset: str) -> Result:
+def run(cfg: Config) -> Result:
     """The baselines of ``config``, computed or loaded from ``preset``'s MAESTRO results
     (``data/results/maestro/<preset>/``). Tables ``baselines`` (one row per engine, controller and episode length
     on the real flow) and ``difficulty`` (fixed-time per engine, difficulty and seed); the provenance names the
     engines run and those not installed."""
+    config, preset = cfg, required_preset(cfg)
     engines = [e for e in config.engines if available_engines()[e]]
     skipped = [e for e in config.engines if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
         raise ValueError(f"preset {preset!r} compares the engines {list(config.engines)} but {skipped} is not installed "
                          "here: run `make cityflow` (see the README, 'Adding CityFlow')")
     store = ResultStore(paths.results_dir("maestro", preset))
-    run_config = {**dataclasses.asdict(config), "engines": engines, "difficulty_engines": engines}  # the sweep once ran on SUMO only
+    # the sweep once ran on SUMO only: its engines are in the key
+    run_config = {**key_fields(config), "engines": engines, "difficulty_engines": engines}
     tables = {}
     for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(config, engines)),
                             ("traffic_difficulty", lambda: [job for engine in engines for seed in config.difficulty_seeds

@@ -24,7 +24,9 @@ workshop              the teaching track's runners (notebooks/workshop)
 ====================  ==========================================================================
 
 Every experiment module has the same face: a frozen ``Config`` dataclass (its preset section, named as the module;
-a docstring per field, nested settings as dataclasses too), ``run(config, preset, ...)`` (``preset``: the name of the
-results folder its runs are saved in), and its own figure and table functions. No experiment reads the presets: the
-notebooks, the command line and the Makefile resolve ``presets.get(preset, section)`` and hand the ``Config`` in.
+a docstring per field, nested settings as dataclasses too, switches as ``Literal`` types checked when it is built),
+``run(cfg) -> Result`` (``cfg.preset``, a label that is no part of any run's key, names the results folder its runs
+are saved in), and its own figure and table functions. No experiment reads the presets or calls another experiment's
+``run``: the notebooks, the command line and the Makefile resolve ``presets.get(preset, section)`` and hand the
+``Config`` in; pieces two experiments share sit a layer below them (``grid``, ``llm_trials``).
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class SwitchConfig:
     """Initial episodes of sampling, then as many of plans (paper: m = 5)."""
     window: int = 5
     """Past episodes in the performance average (paper: 5)."""
-    rule: str = "paper"
+    rule: Literal["paper", "code"] = "paper"
     """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a plateau."""
     toggle_probability: float = 0.1
     """Chance per episode and copy of switching generator at ``toggle_step`` (paper: 10 %)."""

@@ -14,16 +14,14 @@ The two metrics:
 * ``policy``: our evaluation of the policy alone at the checkpoints (``eval_runs`` sampled runs each).
 
 ``queue`` trains the runs one at a time, in an order that keeps finished results balanced over corridors and seeds
-(``job_order``), and resumes from the saved ones; ``python -m marlinkit.marlin.authors_protocol --preset paper``
+(``job_order``), and resumes from the saved ones; ``python -m marlinkit authors-queue --preset paper``
 (the ``authors_protocol`` section of that preset).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +34,7 @@ from marlinkit.marlin import grid
 from marlinkit.marlin.algorithm1 import PLAN, AuthorsSwitchConfig
 from marlinkit.algos.mappo import MAPPOConfig
 from marlinkit.marlin.grid import GridConfig
-from marlinkit.config_fields import typed
+from marlinkit.config_fields import label, required_preset, typed
 from marlinkit.plots import Provenance
 
 #: The executed-metric window around a checkpoint ``e``: the mean over episodes ``e - 24 .. e + 25``.
@@ -69,11 +67,22 @@ class Config:
     """Plans the plan source alone plays per corridor and seed (seeds: the MARL seeds)."""
     mappo: MAPPOConfig = dataclasses.field(default_factory=MAPPOConfig)
     """MAPPO's settings (the default: the authors' RLlib settings; a mapping given here holds those that differ)."""
+    training: GridConfig | None = None
+    """Fig. 3's grid (the preset's ``fig3_training`` section; ``presets.get`` fills it in), whose finished MARL runs
+    stand beside these as the paper's protocol (None: none are shown)."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    train_s: float | None = label(0.0)
+    """Seconds :func:`run` may train the missing runs before it pools the finished ones (a label; 0: train nothing,
+    None: train them all)."""
+    progress: bool = label(True)
+    """Print a line per unit trained (a label)."""
 
     def __post_init__(self):
         for name in ("scenarios", "marlin_seeds", "marl_seeds", "plan_sources", "checkpoints"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "mappo", typed(MAPPOConfig, self.mappo, "mappo"))
+        object.__setattr__(self, "training", typed(GridConfig, self.training, "training"))
         bad = sorted(set(self.plan_sources) - {"surrogate_llama", "exact", "surrogate"})
         if bad:
             raise ValueError(f"plan_sources must be non-LLM sources ('surrogate_llama', 'exact', 'surrogate'), got {bad}")
@@ -160,13 +169,14 @@ class Pooled(grid.GridResult):
         return provenance(self.config, self.episodes, self.runs, self.preset, plan_source)
 
 
-def run(config: Config, preset: str, training: GridConfig, train_s: float | None = 0.0, log=print) -> Pooled:
-    """Every finished run of the section under ``preset``'s MARLIN results, after training the missing units for up
-    to ``train_s`` seconds (:func:`queue`; 0: train nothing, None: train them all). Runs not yet trained are left
-    out, and counted in table ``runs``; beside them the finished MARL runs of ``training`` (the ``fig3_training``
+def run(cfg: Config) -> Pooled:
+    """Every finished run of the section under ``cfg.preset``'s MARLIN results, after training the missing units for up
+    to ``cfg.train_s`` seconds (:func:`queue`; 0: train nothing, None: train them all). Runs not yet trained are left
+    out, and counted in table ``runs``; beside them the finished MARL runs of ``cfg.training`` (the ``fig3_training``
     section)."""
-    if train_s != 0:
-        queue(config, preset, train_s, log)
+    config, preset = cfg, required_preset(cfg)
+    if cfg.train_s != 0:
+        queue(config, preset, cfg.train_s, print if cfg.progress else lambda line: None)
     episodes, evaluations, counts, written = [], [], [], []
     for source, system, seed in job_order(config):
         for scenario in config.scenarios:
@@ -183,7 +193,7 @@ def run(config: Config, preset: str, training: GridConfig, train_s: float | None
                 episodes.append(store.load(name).assign(plan_source=shown))
                 if system != "LLM-only":
                     evaluations.append(store.load(name + "__eval").assign(plan_source=shown))
-    marl_paper, marl_paper_evaluations, marl_paper_files = paper_protocol_marl(config, preset, training)
+    marl_paper, marl_paper_evaluations, marl_paper_files = paper_protocol_marl(config, preset, cfg.training)
     if not marl_paper.empty:
         episodes.append(marl_paper)
         evaluations.append(marl_paper_evaluations)
@@ -376,11 +386,15 @@ def finished_runs(runs_table: pd.DataFrame, config: Config) -> pd.DataFrame:
 PAPER_MARL = "MARL (15 copies)"
 
 
-def paper_protocol_marl(config: Config, preset: str, grid_config: GridConfig) -> tuple[pd.DataFrame, pd.DataFrame, list]:
+def paper_protocol_marl(config: Config, preset: str,
+                       grid_config: GridConfig | None) -> tuple[pd.DataFrame, pd.DataFrame, list]:
     """The preset's finished MARL runs of Fig. 3's grid ``grid_config`` (15 copies per training, the paper's protocol
-    as we read it), as system ``PAPER_MARL`` (nothing is trained; empty where none is finished): episodes,
-    evaluations and the files read."""
+    as we read it), as system ``PAPER_MARL`` (nothing is trained; empty where none is finished or ``grid_config`` is
+    None): episodes, evaluations and the files read."""
     from marlinkit import paths
+
+    if grid_config is None:
+        return pd.DataFrame(), pd.DataFrame(), []
 
     store = runs.ResultStore(paths.results_dir("marlin", preset))
     episodes, evaluations, read = [], [], []
@@ -432,34 +446,3 @@ def zero_share_sensitivity(config: Config, preset: str, rows: int, log=print) ->
     tables = {"episodes": episodes, "evaluations": pd.concat(evaluations, ignore_index=True), "runs": counts}
     pooled = Pooled(EXPERIMENT, preset, config, tables, (), provenance(config, episodes, counts, preset, label))
     return executed_vs_policy(pooled, config)
-
-
-def main(section: Callable[[str], Config], argv: list[str] | None = None) -> None:
-    """The queue's command line; ``section(preset)``: that preset's ``authors_protocol`` section."""
-    parser = argparse.ArgumentParser(description="train the authors'-protocol MARLIN and MARL runs (resumes; one run at a time)")
-    parser.add_argument("--preset", default="paper")
-    parser.add_argument("--limit-hours", type=float, default=None, help="start no new run after this many hours")
-    parser.add_argument("--zero-share-rows", type=int, default=None,
-                        help="instead: the sensitivity check of surrogate_llama's shares of 0 at this many rows "
-                             "(zero_share_sensitivity; MARLIN of --scenarios only), its table written beside its runs")
-    parser.add_argument("--scenarios", nargs="+", default=None, help="with --zero-share-rows: these corridors only")
-    args = parser.parse_args(argv)
-    if args.zero_share_rows is not None:
-        config = section(args.preset)
-        config = dataclasses.replace(config, scenarios=tuple(args.scenarios or config.scenarios),
-                                     plan_sources=("surrogate_llama",))
-        table = zero_share_sensitivity(config, args.preset, args.zero_share_rows,
-                                       log=lambda line: print(line, flush=True))
-        out = sensitivity_root(args.preset, args.zero_share_rows) / "executed_vs_policy.csv"
-        table.to_csv(out, index=False, float_format="%.6g")
-        print(table.to_string(index=False), f"\nwritten: {out}", sep="\n", flush=True)
-        return
-    trained = queue(section(args.preset), args.preset, None if args.limit_hours is None else args.limit_hours * 3600,
-                    log=lambda line: print(line, flush=True))
-    print(f"{time.strftime('%H:%M:%S')} queue done: {trained} runs trained", flush=True)
-
-
-if __name__ == "__main__":  # the command line names a preset; the presets, above the experiments, resolve it
-    from marlinkit import presets
-
-    main(lambda preset: presets.get(preset, "authors_protocol"))

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.config_fields import label, required_preset
 from marlinkit.plots import Provenance
 from marlinkit.marlin import algorithm1, grid
 from marlinkit.envs.corridor.layouts import get_layout
-from marlinkit.envs.corridor.plans import PlanSource
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,6 +39,12 @@ class Config(grid.GridConfig):
     """Episodes on ``scenario`` before the change (paper: 1000 of 1600)."""
     llm_only_trials: int = 1
     """Unused (no LLM-only runs here); kept at 1."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    root: Path | str | None = label()
+    """A folder for the runs instead of the preset's (a label; None: ``data/results/marlin/<preset>/dynamic_env``)."""
+    progress: bool = label(True)
+    """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "systems", "layout_schedule", "checkpoints")
     """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode and episodes instead)."""
@@ -51,14 +57,14 @@ class Config(grid.GridConfig):
         super().__post_init__()
 
 
-def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
-        source: PlanSource | None = None) -> grid.GridResult:
+def run(cfg: Config) -> grid.GridResult:
     """Train (or load) MARL and MARLIN through the layout change (plan source as Fig. 5's); the runs are saved in
-    ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/dynamic_env``)."""
-    trained, source = grid.non_llm_plan_source(config, None, source)
-    results = grid.run_grid(trained, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "dynamic_env",
-                            progress)
-    return grid.GridResult.of("dynamic_env", results, config, preset, provenance(config, preset))
+    ``cfg.root``, else under ``cfg.preset``'s MARLIN results (``data/results/marlin/<preset>/dynamic_env``)."""
+    preset = required_preset(cfg)
+    trained, source = grid.non_llm_plan_source(cfg, None, None)
+    root = Path(cfg.root) if cfg.root else paths.results_dir("marlin", preset) / "dynamic_env"
+    results = grid.run_grid(trained, preset, source, root, cfg.progress)
+    return grid.GridResult.of("dynamic_env", results, cfg, preset, provenance(cfg, preset))
 
 
 def provenance(config: Config, preset: str) -> Provenance:

@@ -21,7 +21,7 @@ from marlinkit.plots import Provenance
 from marlinkit.result import Result
 from marlinkit.llm import config as llm_config
 from marlinkit.marlin import grid
-from marlinkit.config_fields import typed
+from marlinkit.config_fields import label, required_preset, typed
 from marlinkit.paper_values import MARLIN_CHECKPOINTS, MARLIN_TABLE1
 
 #: How the table and figure name our Fig. 3 MARL runs, the baseline every variant changes one setting of.
@@ -59,10 +59,18 @@ class Config:
                                      Variant("torch init", init="torch"))
     """The variants, each changing one setting of the Fig. 3 MARL grid (a mapping given here holds a ``Variant``'s
     fields)."""
+    training: grid.GridConfig | None = None
+    """Fig. 3's grid (the preset's ``fig3_training`` section; ``presets.get`` fills it in): every variant starts from
+    it, and its MARL runs are the baseline."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    progress: bool = label(True)
+    """Print a line per finished run (a label)."""
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         object.__setattr__(self, "variants", tuple(typed(Variant, v, "variants") for v in self.variants))
+        object.__setattr__(self, "training", typed(grid.GridConfig, self.training, "training"))
         if not self.seeds:
             raise ValueError("fidelity needs at least one seed")
         names = [v.name for v in self.variants]
@@ -86,13 +94,16 @@ class Fidelity(Result):
     """Variant name -> its grid's rows and the grid it ran (the figure and table functions read these)."""
 
 
-def run(config: Config, training: grid.GridConfig, preset: str, progress: bool = True) -> Fidelity:
-    """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of ``training`` (the
+def run(cfg: Config) -> Fidelity:
+    """Train (or load) every variant's MARL runs; the baseline is the Fig. 3 MARL runs of ``cfg.training`` (the
     ``fig3_training`` section) of the same seeds.
 
     Each variant keeps its runs in its own folder (``data/results/marlin/<preset>/fidelity/<variant>/``):
     its runs share their names with Fig. 3's, not their settings.
     """
+    config, preset, training, progress = cfg, required_preset(cfg), cfg.training, cfg.progress
+    if training is None:
+        raise ValueError("fidelity: set the config's training (the fig3_training section its variants start from)")
     out = {BASELINE: marl_runs(training, preset, progress, seeds=config.seeds)}
     for variant in config.variants:
         variant_grid = variant_config(training, variant, config.seeds)

@@ -1,6 +1,6 @@
 """Fig. 1: the five corridor layouts (``notebooks/marlin/fig1_scenarios``), drawn by ``envs.corridor.render``.
 
-``run(config, preset)`` simulates nothing: its table ``layouts`` describes each layout (size, free cells, starts,
+``run(cfg)`` simulates nothing: its table ``layouts`` describes each layout (size, free cells, starts,
 goals, the cells as text), the figure is ``envs.corridor.render.draw_all_layouts``.
 """
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout, to_ascii
+from marlinkit.config_fields import label, required_preset
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
 
@@ -21,6 +22,8 @@ class Config:
 
     scenarios: tuple[str, ...] = tuple(LAYOUT_NAMES)
     """Layouts printed as text beside the figure, in this order."""
+    preset: str | None = label()
+    """The preset named on the outputs' footer (a label)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", tuple(self.scenarios))
@@ -29,8 +32,9 @@ class Config:
             raise ValueError(f"unknown scenario(s) {unknown}; choose from {list(LAYOUT_NAMES)}")
 
 
-def run(config: Config, preset: str) -> Result:
-    """The layouts of ``config``: table ``layouts``, one row per scenario; no files are written or read."""
+def run(cfg: Config) -> Result:
+    """The layouts of ``cfg``: table ``layouts``, one row per scenario; no files are written or read."""
+    config, preset = cfg, required_preset(cfg)
     rows = []
     for name in config.scenarios:
         layout = get_layout(name)

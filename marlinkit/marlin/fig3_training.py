@@ -1,6 +1,6 @@
 """Fig. 3 (training curves of MARL, MARLIN and the plan source alone) and Table I (checkpoint means and tests).
 
-``run(config, preset)`` trains (or loads) the ``fig3_training`` grid; ``figure3`` and ``table1`` draw it.
+``run(cfg)`` trains (or loads) the ``fig3_training`` grid; ``figure3`` and ``table1`` draw it.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from marlinkit.config_fields import label, required_preset, typed
 from marlinkit.errors import parameter
 from marlinkit.paper_values import MARLIN_TABLE1
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.envs.corridor.plans import PlanSource
 from marlinkit.llm import config as llm_config
-from marlinkit.marlin import grid, llm_only
+from marlinkit.marlin import grid, llm_trials
 from marlinkit.marlin.algorithm1 import PLAN
 from marlinkit.marlin.grid import GridConfig, GridResult, Results
 from marlinkit.plots import Provenance
@@ -26,10 +27,26 @@ from marlinkit.plots import Provenance
 #: The transcripts of MARLIN's negotiations in training (``data/transcripts/marlin_training__*.jsonl``).
 TRANSCRIPT_PURPOSE = "marlin_training"
 
-#: The ``fig3_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there).
-Config = GridConfig
 #: The experiment's section name.
 EXPERIMENT = "fig3_training"
+
+
+@dataclass(frozen=True)
+class Config(GridConfig):
+    """The ``fig3_training`` section: one MARLIN grid (``grid.GridConfig``, fields documented there) and the
+    negotiation protocol that plan source "llm" negotiates by."""
+
+    llm_only: llm_trials.Trials | None = None
+    """Plan source "llm": the negotiation protocol and its LLM-only trials (the ``llm_only`` section of
+    ``negotiation``'s preset, else of ``preset``; ``presets.get`` fills it in); its ``llm`` is the LLM."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    progress: bool = label(True)
+    """Print a line per finished run (a label)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "llm_only", typed(llm_trials.Trials, self.llm_only, "llm_only"))
 
 
 @dataclass(frozen=True)
@@ -39,64 +56,72 @@ class Training(GridResult):
 
     plan_source: str
     """How figures name the plan source."""
-    protocol: llm_only.Config | None = None
+    protocol: llm_trials.Trials | None = None
     """Plan source "llm": the negotiation protocol and LLM-only trials used."""
 
     @classmethod
     def of(cls, results: Results, config: Config, preset: str, plan_source: str,
-           protocol: llm_only.Config | None = None) -> "Training":
+           protocol: llm_trials.Trials | None = None) -> "Training":
         return cls(EXPERIMENT, preset, config, grid.result_tables(results), results.files,
                    provenance(config, preset, plan_source, protocol), plan_source, protocol)
 
 
+def with_plan_steps(config: Config, plan_steps: str | None) -> Config:
+    """``config`` with MAPPO's ``generated_steps`` set to ``plan_steps`` (None: unchanged); a bad value fails here, by
+    name."""
+    if plan_steps is None:
+        return config
+    with parameter("PLAN_STEPS", plan_steps):
+        return dataclasses.replace(config, mappo=dataclasses.replace(config.mappo, generated_steps=plan_steps))
+
+
 def settings(config: Config, plan_steps: str | None = None) -> tuple[Config, PlanSource | None, str]:
     """The grid :func:`run` trains for ``config`` (nothing is run): its config, its non-LLM plan source (None
-    for "llm", which :func:`run` builds) and how figures name that source. ``plan_steps`` (None: the config's):
-    MAPPO's ``generated_steps``. A bad value fails here, by name."""
-    if plan_steps is not None:
-        with parameter("PLAN_STEPS", plan_steps):
-            config = dataclasses.replace(config, mappo=dataclasses.replace(config.mappo, generated_steps=plan_steps))
+    for "llm", which :func:`run` builds) and how figures name that source. ``plan_steps``: :func:`with_plan_steps`.
+    A bad value fails here, by name."""
+    config = with_plan_steps(config, plan_steps)
     with parameter("PLAN_SOURCE", config.plan_source):
         return grid.with_plan_source(config)
 
 
-def run(config: Config, preset: str, protocol: llm_only.Config | None = None, llm: str | None = None,
-        progress: bool = True, plan_steps: str | None = None) -> Training:
+def run(cfg: Config) -> Training:
     """The runs behind Fig. 3 and Table I: MARL and MARLIN per scenario and seed, and the LLM-only system, saved
-    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``).
+    under ``cfg.preset``'s MARLIN results (``data/results/marlin/<preset>/``).
 
-    ``config.plan_source``:
+    ``cfg.plan_source``:
     ``"surrogate"``: the calibrated surrogate planner (``marlinkit.marlin.surrogate_planner``, not an LLM) with
     the authors' Llama 3.1 8B thresholds, which its LLM-only performance is calibrated to.
-    ``"llm"``: MARLIN negotiates with the configured LLM (``llm``, else ``$MARLINKIT_LLM``, else
-    smollm2) by ``protocol`` (the ``llm_only`` section of ``config.negotiation``'s preset, else of ``preset``), behind
-    its transcript cache; Algorithm 1's threshold and the LLM-only box are that LLM's own LLM-only trials
-    (``marlinkit.marlin.llm_only``, the runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a
+    ``"llm"``: MARLIN negotiates with ``cfg.llm_only.llm`` (None: ``$MARLINKIT_LLM``, else smollm2) by ``cfg.llm_only``,
+    behind its transcript cache; Algorithm 1's threshold and the LLM-only box are that LLM's own LLM-only trials
+    (``marlinkit.marlin.llm_trials``, the runs of notebooks/marlin/llm_only). ``"exact"``: the exact joint planner, a
     perfect plan source and not an LLM, with the authors' Llama 3.1 8B thresholds.
 
-    ``config.switch_rule="code"``: the authors' code variant of Algorithm 1's switch, whose MARLIN runs are saved
-    under their own names (``grid.system_tag``). ``plan_steps`` (None: the config's): MAPPO's ``generated_steps``,
-    "separate" keeping MARLIN's plan steps out of its updates (its runs are named apart too; MARL's are shared).
+    ``cfg.switch_rule="code"``: the authors' code variant of Algorithm 1's switch, whose MARLIN runs are saved
+    under their own names (``grid.system_tag``); so are MARLIN's runs whose plan steps are kept out of its updates
+    (``with_plan_steps(cfg, "separate")``; MARL's are shared).
     """
+    preset = required_preset(cfg)
+    config = cfg
     if config.negotiation == preset:  # the preset's own protocol: the runs' plain names
         config = dataclasses.replace(config, negotiation=None)
-    config, source, label = settings(config, plan_steps)
+    config, source, label_ = settings(config)
     if config.plan_source != "llm":
-        return Training.of(grid.run_grid(config, preset, source=source, progress=progress), config, preset, label)
+        return Training.of(grid.run_grid(config, preset, source=source, progress=cfg.progress), config, preset, label_)
+    protocol = config.llm_only
     if protocol is None:
-        raise ValueError("plan_source 'llm' negotiates by an llm_only section's protocol: pass it as protocol")
+        raise ValueError("plan_source 'llm' negotiates by an llm_only section's protocol: set the config's llm_only")
     protocol_preset = config.negotiation or preset
     missing = sorted(set(config.scenarios) - set(protocol.scenarios))
     if missing:
         raise ValueError(f"preset {protocol_preset!r}: the llm_only section has no trials for {missing}; "
                          "Algorithm 1 needs that LLM's LLM-only performance for every trained scenario")
-    source = llm_only.negotiator(protocol, llm, purpose=TRANSCRIPT_PURPOSE)
-    alone = llm_only.run(protocol, protocol_preset, llm, progress=progress)
-    trials = alone.table("trials")
+    source = llm_trials.negotiator(protocol, purpose=TRANSCRIPT_PURPOSE)
+    alone = llm_trials.play(protocol, protocol_preset, cfg.progress)
+    trials = alone.table
     measured = trials.groupby("scenario").performance.mean().to_dict()
     config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
                                  llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})
-    results = grid.run_grid(config, preset, source=source, progress=progress)
+    results = grid.run_grid(config, preset, source=source, progress=cfg.progress)
     llm_only_rows = pd.DataFrame({
         "scenario": trials.scenario, "system": "LLM-only", "seed": trials.seed, "episode": trials.trial + 1, "env_copy": 0,
         "layout": trials.scenario, "generator": PLAN, "toggled": False, "plan_cache_hit": False,
@@ -112,7 +137,7 @@ def variant_note(training: Training) -> str:
     return grid.variant_note(training.config, training.protocol)
 
 
-def provenance(config: Config, preset: str, plan_source: str, protocol: llm_only.Config | None = None) -> Provenance:
+def provenance(config: Config, preset: str, plan_source: str, protocol: llm_trials.Trials | None = None) -> Provenance:
     """The provenance of Fig. 3's and Table I's outputs: preset, engine, plan source and seeds on the footer line;
     the plan source's full name, the grid's variant, copies x episodes and the plan budget in its details."""
     budget = "unlimited re-planning" if config.plan_budget is None else f"plan budget {config.plan_budget}"

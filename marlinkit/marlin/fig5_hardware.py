@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from marlinkit import paths
+from marlinkit.config_fields import label, required_preset
 from marlinkit.plots import Provenance
 from marlinkit.marlin import fig3_training, grid
 from marlinkit.algos.joint_planner import ExactJointPlanner
@@ -52,6 +53,12 @@ class Config(grid.GridConfig):
     """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
     actuation_noise: ActuationNoise | None = field(default_factory=ActuationNoise)
     """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its fields)."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    root: Path | str | None = label()
+    """A folder for the runs instead of the preset's (a label; None: ``data/results/marlin/<preset>/fig5_hardware``)."""
+    progress: bool = label(True)
+    """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "checkpoints")
     """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set checkpoint_start and checkpoint_every instead)."""
@@ -62,17 +69,18 @@ class Config(grid.GridConfig):
         super().__post_init__()
 
 
-def run(config: Config, preset: str, root: Path | None = None, progress: bool = True,
-        source: PlanSource | None = None) -> grid.GridResult:
+def run(cfg: Config) -> grid.GridResult:
     """Train (or load) MARL and MARLIN on the maze-like corridor and evaluate their checkpoints under noise; the runs
-    are saved in ``root``, else under ``preset``'s MARLIN results (``data/results/marlin/<preset>/fig5_hardware``).
+    are saved in ``cfg.root``, else under ``cfg.preset``'s MARLIN results
+    (``data/results/marlin/<preset>/fig5_hardware``).
 
-    The plan source is ``source``, else the config's ``plan_source`` ("surrogate" or "exact").
+    The plan source is the config's ``plan_source`` ("surrogate" or "exact").
     """
-    trained, source = grid.non_llm_plan_source(config, None, source)
-    results = grid.run_grid(trained, preset, source, Path(root) if root else paths.results_dir("marlin", preset) / "fig5_hardware",
-                            progress)
-    return grid.GridResult.of("fig5_hardware", results, config, preset, provenance(config, preset))
+    preset = required_preset(cfg)
+    trained, source = grid.non_llm_plan_source(cfg, None, None)
+    root = Path(cfg.root) if cfg.root else paths.results_dir("marlin", preset) / "fig5_hardware"
+    results = grid.run_grid(trained, preset, source, root, cfg.progress)
+    return grid.GridResult.of("fig5_hardware", results, cfg, preset, provenance(cfg, preset))
 
 
 def provenance(config: Config, preset: str) -> Provenance:

@@ -10,7 +10,6 @@ episode) goes to ``data/results/marlin/<preset>/`` with its configuration sideca
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,8 @@ from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs import crowd
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.cache import transcript_context
-from marlinkit.marlin.llm_only import NegotiationLimits, negotiator, trial_seed
+from marlinkit.config_fields import key_fields, label, required_preset
+from marlinkit.marlin.llm_trials import NegotiationLimits, negotiator, trial_seed
 from marlinkit.runs import ResultStore, run_name
 
 SECTION = "fig6_scalability"
@@ -43,7 +43,7 @@ class Config(NegotiationLimits):
     trials: int = 10
     """Episodes per number of walkers and system."""
     seed: int = 0
-    """Base seed of the episodes' seeds (``llm_only.trial_seed``); both systems see the same seeds."""
+    """Base seed of the episodes' seeds (``llm_trials.trial_seed``); both systems see the same seeds."""
     max_steps: int = 2000
     """The episode is cut after this many steps; walkers still inside are counted."""
     exit_bias: float = 0.0
@@ -52,6 +52,10 @@ class Config(NegotiationLimits):
     """Steps before a pair that did not get through may be paired again."""
     max_negotiations: int = 0
     """Negotiations per episode at most (0: no limit); later conflicts are left to the walk."""
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
+    progress: bool = label(True)
+    """Print a line per episode (a label)."""
 
     def __post_init__(self):
         object.__setattr__(self, "systems", tuple(self.systems))
@@ -73,23 +77,25 @@ class Config(NegotiationLimits):
                                    cooldown=self.cooldown, max_negotiations=self.max_negotiations)
 
 
-def _source(system: str, config: Config, llm: str | None):
+def _source(system: str, config: Config):
     if system == "exact":
         return ExactJointPlanner(), "none (exact joint planner)"
-    source = negotiator(config, llm, purpose=SECTION)
+    source = negotiator(config, purpose=SECTION)
     return source, llm_config.label(source.backend)
 
 
-def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> Result:
+def run(cfg: Config) -> Result:
     """Episodes per system x number of agents x trial (loaded when already computed with the same settings), saved
-    under ``preset``'s MARLIN results (``data/results/marlin/<preset>/``). Table ``episodes``: one row per system,
-    number of agents and trial (conflicts, negotiations, resolved, LLM calls, steps, agents inside)."""
+    under ``cfg.preset``'s MARLIN results (``data/results/marlin/<preset>/``), negotiating with ``cfg.llm``. Table
+    ``episodes``: one row per system, number of agents and trial (conflicts, negotiations, resolved, LLM calls, steps,
+    agents inside)."""
+    config, preset, progress = cfg, required_preset(cfg), cfg.progress
     world, episode = crowd.crowd_map_from_ascii(), config.episode_config()
     store = ResultStore(paths.results_dir("marlin", preset))
     tables, written = [], []
     for system in config.systems:
-        source, llm_label = _source(system, config, llm)
-        run_config = {**dataclasses.asdict(config), "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
+        source, llm_label = _source(system, config)
+        run_config = {**key_fields(config), "system": system, "llm": llm_label, "map": crowd.CROWD_MAP}
         name = run_name(SECTION, system, llm_config.slug(llm_label))
 
         def compute() -> pd.DataFrame:  # called at once, in this iteration

@@ -10,7 +10,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import pandas as pd
 
@@ -29,7 +29,13 @@ from marlinkit.repro import keys
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
 #: (``marlinkit.marlin.batched``). Both train by ``mappo.train_runs``: a run's numbers do not depend on its batch
 #: partners.
-TRAINERS = ("one-at-a-time", "batched")
+Trainer = Literal["one-at-a-time", "batched"]
+TRAINERS = get_args(Trainer)
+#: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'
+#: default), the configured LLM's negotiation, the exact joint planner (a perfect plan source), and the surrogate
+#: calibrated to both the mean and the share of perfect plans of the authors' Llama runs (not an LLM either).
+PlanSourceName = Literal["surrogate", "llm", "exact", "surrogate_llama"]
+PLAN_SOURCES = get_args(PlanSourceName)
 
 
 class Results(NamedTuple):
@@ -80,13 +86,13 @@ class GridConfig(TrainingConfig):
     """Systems to run: "MARL", "MARLIN" and "LLM-only" (the plan source alone)."""
     llm_only_trials: int = 50
     """Plans the LLM-only system plays per scenario and seed (paper: 50)."""
-    trainer: str = "one-at-a-time"
+    trainer: Trainer = "one-at-a-time"
     """``TRAINERS``: one ``mappo.train`` per run, or a worker's runs as one stacked computation ("batched")."""
-    plan_source: str = "surrogate"
+    plan_source: PlanSourceName = "surrogate"
     """MARLIN's plans (``PLAN_SOURCES``): the calibrated surrogate planner (not an LLM), "llm" or "exact"."""
     workers: int = 2
     """Jobs at once (``marlinkit.executors.run_jobs``)."""
-    executor: str = "local"
+    executor: executors.Executor = "local"
     """"local" processes, or "ray" (the optional extra; the same numbers)."""
     ray_address: str | None = None
     """None: start a local Ray instance; "auto" or "ray://host:10001": join a cluster."""
@@ -94,7 +100,8 @@ class GridConfig(TrainingConfig):
     """Most runs per batch of the batched trainer (None: one batch per worker); a run's numbers do not depend on it."""
     negotiation: str | None = None
     """``plan_source`` "llm" only: the name of the preset whose ``llm_only`` section is MARLIN's negotiation protocol
-    and gives its LLM-only trials (Algorithm 1's threshold and the box; ``fig3_training.run`` is handed that section);
+    and gives its LLM-only trials (Algorithm 1's threshold and the box; ``presets.get`` puts that section in
+    ``fig3_training.Config.llm_only``);
     None: the grid's own preset's. E.g. "quick" lets a paper-length grid negotiate as the quick preset does, where the
     paper's protocol is out of a CPU's reach. It names the runs (``system_tag``) and the outputs (``output_suffix``)."""
 
@@ -112,10 +119,6 @@ class GridConfig(TrainingConfig):
         for name in ("llm_only_trials", "workers"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.trainer not in TRAINERS:
-            raise ValueError(f"trainer must be one of {TRAINERS}, got {self.trainer!r}")
-        if self.plan_source not in PLAN_SOURCES:
-            raise ValueError(f"plan_source must be one of {PLAN_SOURCES}, got {self.plan_source!r}")
         if self.batch_runs is not None and int(self.batch_runs) < 1:
             raise ValueError(f"batch_runs must be None (one batch per worker) or >= 1, got {self.batch_runs}")
         if self.negotiation is not None and self.plan_source != "llm":
@@ -331,10 +334,6 @@ def run_grid(config: GridConfig, preset: str, source: PlanSource | None = None, 
     return Results(episodes, pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(), tuple(saved))
 
 
-#: MARLIN's plan sources: the calibrated surrogate planner (not an LLM; the quick and paper presets'
-#: default), the configured LLM's negotiation, the exact joint planner (a perfect plan source), and the surrogate
-#: calibrated to both the mean and the share of perfect plans of the authors' Llama runs (not an LLM either).
-PLAN_SOURCES = ("surrogate", "llm", "exact", "surrogate_llama")
 SURROGATE_LABEL = ("calibrated surrogate planner (exact plans corrupted to the authors' Llama 3.1 8B LLM-only "
                    "performance; NOT an LLM)")
 #: File-name suffix of each plan source's Fig. 3 and Table I outputs.
@@ -357,7 +356,7 @@ def footer_source(plan_source: str, llm: str | None = None) -> str:
 def variant_note(config: GridConfig, protocol=None) -> str:
     """What figures add to the plan source's name: nothing for Algorithm 1 as printed, else the switch rule,
     how plan steps are learned from, and another preset's negotiation protocol (``protocol``: that preset's
-    ``llm_only.Config``, whose limits it states)."""
+    ``llm_trials.Trials``, whose limits it states)."""
     note = "" if config.switch_rule == "paper" else f"; Algorithm 1's switch: the authors' {config.switch_rule} variant"
     if config.protocol == "authors":
         note += "; the authors' protocol (MARLIN on 1 copy, MARL on 6)"

@@ -1,143 +1,43 @@
-"""Runners for the negotiation notebooks: LLM-only trials per scenario (Fig. 3 boxplots) and Fig. 2.
+"""The LLM-only experiment: negotiated plans per scenario from the start positions (Fig. 3's LLM-only boxes, Fig. 2).
 
-Every LLM call goes through a transcript cache under ``data/transcripts/``: committed
-transcripts replay without the model; a miss is an error unless recording (``MARLINKIT_RECORD=1``),
-when it calls the model and is recorded. Results are tidy rows saved with the run store, one run per preset
-and backend; the plans' full transcripts are saved next to them as JSON.
+``run(cfg)`` plays ``cfg.trials`` plans per scenario through :mod:`marlinkit.marlin.llm_trials` (the transcript cache,
+one run per preset and backend, the plans' full transcripts saved beside the table as JSON).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
-
+from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from marlinkit import paths
+from marlinkit.config_fields import label, required_preset
+from marlinkit.marlin import llm_trials
+from marlinkit.paper_values import AUTHORS_LLM_ONLY
 from marlinkit.plots import Provenance
 from marlinkit.result import Result
-from marlinkit.envs.corridor import core
-from marlinkit.envs.corridor.layouts import LAYOUT_NAMES, get_layout
-from marlinkit.llm import config as llm_config
-from marlinkit.llm.cache import transcript_context
-from marlinkit.marlin.negotiation import Negotiation, NegotiationConfig, greedy_robots
-from marlinkit.paper_values import AUTHORS_LLM_ONLY
-from marlinkit.runs import ResultStore, run_name
-from marlinkit.files import atomic_write_text, read_json
 
-TRANSCRIPT_PURPOSE = "llm_only"
 #: The experiment's section name.
 EXPERIMENT = "llm_only"
 
 
-def negotiation_config(values: Mapping[str, Any]) -> NegotiationConfig:
-    """The ``NegotiationConfig`` fields among ``values`` (the rest keep the paper's values)."""
-    names = {f.name for f in fields(NegotiationConfig)}
-    return NegotiationConfig(**{k: v for k, v in values.items() if k in names})
-
-
 @dataclass(frozen=True)
-class NegotiationLimits:
-    """The negotiation protocol of a preset (shared by the LLM-only trials and Fig. 6); defaults are the authors'."""
-
-    max_moves: int = 50
-    """Moves negotiated per plan at most; afterwards the robots wait (authors: 50, the whole episode)."""
-    max_rounds: int = 5
-    """Rounds per move, each robot speaking once per round (authors: 5)."""
-    max_new_tokens: int = 300
-    """Reply length cap in tokens (authors: 300)."""
-    stall_limit: int = 0
-    """Stop after this many moves in a row that changed no position (0: never, the authors' protocol)."""
-    llm: str | None = None
-    """LLM setting (``marlinkit.llm.config``); None: ``$MARLINKIT_LLM``, else smollm2."""
-
-    def __post_init__(self):
-        negotiation_config(dataclasses.asdict(self))
-
-    def negotiation_config(self) -> NegotiationConfig:
-        return negotiation_config(dataclasses.asdict(self))
-
-
-@dataclass(frozen=True)
-class Config(NegotiationLimits):
+class Config(llm_trials.Trials):
     """The ``llm_only`` section: negotiated plans from the start positions, per scenario (Fig. 3's LLM-only boxes
     and Algorithm 1's threshold)."""
 
-    scenarios: tuple[str, ...] = tuple(LAYOUT_NAMES)
-    """Corridor layouts (those of ``fig3_training``: Algorithm 1 reads their LLM-only values)."""
-    trials: int = 50
-    """Plans per scenario (paper: 50)."""
-    seed: int = 0
-    """Base seed of the trials' sampling seeds (``trial_seed``)."""
-
-    def __post_init__(self):
-        object.__setattr__(self, "scenarios", tuple(self.scenarios))
-        super().__post_init__()
-        unknown = sorted(set(self.scenarios) - set(LAYOUT_NAMES))
-        if unknown or not self.scenarios:
-            raise ValueError(f"scenarios must be a non-empty subset of {list(LAYOUT_NAMES)}, got {list(self.scenarios)}")
-        if self.trials < 1:
-            raise ValueError(f"trials must be >= 1, got {self.trials}")
+    preset: str | None = label()
+    """The preset whose MARLIN results folder holds the run (a label: not part of the run's key)."""
+    progress: bool = label(True)
+    """Print a line per trial as it is played (a label)."""
 
 
-def negotiator(limits: NegotiationLimits, llm: str | None = None, purpose: str = TRANSCRIPT_PURPOSE,
-               record: bool | None = None) -> Negotiation:
-    """The negotiation plan source a preset section describes, behind its transcript cache.
-
-    MARLIN training plugs it in as ``grid.run_grid(..., source=negotiator(config, purpose="marlin_training"))``
-    (``fig3_training.run``).
-    """
-    backend = llm_config.cached_backend(llm or limits.llm, purpose, record=record,
-                                        script=greedy_robots, model="greedy-robots")
-    return Negotiation(backend, limits.negotiation_config())
-
-
-def trial_seed(base: int, scenario: str, trial: int) -> int:
-    return int(np.random.SeedSequence([base, trial, *scenario.encode()]).generate_state(1)[0] % 2**31)
-
-
-def _run_name(backend) -> str:
-    return run_name("llm_only", llm_config.slug(backend.name), llm_config.slug(backend.model))
-
-
-def run(config: Config, preset: str, llm: str | None = None, progress: bool = True) -> Result:
+def run(cfg: Config) -> Result:
     """LLM-only performance: ``trials`` negotiated plans per scenario from the start positions, saved under
-    ``preset``'s MARLIN results (``data/results/marlin/<preset>/``). Table ``trials``: one row per scenario and
+    ``cfg.preset``'s MARLIN results (``data/results/marlin/<preset>/``). Table ``trials``: one row per scenario and
     trial (performance, the plan, the negotiation's statistics)."""
-    source = negotiator(config, llm)
-    backend = source.backend
-    run_config = {**dataclasses.asdict(config), "llm": llm_config.label(backend)}
-    store = ResultStore(paths.results_dir("marlin", preset))
-    name = _run_name(backend)
-
-    def compute() -> pd.DataFrame:
-        rows, transcripts = [], {}
-        for trial in range(config.trials):  # trial-major: an interrupted recording covers every scenario
-            for scenario in config.scenarios:
-                layout = get_layout(scenario)
-                seed = trial_seed(config.seed, scenario, trial)
-                with transcript_context(run=f"{name} {scenario} trial {trial}", preset=preset):
-                    plan = source.make_plan(layout, np.array(layout.starts), core.EPISODE_STEPS, seed=seed)
-                stats = {k: v for k, v in plan.stats.items() if not isinstance(v, dict)}
-                rows.append({"scenario": scenario, "trial": trial, "seed": seed, "performance": plan.performance,
-                             "plan": " ".join(f"{a}{b}" for a, b in plan.actions.tolist()), **stats})
-                transcripts[f"{scenario}/{trial}"] = plan.transcript
-                if progress:
-                    print(f"{scenario} trial {trial}: performance {plan.performance:.3f}, {stats['llm_calls']} calls, "
-                          f"{stats['llm_seconds']:.0f} s of model time as recorded (a replay takes none)", flush=True)
-        table = pd.DataFrame(rows)
-        atomic_write_text(store.root / f"{name}.transcripts.json", json.dumps(transcripts, indent=1))
-        return table
-
-    path = getattr(backend, "path", None)  # None: a script, not a recorded model
-    table = store.cached(name, run_config, compute, llm=llm_config.label(backend), transcript_file=path and str(path))
-    written = [store.table_path(name), store.sidecar_path(name), store.root / f"{name}.transcripts.json", *([path] if path else [])]
-    return Result(EXPERIMENT, preset, config, {"trials": table}, tuple(written),
-                  provenance(config, preset, store.load_sidecar(name)["llm"]))
+    preset = required_preset(cfg)
+    played = llm_trials.play(cfg, preset, cfg.progress)
+    return Result(EXPERIMENT, preset, cfg, {"trials": played.table}, played.paths, provenance(cfg, preset, played.llm))
 
 
 def provenance(config: Config, preset: str, llm: str) -> Provenance:
@@ -145,16 +45,6 @@ def provenance(config: Config, preset: str, llm: str) -> Provenance:
     return Provenance(preset, engine="corridor core (numpy)", source=f"LLM {llm}",
                       details={"protocol": f"{config.trials} trial(s), <= {config.max_moves} moves, {config.max_rounds} round(s)/move, "
                                            f"{config.max_new_tokens} tokens (paper: 50 trials, 50 moves, 5 rounds, 300 tokens, Llama 3.1 8B)"})
-
-
-def latest_run(config: Config, preset: str, llm: str | None = None) -> tuple[str, dict[str, Any]]:
-    """Name and sidecar of the LLM-only run of ``config`` under ``preset`` with that backend (after ``run``)."""
-    name = _run_name(llm_config.make_backend(llm or config.llm))
-    return name, ResultStore(paths.results_dir("marlin", preset)).load_sidecar(name)
-
-
-def load_transcripts(preset: str, table_name: str) -> dict[str, list[dict]]:
-    return read_json(paths.results_dir("marlin", preset) / f"{table_name}.transcripts.json")
 
 
 def plan_statistics(row: pd.Series) -> pd.DataFrame:

@@ -22,10 +22,11 @@ import re
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from marlinkit.config_fields import check_choices
 from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.layouts import Layout
 from marlinkit.envs.corridor.plans import Plan
@@ -62,7 +63,7 @@ class NegotiationConfig:
     max_rounds: int = 5  # rounds per move, each robot speaking once per round (the authors' limit)
     temperature: float = 0.8  # sampling temperature of every reply (the authors' value)
     max_new_tokens: int = 300  # reply length cap (the authors' value)
-    leader: str = "first"  # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
+    leader: Literal["first", "random"] = "first"  # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
     worked_example: bool = True  # open each chat with one worked exchange (small models need it)
     max_wait_streak: int = 3  # rule in the prompt: no robot waits more than this many moves in a row
     max_moves: int = core.EPISODE_STEPS  # moves negotiated per plan at most; afterwards the robots wait
@@ -72,8 +73,7 @@ class NegotiationConfig:
     def __post_init__(self):
         if self.max_rounds < 1:
             raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
-        if self.leader not in ("first", "random"):
-            raise ValueError(f"leader must be 'first' or 'random', got {self.leader!r}")
+        check_choices(self)
         if not 1 <= self.max_moves <= core.EPISODE_STEPS:
             raise ValueError(f"max_moves must be in 1..{core.EPISODE_STEPS}, got {self.max_moves}")
         if self.stall_limit < 0:

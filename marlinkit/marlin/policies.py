@@ -11,11 +11,11 @@ Scale: small, so that all ten train in minutes on a laptop: :data:`SETTINGS` are
 calibrated surrogate planner, which is not an LLM, with the threshold of the authors' Llama 3.1 8B LLM-only
 performance). The paper trains 15 copies x 1600 episodes, the quick preset 15 x 120. So these policies are young:
 they show what 100 episodes teach, not the paper's converged policies. Rebuild them all with
-``python -m marlinkit.marlin.policies`` (about 20 CPU-s each).
+``python -m marlinkit policies`` (about 20 CPU-s each).
 
 :func:`play_episode` plays one episode of a policy on the corridor core; :func:`frames` draws it step by step and
 :func:`save_gif` writes the frames as a GIF, which a notebook shows inline (``IPython.display.Image``). ``python -m
-marlinkit.marlin.policies --gif figures/policies --scenarios single_slot --systems MARLIN`` wrote the committed
+marlinkit policies --gif figures/policies --scenarios single_slot --systems MARLIN`` wrote the committed
 ``figures/policies/policy__single_slot__MARLIN.gif`` (``make verify`` leaves that folder to this command).
 """
 
@@ -41,7 +41,7 @@ SEED = 0
 #: The workshop preset's MARLIN training (notebook 04's sizes), one seed.
 SETTINGS = TrainingConfig(episodes=100, n_envs=4, checkpoints=(100,), eval_runs=50)
 PLAN_SOURCE = "calibrated surrogate planner (not an LLM)"
-COMMAND = "python -m marlinkit.marlin.policies"
+COMMAND = "python -m marlinkit policies"
 
 
 #: The actor's entries of a saved state dict: ``nn.Linear`` layers 0, 2 and 4 of the tanh MLP.
@@ -188,37 +188,30 @@ def save_gif(images: list, path: str | Path, frame_ms: int = 200, last_ms: int =
     return path
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
+def write_gifs(scenarios, systems, folder: Path, root: Path = POLICIES_DIR) -> list[Path]:
+    """Play one episode of each saved policy and write it as ``folder/policy__<scenario>__<system>.gif`` (no training)."""
+    written = []
+    for scenario in scenarios:
+        for system in systems:
+            policy = load(scenario, system, root=root)
+            cells, performance = play_episode(policy)
+            written.append(save_gif(frames(policy, cells, performance), folder / f"policy__{scenario}__{system}.gif"))
+    return written
 
-    parser = argparse.ArgumentParser(description="Train and save the policies of data/policies/ (workshop scale).")
-    parser.add_argument("--scenarios", nargs="+", default=list(LAYOUT_NAMES), choices=LAYOUT_NAMES)
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
-    parser.add_argument("--root", type=Path, default=POLICIES_DIR)
-    parser.add_argument("--gif", type=Path, metavar="FOLDER",
-                        help="play one episode of each saved policy and write it as "
-                             "FOLDER/policy__<scenario>__<system>.gif (no training)")
-    args = parser.parse_args(argv)
-    if args.gif:
-        for scenario in args.scenarios:
-            for system in args.systems:
-                policy = load(scenario, system, root=args.root)
-                cells, performance = play_episode(policy)
-                print(save_gif(frames(policy, cells, performance), args.gif / f"policy__{scenario}__{system}.gif"))
-        return
+
+def train_all(scenarios, systems, root: Path = POLICIES_DIR, log=print) -> list[Path]:
+    """Train and save the policy of every scenario and system (one torch thread), logging each one's evaluation."""
     import time
 
     import torch
 
     torch.set_num_threads(1)
-    for scenario in args.scenarios:
-        for system in args.systems:
+    written = []
+    for scenario in scenarios:
+        for system in systems:
             start = time.perf_counter()
             agent, info = train(scenario, system)
-            path = save(agent, info, args.root)
-            print(f"{path}: evaluation {info['evaluation']['mean_performance']:.3f}, "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
-
-
-if __name__ == "__main__":
-    main()
+            written.append(save(agent, info, root))
+            log(f"{written[-1]}: evaluation {info['evaluation']['mean_performance']:.3f}, "
+                f"{time.perf_counter() - start:.0f} s")
+    return written

@@ -12,7 +12,7 @@ the LLM-only protocol of ``systems.plan_source_alone``) so that the surrogate's 
 the authors' measured Llama 3.1 8B LLM-only performance (``paper_values.AUTHORS_LLM_ONLY``). The
 calibrated rates are package data, ``surrogate_planner_rates.json`` beside this file, written by::
 
-    python -m marlinkit.marlin.surrogate_planner --trials 400 --seed 0
+    python -m marlinkit calibrate-surrogate --trials 400 --seed 0
 
 What it matches is the *mean* LLM-only performance from the start state; it does not imitate an
 LLM's kind of mistakes, its plans from other states, or its cost.
@@ -20,7 +20,6 @@ LLM's kind of mistakes, its plans from other states, or its cost.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -68,7 +67,7 @@ def load_rates(path: Path = RATES_FILE) -> dict[str, float]:
         rates = {str(k): float(v["rate"]) for k, v in record["scenarios"].items()}
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"cannot read the surrogate planner's calibrated rates from {path}: {error!r}; "
-                         f"recreate it with: python -m marlinkit.marlin.surrogate_planner") from error
+                         f"recreate it with: python -m marlinkit calibrate-surrogate") from error
     bad = {k: v for k, v in rates.items() if not 0.0 <= v <= 1.0}
     if bad:
         raise ValueError(f"{path}: corruption rates must lie in [0, 1], got {bad}")
@@ -170,7 +169,7 @@ class LlamaSurrogatePlanner:
     and above 0 where they saw no perfect plan) the exact plan; otherwise the exact plan corrupted at the scenario's
     rate (``corrupt``), drawn again until it is not perfect. The rates (``surrogate_llama_rates.json``) are calibrated
     so that the imperfect plans' mean makes the LLM-only mean the authors' (``imperfect_target``); written by
-    ``python -m marlinkit.marlin.surrogate_planner --kind llama``.
+    ``python -m marlinkit calibrate-surrogate --kind llama``.
 
     The perfect-or-not draw depends on the plan's seed alone, not on the corridor: trainings of one seed in different
     corridors draw the same uniform for their k-th plan (common random numbers), so their first plans are perfect
@@ -239,56 +238,58 @@ def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: 
             "search": {f"{r:.6f}": round(p, 6) for r, p in sorted(tried.items())}}
 
 
-def main(argv: list[str] | None = None) -> None:
-    from marlinkit.files import atomic_write_text
-    from marlinkit.marlin import systems
+def calibration_command(trials: int, seed: int, kind: str, rows: int) -> str:
+    """The command line that recomputes a calibration file (recorded in it)."""
+    command = f"python -m marlinkit calibrate-surrogate --trials {trials} --seed {seed}"
+    command += " --kind llama" if kind == "llama" else ""
+    return command + (f" --rows {rows}" if rows != ZERO_SHARE_ROWS else "")
 
-    parser = argparse.ArgumentParser(description="calibrate the surrogate planner's corruption rates (writes the package data)")
-    parser.add_argument("--trials", type=int, default=400, help="LLM-only trials per rate tried (default 400)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the calibration trials (default 0)")
-    parser.add_argument("--kind", choices=("mean", "llama"), default="mean",
-                        help="mean: the calibrated surrogate (LLM-only mean); llama: surrogate_llama (mean and perfect share)")
-    parser.add_argument("--out", type=Path, default=None, help="default: the package data file of --kind")
-    parser.add_argument("--scenarios", nargs="+", choices=LAYOUT_NAMES, default=list(LAYOUT_NAMES),
-                        help="calibrate these (default: all); the others keep their records in --out, made with the "
-                             "same trials and seed (a calibration depends on its own corridor's target alone)")
-    parser.add_argument("--rows", type=int, default=ZERO_SHARE_ROWS,
-                        help=f"llama: rows behind a perfect-plan share of 0 (default {ZERO_SHARE_ROWS}, llama_shares)")
-    args = parser.parse_args(argv)
-    llama = args.kind == "llama"
-    out = args.out or (LLAMA_RATES_FILE if llama else RATES_FILE)
-    scenarios = {}
-    if set(args.scenarios) != set(LAYOUT_NAMES):
-        stored = out if Path(out).exists() else LLAMA_RATES_FILE if llama else RATES_FILE  # a new file: the package's
+
+def calibrate_file(trials: int = 400, seed: int = 0, kind: str = "mean", out: Path | None = None,
+                   scenarios=LAYOUT_NAMES, rows: int = ZERO_SHARE_ROWS, log=print) -> Path:
+    """Calibrate the corruption rates of ``scenarios`` and write them to ``out`` (default: the package data file of
+    ``kind``); the other corridors keep their records in ``out``, made with the same trials and seed (a calibration
+    depends on its own corridor's target alone). ``kind`` "mean": the calibrated surrogate (LLM-only mean);
+    "llama": surrogate_llama (mean and perfect share, ``rows`` behind a share of 0)."""
+    from marlinkit.files import atomic_write_text
+
+    llama = kind == "llama"
+    out = Path(out or (LLAMA_RATES_FILE if llama else RATES_FILE))
+    records = {}
+    if set(scenarios) != set(LAYOUT_NAMES):
+        stored = out if out.exists() else LLAMA_RATES_FILE if llama else RATES_FILE  # a new file: the package's
         kept = json.loads(Path(stored).read_text())
-        if (kept["trials"], kept["seed"]) != (args.trials, args.seed):
-            raise ValueError(f"{out} was calibrated with other trials or seed than {args.trials}, {args.seed}: calibrate all")
-        scenarios = {k: v for k, v in kept["scenarios"].items() if k not in args.scenarios}
-    for scenario in args.scenarios:
-        target = imperfect_target(scenario, args.rows) if llama else AUTHORS_LLM_ONLY[scenario]
-        scenarios[scenario] = calibrate(scenario, target, args.trials, args.seed, kind=args.kind)
-        print(scenario, {k: v for k, v in scenarios[scenario].items() if k != "search"}, flush=True)
-    command = f"python -m marlinkit.marlin.surrogate_planner --trials {args.trials} --seed {args.seed}" + (" --kind llama" if llama else "")
-    command += f" --rows {args.rows}" if args.rows != ZERO_SHARE_ROWS else ""
-    record = {"command": command,
+        if (kept["trials"], kept["seed"]) != (trials, seed):
+            raise ValueError(f"{out} was calibrated with other trials or seed than {trials}, {seed}: calibrate all")
+        records = {k: v for k, v in kept["scenarios"].items() if k not in scenarios}
+    for scenario in scenarios:
+        target = imperfect_target(scenario, rows) if llama else AUTHORS_LLM_ONLY[scenario]
+        records[scenario] = calibrate(scenario, target, trials, seed, kind=kind)
+        log(f"{scenario} {({k: v for k, v in records[scenario].items() if k != 'search'})}")
+    record = {"command": calibration_command(trials, seed, kind, rows),
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
               "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
-              "trials": args.trials, "seed": args.seed, "scenarios": scenarios}
+              "trials": trials, "seed": seed, "scenarios": records}
     if llama:
-        record["target"] += (" with the perfect plans of surrogate_planner.llama_shares "
-                             "(paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
-                             f"where it is 0, the Jeffreys posterior mean for 0 of {args.rows} rows): each rate "
-                             "calibrates the imperfect plans' mean to (mean - share) / (1 - share)")
-        record["shares"] = llama_shares(args.rows)
-        planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in scenarios.items()}, llama_shares(args.rows))
-        for scenario in args.scenarios:  # the whole plan source on a held-out seed
-            alone = systems.plan_source_alone(scenario, args.seed + 1, args.trials, planner).performance
-            scenarios[scenario]["held_out"] = {"seed": args.seed + 1, "llm_only": round(float(alone.mean()), 6),
-                                               "perfect_share": round(float((alone == 1).mean()), 6),
-                                               "perfect_share_target": round(planner.shares[scenario], 6)}
-            print(scenario, scenarios[scenario]["held_out"], flush=True)
+        record.update(llama_record(records, scenarios, trials, seed, rows, log))
     atomic_write_text(out, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return out
 
 
-if __name__ == "__main__":
-    main()
+def llama_record(records: dict, scenarios, trials: int, seed: int, rows: int, log=print) -> dict[str, Any]:
+    """surrogate_llama's part of a calibration record: its target, its shares, and each corridor's whole plan source
+    on a held-out seed (added to ``records``)."""
+    from marlinkit.marlin import systems
+
+    target = ("paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance) with the perfect plans of "
+              "surrogate_planner.llama_shares (paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
+              f"where it is 0, the Jeffreys posterior mean for 0 of {rows} rows): each rate "
+              "calibrates the imperfect plans' mean to (mean - share) / (1 - share)")
+    planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in records.items()}, llama_shares(rows))
+    for scenario in scenarios:
+        alone = systems.plan_source_alone(scenario, seed + 1, trials, planner).performance
+        records[scenario]["held_out"] = {"seed": seed + 1, "llm_only": round(float(alone.mean()), 6),
+                                         "perfect_share": round(float((alone == 1).mean()), 6),
+                                         "perfect_share_target": round(planner.shares[scenario], 6)}
+        log(f"{scenario} {records[scenario]['held_out']}")
+    return {"target": target, "shares": llama_shares(rows)}

@@ -11,12 +11,12 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 import pandas as pd
 
-from marlinkit.config_fields import typed
+from marlinkit.config_fields import check_choices, typed
 from marlinkit.marlin import hardware
 from marlinkit.progress import Progress
 from marlinkit.paper_values import AUTHORS_LLM_ONLY
@@ -31,7 +31,10 @@ from marlinkit.marlin.algorithm1 import (PLAN, SAMPLING, Algorithm1, AuthorsSwit
 
 #: ``TrainingConfig.protocol``: "paper", every system on ``n_envs`` copies; "authors", the copies the authors' code
 #: gives each system (``AUTHORS_COPIES``).
-PROTOCOLS = ("paper", "authors")
+TrainingProtocol = Literal["paper", "authors"]
+PROTOCOLS = get_args(TrainingProtocol)
+#: ``TrainingConfig.switch_rule``: Algorithm 1 as printed, a simplified reading of the authors' code, or their code.
+SwitchRule = Literal["paper", "code", "authors"]
 #: Environment copies per training in the authors' code: MARLIN's plan sampler runs on one, MARL on 3 workers x 2.
 AUTHORS_COPIES = {"MARLIN": 1, "MARL": 6}
 
@@ -52,11 +55,11 @@ class TrainingConfig:
     mappo: mappo.MAPPOConfig = field(default_factory=mappo.MAPPOConfig)
     """MAPPO's settings (``marlinkit.algos.mappo.MAPPOConfig``; the default: the authors' RLlib settings). A mapping
     given here holds the settings that differ from the default."""
-    switch_rule: str = "paper"
+    switch_rule: SwitchRule = "paper"
     """Algorithm 1's switch: "paper" as printed, "code" a simplified reading of the authors' code (median, and a
     window-to-window plateau; ``algorithm1.SwitchConfig``), "authors" the authors' code step for step
     (``algorithm1.AuthorsSwitch``)."""
-    protocol: str = "paper"
+    protocol: TrainingProtocol = "paper"
     """``PROTOCOLS``: "paper", every system on ``n_envs`` copies; "authors", MARLIN on 1 copy and MARL on 6, as the
     authors' code runs them (``n_envs`` is then ignored; ``for_system``)."""
     llm_only_performance: tuple[tuple[str, float], ...] | None = None
@@ -87,8 +90,6 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not all(1 <= c <= self.episodes for c in self.checkpoints):
             raise ValueError(f"checkpoints {list(self.checkpoints)} must lie in 1..episodes={self.episodes}")
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.plan_budget is not None and int(self.plan_budget) < 1:
             raise ValueError(f"plan_budget must be None (unlimited) or >= 1, got {self.plan_budget}")
         self.switch_config()
@@ -97,6 +98,7 @@ class TrainingConfig:
         if unknown or not all(1 <= k < self.episodes for k, _ in changes):
             raise ValueError(f"layout_schedule {[list(c) for c in changes]} needs [episode, layout] pairs with "
                              f"1 <= episode < episodes and layouts from {list(LAYOUT_NAMES)}")
+        check_choices(self)  # this class's switches and those of the classes built on it
 
 
     def switch_config(self) -> SwitchConfig | AuthorsSwitchConfig:

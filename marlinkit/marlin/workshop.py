@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -29,11 +30,11 @@ from marlinkit.envs.corridor import core
 from marlinkit.envs.corridor.env import CorridorParallelEnv
 from marlinkit.envs.corridor.layouts import Layout, get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.marlin import llm_only
+from marlinkit.marlin import llm_trials
 from marlinkit.llm.base import ChatBackend
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation, greedy_robots
-from marlinkit.config_fields import typed
+from marlinkit.config_fields import check_choices, label, required_preset, typed
 from marlinkit.marlin.systems import TrainingConfig
 
 one_line_interrupts()
@@ -54,7 +55,7 @@ class Part(TrainingConfig):
 
 
 @dataclass(frozen=True)
-class NegotiationSettings(llm_only.NegotiationLimits):
+class NegotiationSettings(llm_trials.NegotiationLimits):
     """Notebook 03's negotiation protocol, and whether the session talks to the model."""
 
     record: bool | None = None
@@ -76,11 +77,20 @@ class Config:
     """Notebook 03's protocol (notebook 04's negotiation too)."""
     marlin: Part = field(default_factory=Part)
     """Notebook 04's MARL vs MARLIN."""
+    part: Literal["training", "comparison"] = "training"
+    """What :func:`run` runs: notebook 02's training or notebook 04's comparison."""
+    preset: str | None = label()
+    """The preset whose workshop results folder holds the runs (a label: not part of any run's key)."""
+    root: Path | str | None = label()
+    """A folder for the runs instead of the preset's (a label; None: ``data/results/workshop/<preset>``)."""
+    progress: bool = label(False)
+    """Show the trainings' progress (a label)."""
 
     def __post_init__(self):
         for part, cls in (("training", Part), ("negotiation", NegotiationSettings), ("marlin", Part)):
             object.__setattr__(self, part, typed(cls, getattr(self, part), part))
         self.grid("training"), self.grid("marlin")  # bad values fail here, by field
+        check_choices(self)
 
     def grid(self, part: str) -> grid.GridConfig:
         """``run_grid``'s config of one part: one scenario, one seed, in this process (one local worker on purpose:
@@ -89,9 +99,9 @@ class Config:
         return grid.GridConfig(**{f.name: getattr(values, f.name) for f in dataclasses.fields(values)},
                                scenarios=(self.scenario,), seeds=(self.seed,), workers=1)
 
-    def negotiation_limits(self) -> llm_only.NegotiationLimits:
+    def negotiation_limits(self) -> llm_trials.NegotiationLimits:
         values = dataclasses.asdict(self.negotiation)
-        return llm_only.NegotiationLimits(**{k: v for k, v in values.items() if k != "record"})
+        return llm_trials.NegotiationLimits(**{k: v for k, v in values.items() if k != "record"})
 
 
 def results_root(preset: str) -> Path:
@@ -164,6 +174,17 @@ def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None
 
 # ---------------------------------------------------------------------------------------------
 # Notebooks 02 and 04: training through grid.run_grid
+
+
+def run(cfg: Config) -> grid.GridResult:
+    """The workshop's training (``cfg.part`` "training": notebook 02's MAPPO alone, :func:`run_training`) or its
+    comparison ("comparison": notebook 04's MARL vs MARLIN with the LLM and the exact planner,
+    :func:`run_comparison`, the LLM behind its transcript cache: :func:`chat_backend`), saved under ``cfg.preset``'s
+    workshop results (``cfg.root`` replaces them)."""
+    preset = required_preset(cfg)
+    if cfg.part == "training":
+        return run_training(cfg, preset, cfg.root, cfg.progress)
+    return run_comparison(cfg, preset, chat_backend(cfg, preset), cfg.root, cfg.progress)
 
 
 def run_training(section: Config, preset: str, root: Path | None = None, progress: bool = False) -> grid.GridResult:

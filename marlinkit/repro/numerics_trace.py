@@ -138,7 +138,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write", action="store_true", help="record this processor's fixture (replacing its own)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     """Trace MADDPG's operations on this machine and compare with every committed fixture (``--write``: record)."""
     got = record()
     if args.write:

@@ -95,7 +95,7 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
 
 
 #: What other commands write inside the default preset's figures/: the paper preset's own folder and the claims ledger
-#: beside it, and the trained policies' animations (``python -m marlinkit.marlin.policies --gif figures/policies``).
+#: beside it, and the trained policies' animations (``python -m marlinkit policies --gif figures/policies``).
 PAPER_IN_FIGURES = ("paper", "claims.csv", "policies")
 
 
@@ -232,7 +232,7 @@ def add_arguments(parser: argparse.ArgumentParser, default_preset: str) -> None:
     verify_paper.add_arguments(parser)
 
 
-def run(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
+def verify(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
     """Recompute (unless ``--compare-only``), compare, print the summary; ``exit_code`` 1 on any difference."""
     preset = hooks.check_preset(args.preset)
     reference = (args.reference or reference_root(preset)).resolve()
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
         scratch = (args.scratch or paths.BUILD_DIR / f"verify-{preset}-maestro-run").resolve()
         return _run_maestro(preset, args.maestro_run, scratch, hooks)
     if preset == verify_paper.PRESET and not args.compare_only:  # days of training: prefixes of the committed runs
-        return verify_paper.run(args, hooks)
+        return verify_paper.verify_prefixes(args, hooks)
     if not reference.is_dir():
         raise FileNotFoundError(f"reference folder {reference} does not exist (run `make figures PRESET={preset}`)")
     calls, returncode = None, 0

@@ -271,9 +271,9 @@ def test_stochastic_evaluation_is_seeded_and_leaves_the_training_noise_alone():
     assert greedy != first  # an untrained argmax repeats one action; samples spread over all four
     with pytest.raises(ValueError, match="evaluation policy"):
         maddpg.evaluate(env, learner, seed=9, policy="mean")
-    from marlinkit.maestro import ablation as maestro
+    from marlinkit.maestro import ablation
 
-    assert maestro.EVAL_POLICIES == maddpg.EVAL_POLICIES  # maestro keeps a torch-free copy
+    assert ablation.EVAL_POLICIES == maddpg.EVAL_POLICIES  # maestro keeps a torch-free copy
 
 
 def test_the_openblas_products_match_torchs_products_and_gradients_and_repeat_bit_for_bit():

@@ -8,7 +8,7 @@ import pytest
 from marlinkit import presets
 from marlinkit.envs.corridor.layouts import get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.marlin import llm_only
+from marlinkit.marlin import llm_trials
 from marlinkit.llm.cache import TranscriptCache
 from marlinkit.marlin.negotiation import Negotiation
 from marlinkit.llm.backends.smollm2 import MODEL_NAME
@@ -16,14 +16,14 @@ from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 def test_smoke_negotiation_replays_from_committed_smollm2_transcripts():
     settings = presets.get("smoke", "llm_only")
-    path = llm_config.transcript_path(llm_only.TRANSCRIPT_PURPOSE, type("B", (), {"name": "smollm2", "model": MODEL_NAME}))
+    path = llm_config.transcript_path(llm_trials.TRANSCRIPT_PURPOSE, type("B", (), {"name": "smollm2", "model": MODEL_NAME}))
     if not path.exists():
         pytest.fail(f"{path} is missing: record it with `make build/quick/marlin/llm_only.ipynb PRESET=quick`")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
     source = Negotiation(cache, settings.negotiation_config())
     for scenario in settings.scenarios:
         layout = get_layout(scenario)
-        seed = llm_only.trial_seed(settings.seed, scenario, 0)
+        seed = llm_trials.trial_seed(settings.seed, scenario, 0)
         # A changed prompt, parser or seed scheme misses here: re-record the transcripts then.
         plan = source.make_plan(layout, np.array(layout.starts), 50, seed=seed)
         assert plan.stats["cached_calls"] == plan.stats["llm_calls"] > 0

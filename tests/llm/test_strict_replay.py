@@ -17,7 +17,7 @@ import pytest
 
 from marlinkit import presets
 from marlinkit.maestro import curriculum, curriculum_env
-from marlinkit.maestro import ablation as maestro
+from marlinkit.maestro import ablation
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.maestro import architect as arch
 from marlinkit.llm import config as llm_config
@@ -125,7 +125,7 @@ def test_a_damaged_transcript_fails_a_maestro_run_and_names_it(tmp_path, network
     cfg = presets.ablation_config("smoke", seeds=[7], ablations=["A7"], llm="smollm2", workers=1)
     assert cfg.record is False  # strict replay unless MARLINKIT_RECORD=1
     with pytest.raises(TranscriptFileError, match=r"run MAESTRO A7__seed7: transcript .*Q4-1.jsonl:2 is damaged"):
-        maestro.run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
+        ablation.run_job(cfg, "A7", 7, curriculum_env.Calibration(1.0, 0.0), str(tmp_path))
 
 
 def test_a_cut_off_last_line_is_skipped_and_the_next_record_lands_on_a_line_of_its_own(tmp_path, network):
@@ -174,7 +174,7 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
     log = tmp_path / "A7__seed200.generations.jsonl"
     log.write_text('{"kind": "context"}\n{"kind": "rew\n')
     with pytest.raises(ResultFileError, match=rf"{log}:2 is damaged"):
-        maestro.load_generations(log, "A7__seed200")
+        ablation.load_generations(log, "A7__seed200")
     cfg = presets.ablation_config("smoke")
     store = ResultStore(tmp_path)
     store.save("ablation_calibration", pd.DataFrame({"controller": ["max-pressure"], "return": [1.0]}),
@@ -185,13 +185,13 @@ def test_a_generation_log_or_calibration_table_that_is_damaged_names_its_file(tm
 
 def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypatch):
     from marlinkit.marlin import grid
-    from marlinkit.marlin import llm_only
+    from marlinkit.marlin import llm_trials
 
     monkeypatch.setattr(llm_config.paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")  # nothing recorded there
     monkeypatch.delenv(llm_config.RECORD_VAR, raising=False)
     settings = presets.get("smoke", "fig3_training", scenarios=["single_slot"], workers=1,
                            llm_only_performance={"single_slot": 0.99})  # a high threshold: Algorithm 1 asks for a plan
-    source = llm_only.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
+    source = llm_trials.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
     with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "
                                              r"replay: .*marlin_training__smollm2__.*PRESET=smoke"):
         grid.run_grid(dataclasses.replace(settings, systems=("MARLIN",)), "smoke", source, root=tmp_path / "results", progress=False)

@@ -14,7 +14,7 @@ import pytest
 from marlinkit import paths, presets
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.maestro import architect, curriculum, curriculum_env
-from marlinkit.maestro import ablation as maestro
+from marlinkit.maestro import ablation
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.maestro.sandbox import reward_example
 from marlinkit.runs import ResultStore
@@ -22,23 +22,23 @@ from marlinkit.settings import paper_maddpg
 
 TINY = {"seeds": [200], "ablations": ["A2", "A7"], "episodes": 2, "episode_seconds": 120, "final_window": 2,
         "llm": "scripted", "maddpg": {"batch_size": 32, "learning_starts": 32, "update_every": 30}}
-TIMING = list(maestro.TIMING_COLUMNS)
+TIMING = list(ablation.TIMING_COLUMNS)
 
 
 def run_smoke(root, **overrides):
     """The smoke preset's ablation with ``overrides``, in ``root``."""
-    return maestro.run(presets.ablation_config("smoke", **overrides), "smoke", root=root, progress=False)
+    return ablation.run(presets.ablation_config("smoke", **overrides, root=root, progress=False))
 
 
 @pytest.fixture(scope="module")
-def ablation(tmp_path_factory):
+def smoke_ablation(tmp_path_factory):
     root = tmp_path_factory.mktemp("maestro")
     return run_smoke(root, **TINY), root
 
 
 @pytest.mark.slow
-def test_runs_write_tables_sidecars_and_generation_logs(ablation):
-    results, root = ablation
+def test_runs_write_tables_sidecars_and_generation_logs(smoke_ablation):
+    results, root = smoke_ablation
     store = ResultStore(root)
     for name in ("A2__seed200", "A7__seed200"):
         sidecar = store.load_sidecar(name)
@@ -63,15 +63,15 @@ def test_runs_write_tables_sidecars_and_generation_logs(ablation):
     assert (df.groupby("ablation")["fixed_time_return"].nunique() == 2).all()  # the seed changes per episode
 
 
-def test_a7_trains_on_the_combined_reward_and_a2_on_the_env_reward(ablation):
-    df = ablation[0].episodes.set_index(["ablation", "episode"])
+def test_a7_trains_on_the_combined_reward_and_a2_on_the_env_reward(smoke_ablation):
+    df = smoke_ablation[0].episodes.set_index(["ablation", "episode"])
     assert (df.loc["A7", "reward_source"] == "llm").all() and np.allclose(df.loc["A7", "w_d"], 0.1)
     np.testing.assert_allclose(df.loc["A2", "train_return"], df.loc["A2", "env_return"], rtol=1e-5)  # float32 sums
     assert not np.allclose(df.loc["A7", "train_return"], df.loc["A7", "env_return"])
 
 
-def test_resume_does_no_work(ablation):
-    results, root = ablation
+def test_resume_does_no_work(smoke_ablation):
+    results, root = smoke_ablation
     stamps = {p.name: p.stat().st_mtime_ns for p in root.iterdir()}
     started = time.perf_counter()
     again = run_smoke(root, **TINY)
@@ -80,10 +80,10 @@ def test_resume_does_no_work(ablation):
     pd.testing.assert_frame_equal(again.episodes, results.episodes)
 
 
-def test_same_seed_same_numbers(ablation, tmp_path):
-    results, root = ablation
+def test_same_seed_same_numbers(smoke_ablation, tmp_path):
+    results, root = smoke_ablation
     cfg = presets.ablation_config("smoke", **TINY)
-    name = maestro.save_run(ResultStore(tmp_path), maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    name = ablation.save_run(ResultStore(tmp_path), ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     rerun, first = ResultStore(tmp_path).load(name), ResultStore(root).load(name)
     pd.testing.assert_frame_equal(rerun.drop(columns=TIMING), first.drop(columns=TIMING))
 
@@ -117,18 +117,18 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
 
 
 @pytest.mark.slow
-def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
+def test_an_interrupted_run_resumes_from_its_checkpoint(smoke_ablation, tmp_path):
     """Kill a run right after its first checkpoint; the resumed run matches the uninterrupted one."""
     import dataclasses
     import multiprocessing
 
     import torch
 
-    results, root = ablation
+    results, root = smoke_ablation
     cfg = dataclasses.replace(presets.ablation_config("smoke", **TINY), checkpoint_every=1)
     checkpoint = tmp_path / "A7__seed200.checkpoint.pt"
     process = multiprocessing.get_context("spawn").Process(
-        target=maestro.run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
+        target=ablation.run_job, args=(cfg, "A7", 200, results.calibration, str(tmp_path)))
     process.start()
     deadline = time.monotonic() + 300
     while not checkpoint.exists() and process.is_alive() and time.monotonic() < deadline:
@@ -137,7 +137,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(ablation, tmp_path):
     process.join()
     assert checkpoint.exists() and not (tmp_path / "A7__seed200.json").exists()
     saved_first_row = torch.load(checkpoint, weights_only=False)["loop"].rows[0]
-    maestro.save_run(ResultStore(tmp_path), maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    ablation.save_run(ResultStore(tmp_path), ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     resumed, reference = ResultStore(tmp_path).load("A7__seed200"), ResultStore(root).load("A7__seed200")
     assert not checkpoint.exists()
     assert resumed.loc[0, "sim_s"] == pytest.approx(saved_first_row["sim_s"], rel=1e-12)  # episode 0 was not rerun
@@ -323,13 +323,13 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     paper = presets.ablation_config("smoke", **TINY)
     calibration = curriculum_env.Calibration(1.0, 0.0)
     # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
-    assert maestro.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
-    assert "window mean score (target 165)" in maestro.prompt_stats([1.0], None, 3, maestro.rule_config(paper).target)
+    assert ablation.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
+    assert "window mean score (target 165)" in ablation.prompt_stats([1.0], None, 3, ablation.rule_config(paper).target)
     measured = dataclasses.replace(paper, curriculum="measured")  # named apart: own folder, own transcripts
-    assert maestro.transcript_name(paper, "A2", 200) == "maestro_A2_200"
-    assert maestro.transcript_name(measured, "A2", 200) == "maestro_A2_200_measured_curriculum"
-    assert maestro.results_root("paper", paper) == paths.results_dir("maestro", "paper")
-    assert maestro.results_root("paper", measured) == paths.results_dir("maestro", "paper") / "measured_curriculum"
+    assert ablation.transcript_name(paper, "A2", 200) == "maestro_A2_200"
+    assert ablation.transcript_name(measured, "A2", 200) == "maestro_A2_200_measured_curriculum"
+    assert ablation.results_root("paper", paper) == paths.results_dir("maestro", "paper")
+    assert ablation.results_root("paper", measured) == paths.results_dir("maestro", "paper") / "measured_curriculum"
     with pytest.raises(ValueError, match="unknown curriculum setting"):
         presets.ablation_config("smoke", **TINY, curriculum="easy")
     results = run_smoke(tmp_path, **{**TINY, "ablations": ["A2"]}, curriculum="measured")
@@ -342,11 +342,11 @@ def test_the_architects_statistics_skip_an_episode_without_a_score_and_name_it()
     nan = float("nan")
     key = "window mean score (target 165)"
     scored = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
-    assert maestro.prompt_stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
+    assert ablation.prompt_stats(scored, None, 6, 165.0) == {"episode": 6, key: 40.0, "last score": 60.0}
     # the window holds the last five scored episodes, as the difficulty rule's does
-    stats = maestro.prompt_stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
-    assert stats == {"episode": 8, key: 40.0, "last score": maestro.NO_SCORE}
-    assert maestro.prompt_stats([nan], None, 1, 165.0) == {"episode": 1, "last score": maestro.NO_SCORE}
+    stats = ablation.prompt_stats(scored[:2] + [nan] + scored[2:] + [nan], None, 8, 165.0)
+    assert stats == {"episode": 8, key: 40.0, "last score": ablation.NO_SCORE}
+    assert ablation.prompt_stats([nan], None, 1, 165.0) == {"episode": 1, "last score": ablation.NO_SCORE}
     assert "last score none (max-pressure did no better" in architect.summary_text(stats)
 
 
@@ -356,18 +356,18 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
     from marlinkit.repro.keys import config_hash
 
     cfg = presets.ablation_config("paper")
-    assert maestro.maddpg_config(cfg, 200).update_every == 100
+    assert ablation.maddpg_config(cfg, 200).update_every == 100
     ue25 = presets.ablation_config("paper", maddpg_setting="ue25_openblas")  # the ablation under the chosen cadence
-    assert maestro.maddpg_config(ue25, 200).update_every == 25
+    assert ablation.maddpg_config(ue25, 200).update_every == 25
     for config, least in ((cfg, 36), (ue25, 12)):
-        store = ResultStore(maestro.results_root("paper", config))
+        store = ResultStore(ablation.results_root("paper", config))
         sidecars = sorted(store.root.glob("A*__seed*.json"))
         assert len(sidecars) >= least, store.root
         for path in sidecars:
             sidecar = store.load_sidecar(path.stem)
             run = sidecar["config"]
             calibration = curriculum_env.Calibration(**run["calibration"])
-            assert config_hash(maestro.run_config(config, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name
+            assert config_hash(ablation.run_config(config, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name
 
 
 def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
@@ -378,10 +378,10 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
 
     for setting, run in ((None, "A7__seed300"), ("ue25_openblas", "A2__seed200")):
         config = presets.ablation_config("paper", record=False, maddpg_setting=setting)
-        store = ResultStore(maestro.results_root("paper", config))
+        store = ResultStore(ablation.results_root("paper", config))
         recorded = store.load_sidecar(run)["config"]
         calibration = curriculum_env.Calibration(**recorded["calibration"])
-        today = maestro.run_config(config, recorded["ablation"], recorded["seed"], calibration)
+        today = ablation.run_config(config, recorded["ablation"], recorded["seed"], calibration)
         assert json.dumps(today, sort_keys=True, default=str) == json.dumps(recorded, sort_keys=True), run
     config = presets.ablation_config("paper", record=False)
     assert config.maddpg == paper_maddpg() and config.maddpg.given() == {"update_every": 100}
@@ -391,28 +391,28 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
 def test_episode_records_write_the_committed_tables_columns_in_their_order():
     """A trained episode's :class:`EpisodeRecord` rows (one without an evaluation, then one with) make the committed
     paper table's header, column for column; the Timer fills the wall-time columns by name and refuses another."""
-    header = (maestro.results_root("paper", presets.ablation_config("paper", record=False)) / "A2__seed200.csv").read_text(
+    header = (ablation.results_root("paper", presets.ablation_config("paper", record=False)) / "A2__seed200.csv").read_text(
         encoding="utf-8").splitlines()[0].split(",")
     metrics = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
                "avg_queue_per_lane", "vehicles", "seconds")
     baselines = {f"{c}_{k}": 1.0 for c in ("fixed_time", "max_pressure") for k in ("return", *curriculum_env.BASELINE_METRICS)}
 
     def record(episode, evaluation):
-        timer = maestro.Timer()
+        timer = ablation.Timer()
         timer.add("sim_s", 2.0)
         if evaluation:
             with timer("eval_s"):
                 pass
-        return maestro.EpisodeRecord("A2", 200, episode, 0.3, True, episode == 0, "context", "env", None, None, 0.0,
+        return ablation.EpisodeRecord("A2", 200, episode, 0.3, True, episode == 0, "context", "env", None, None, 0.0,
                                      -5.0, -5.0, 10.0, baselines, dict.fromkeys(metrics, 1.0), 0, timer,
                                      evaluation=evaluation)
 
-    evaluation = {f"eval_{k}_{p}": 1.0 for p in maestro.EVAL_POLICIES for k in ("return", "score", *metrics)}
+    evaluation = {f"eval_{k}_{p}": 1.0 for p in ablation.EVAL_POLICIES for k in ("return", "score", *metrics)}
     rows = [record(0, {}).row(), record(1, evaluation).row()]
     assert list(pd.DataFrame(rows).columns) == header
     assert rows[0]["sim_s"] == 2.0 and rows[0]["eval_s"] == 0.0 and rows[1]["eval_s"] >= 0.0
     with pytest.raises(KeyError, match="not a timing column"):
-        maestro.Timer().add("wall_s", 1.0)
+        ablation.Timer().add("wall_s", 1.0)
 
 
 def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_presets_own_is_the_preset():
@@ -424,18 +424,18 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
 
     paper = presets.ablation_config("paper")
     ue25 = presets.ablation_config("paper", maddpg_setting="ue25")
-    assert maestro.maddpg_config(ue25, 200).update_every == 25 and maestro.maddpg_config(paper, 200).update_every == 100
+    assert ablation.maddpg_config(ue25, 200).update_every == 25 and ablation.maddpg_config(paper, 200).update_every == 100
     assert ue25.maddpg == SETTINGS["ue25"].maddpg
     calibration = curriculum_env.Calibration(1.0, 0.0)
-    assert maestro.run_config(ue25, "A2", 200, calibration)["maddpg"] != maestro.run_config(paper, "A2", 200, calibration)["maddpg"]
-    assert maestro.transcript_name(ue25, "A2", 200) == "maestro_A2_200_ue25_maddpg"
-    assert maestro.results_root("paper", ue25) == paths.results_dir("maestro", "paper") / "ue25_maddpg"
-    assert maestro.output_suffix(ue25) == "__ue25_maddpg" and maestro.output_suffix(paper) == ""
+    assert ablation.run_config(ue25, "A2", 200, calibration)["maddpg"] != ablation.run_config(paper, "A2", 200, calibration)["maddpg"]
+    assert ablation.transcript_name(ue25, "A2", 200) == "maestro_A2_200_ue25_maddpg"
+    assert ablation.results_root("paper", ue25) == paths.results_dir("maestro", "paper") / "ue25_maddpg"
+    assert ablation.output_suffix(ue25) == "__ue25_maddpg" and ablation.output_suffix(paper) == ""
     both = dataclasses.replace(ue25, curriculum="measured")
-    assert maestro.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
+    assert ablation.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
     assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"].maddpg  # replace keeps the setting's overrides
     as_preset = presets.ablation_config("paper", maddpg_setting="paper")
-    assert as_preset == paper and maestro.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
+    assert as_preset == paper and ablation.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
     for bad in ("fast", "paper_context0.3"):
         with pytest.raises(ValueError, match=f"unknown MADDPG setting '{bad}'.*ue25"):
             presets.ablation_config("paper", maddpg_setting=bad)
@@ -448,11 +448,11 @@ def test_a2_and_a7_share_their_architects_recorded_replies_and_a8_shares_none():
     run copies the other's recorded replies (marlinkit.llm.cache.TranscriptCache's ``shared``), within one seed and
     one setting; A8's architect (another mode) asks other questions."""
     cfg = presets.ablation_config("paper")
-    assert maestro.shared_transcripts(cfg, "A7", 300) == ("maestro_A2_300",)
-    assert maestro.shared_transcripts(cfg, "A2", 300) == ("maestro_A7_300",)
-    assert maestro.shared_transcripts(cfg, "A8", 300) == ()
+    assert ablation.shared_transcripts(cfg, "A7", 300) == ("maestro_A2_300",)
+    assert ablation.shared_transcripts(cfg, "A2", 300) == ("maestro_A7_300",)
+    assert ablation.shared_transcripts(cfg, "A8", 300) == ()
     ue25 = presets.ablation_config("paper", maddpg_setting="ue25")
-    assert maestro.shared_transcripts(ue25, "A7", 200) == ("maestro_A2_200_ue25_maddpg",)
+    assert ablation.shared_transcripts(ue25, "A7", 200) == ("maestro_A2_200_ue25_maddpg",)
 
 
 def _without_timing(records: list[dict]) -> list[dict]:
@@ -461,7 +461,7 @@ def _without_timing(records: list[dict]) -> list[dict]:
              if k not in ("llm_seconds", "wall_seconds", "cached")} for r in records]
 
 
-def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_full_run_writes(ablation, tmp_path,
+def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_full_run_writes(smoke_ablation, tmp_path,
                                                                                                  monkeypatch):
     """With every reward reply refused by the sandbox, A7 trains as A2 does: following A2's finished table (its outer
     loop alone) gives the table and generation log that training A7 in full gives, every column but the wall times;
@@ -470,22 +470,22 @@ def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_f
 
     from marlinkit.maestro import architect as arch
 
-    results, root = ablation
+    results, root = smoke_ablation
     scripted = arch.scripted_architect_replies
     monkeypatch.setattr(arch, "scripted_architect_replies", lambda: scripted(reward_reply="I cannot write that code."))
     cfg = presets.ablation_config("smoke", **TINY)
     store = ResultStore(root)
-    leader = maestro.find_leader(store, cfg, "A7", 200, results.calibration)
-    assert maestro.find_leader(store, cfg, "A2", 200, results.calibration) is None and maestro.leader_of("A8") is None
+    leader = ablation.find_leader(store, cfg, "A7", 200, results.calibration)
+    assert ablation.find_leader(store, cfg, "A2", 200, results.calibration) is None and ablation.leader_of("A8") is None
     pd.testing.assert_frame_equal(leader.table, store.load("A2__seed200"))
     runs = {}
     for how, given in (("full", None), ("followed", leader)):
-        run = maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
+        run = ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=given)
         assert run["provenance"]["followed"] == (None if given is None else "A2__seed200")
         assert run["provenance"]["engine_version"] == store.load_sidecar("A2__seed200")["engine_version"] != "SUMO"
         run_store = ResultStore(tmp_path / how)
         run_store.root.mkdir()
-        maestro.save_run(run_store, run)
+        ablation.save_run(run_store, run)
         runs[how] = run_store.load("A7__seed200"), [json.loads(line) for line in run["generations"].splitlines()]
     (full, full_log), (followed, followed_log) = runs["full"], runs["followed"]
     assert (full["reward_source"] == "env").all() and full_log[-1]["kind"] == "reward" and not full_log[-1]["accepted"]
@@ -493,17 +493,17 @@ def test_a7_follows_a2_while_no_generated_reward_is_accepted_and_writes_what_a_f
     assert _without_timing(followed_log) == _without_timing(full_log)
     a2 = store.load("A2__seed200")
     differs = [c for c in a2.columns if not a2[c].equals(followed[c])]
-    assert set(differs) <= set(maestro.FOLLOWER_COLUMNS) | set(TIMING) and "w_d" in differs
+    assert set(differs) <= set(ablation.FOLLOWER_COLUMNS) | set(TIMING) and "w_d" in differs
 
 
-def test_a7_trains_in_full_from_its_first_accepted_reward(ablation, tmp_path):
+def test_a7_trains_in_full_from_its_first_accepted_reward(smoke_ablation, tmp_path):
     """The scripted architect's reward passes the sandbox at episode 0: the follower leaves A2 there and trains in
     full, giving the run the ablation trained."""
-    results, root = ablation
+    results, root = smoke_ablation
     cfg = presets.ablation_config("smoke", **TINY)
-    leader = maestro.find_leader(ResultStore(root), cfg, "A7", 200, results.calibration)
-    run = maestro.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
+    leader = ablation.find_leader(ResultStore(root), cfg, "A7", 200, results.calibration)
+    run = ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path), leader=leader)
     assert run["provenance"]["followed"] is None
-    maestro.save_run(ResultStore(tmp_path), run)
+    ablation.save_run(ResultStore(tmp_path), run)
     pd.testing.assert_frame_equal(ResultStore(tmp_path).load("A7__seed200").drop(columns=TIMING),
                                   ResultStore(root).load("A7__seed200").drop(columns=TIMING))

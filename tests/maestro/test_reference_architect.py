@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from marlinkit import paths, presets
+from marlinkit.__main__ import main
 from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.llm import config as llm_config
@@ -139,9 +140,9 @@ def test_two_queues_can_split_a_seed_but_a7_never_runs_beside_its_a2(monkeypatch
     cfg = presets.ablation_config("paper", record=True, **reference_queue.settings())
     monkeypatch.setattr(ablation, "run", lambda *args: pytest.fail("a run started"))  # a refusal that failed stops here
     with pytest.raises(ValueError, match="A7 of seed.s. 12345 copies its seed's A2 replies"):
-        reference_queue.run(cfg, (12345,), ("A0", "A7"))
+        reference_queue.work_through(cfg, (12345,), ("A0", "A7"))
     with pytest.raises(SystemExit):
-        reference_queue.main(lambda record, **overrides: cfg, ["run", "--seeds", "1300", "--ablations", "A9"])
+        main(["reference-queue", "run", "--seeds", "1300", "--ablations", "A9"])
 
 
 @pytest.mark.slow

@@ -185,8 +185,8 @@ def test_the_legend_leaves_the_clipped_axis_note_readable():
     from marlinkit.maestro import ablation
 
     config = presets.ablation_config("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
-                                  record=False)
-    results = ablation.run(config, "paper", progress=False)
+                                  record=False, progress=False)
+    results = ablation.run(config)
     fig, ax = plt.subplots(figsize=(7, 4))
     figures.learning_curves(ax, results)
     fig.tight_layout(rect=(0, 0.09, 1, 1))  # as the notebook lays it out

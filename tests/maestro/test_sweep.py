@@ -23,7 +23,7 @@ def _args(out, **overrides):
 
 @pytest.mark.slow
 def test_sweep_writes_calibrated_rows_and_resumes(tmp_path):
-    result = maestro_sweep.run(_args(tmp_path))
+    result = maestro_sweep.command(_args(tmp_path))
     assert result["runs_done_now"] == 1
     df = maestro_sweep.load(tmp_path)
     assert len(df) == 2 and set(df["setting"]) == {"paper"}
@@ -34,7 +34,7 @@ def test_sweep_writes_calibrated_rows_and_resumes(tmp_path):
         assert df[f"eval_avg_delay_s_{policy}"].notna().all()
     assert (df["max_pressure_return"] > df["fixed_time_return"]).all()
     stamp = (tmp_path / "paper__seed200.csv").stat().st_mtime_ns
-    assert maestro_sweep.run(_args(tmp_path))["runs_done_now"] == 0  # a complete run is not redone
+    assert maestro_sweep.command(_args(tmp_path))["runs_done_now"] == 0  # a complete run is not redone
     assert (tmp_path / "paper__seed200.csv").stat().st_mtime_ns == stamp
     assert "numerics" in pd.read_json(tmp_path / "paper__seed200.json", typ="series")
 
@@ -77,16 +77,16 @@ def test_an_interrupted_sweep_run_resumes_from_its_checkpoint(tmp_path, monkeypa
 
 def test_sweep_rejects_unknown_settings(tmp_path):
     with pytest.raises(ValueError, match="unknown sweep setting"):
-        maestro_sweep.run(_args(tmp_path, settings=["nope"]))
+        maestro_sweep.command(_args(tmp_path, settings=["nope"]))
     with pytest.raises(ValueError, match="--episodes"):
-        maestro_sweep.run(_args(tmp_path, episodes=0))
+        maestro_sweep.command(_args(tmp_path, episodes=0))
     with pytest.raises(ValueError, match="--checkpoint-every"):
-        maestro_sweep.run(_args(tmp_path, checkpoint_every=-1))
+        maestro_sweep.command(_args(tmp_path, checkpoint_every=-1))
 
 
 @pytest.mark.slow
 def test_a_train_difficulty_setting_trains_on_synthetic_traffic_and_evaluates_on_the_real_flow(tmp_path):
-    maestro_sweep.run(_args(tmp_path, settings=["paper", "paper_context0.3"]))
+    maestro_sweep.command(_args(tmp_path, settings=["paper", "paper_context0.3"]))
     df = maestro_sweep.load(tmp_path).set_index(["setting", "episode"])
     synthetic, real = df.loc["paper_context0.3"], df.loc["paper"]
     # the same seed and MADDPG settings: only the training traffic differs, so the first (untrained) training

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -156,8 +157,9 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
-    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides), "quick",
-                                 presets.get("quick", "llm_only"), llm="scripted", progress=False)
+    scripted = presets.get("quick", "llm_only", llm="scripted")
+    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides, llm_only=scripted,
+                                             progress=False))
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
@@ -170,10 +172,10 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     with pytest.raises(ValueError, match="plan_source"):
         presets.get("smoke", "fig3_training", plan_source="gpt")
     with pytest.raises(ValueError, match="no trials for"):
-        fig3_training.run(presets.get("smoke", "fig3_training", plan_source="llm", scenarios=["maze_like"]), "smoke",
-                          presets.get("smoke", "llm_only"), llm="scripted", progress=False)
-    with pytest.raises(ValueError, match="pass it as protocol"):
-        fig3_training.run(presets.get("smoke", "fig3_training", plan_source="llm"), "smoke", progress=False)
+        fig3_training.run(presets.get("smoke", "fig3_training", plan_source="llm", scenarios=["maze_like"],
+                                      llm_only=presets.get("smoke", "llm_only", llm="scripted"), progress=False))
+    with pytest.raises(ValueError, match="set the config's llm_only"):
+        fig3_training.run(dataclasses.replace(presets.get("smoke", "fig3_training", plan_source="llm"), llm_only=None))
 
 
 def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_names_of_their_own(tmp_path, monkeypatch):
@@ -181,8 +183,8 @@ def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_nam
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=2)
     section = lambda **given: presets.get("smoke", "fig3_training", **overrides, **given)  # noqa: E731
-    training = fig3_training.run(section(plan_source="llm", negotiation="quick"), "smoke", presets.get("quick", "llm_only"),
-                                 llm="scripted", progress=False)
+    training = fig3_training.run(section(plan_source="llm", negotiation="quick",
+                                         llm_only=presets.get("quick", "llm_only", llm="scripted"), progress=False))
     episodes, quick = training.results.episodes, presets.get("quick", "llm_only")
     llm_only = episodes[episodes.system == "LLM-only"]
     assert len(llm_only) == quick.trials != presets.get("smoke", "llm_only").trials  # the quick preset's trials
@@ -192,8 +194,8 @@ def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_nam
     assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]  # the quick protocol negotiated
     assert grid.output_suffix(training.config) == "__llm__quick_negotiation"
     assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in fig3_training.variant_note(training)
-    same = fig3_training.run(section(plan_source="llm", negotiation="smoke"), "smoke", presets.get("smoke", "llm_only"),
-                             llm="scripted", progress=False)
+    same = fig3_training.run(section(plan_source="llm", negotiation="smoke",
+                                     llm_only=presets.get("smoke", "llm_only", llm="scripted"), progress=False))
     assert same.config.negotiation is None and grid.output_suffix(same.config) == "__llm"  # its own preset's: no variant
     with pytest.raises(ValueError, match="needs plan_source 'llm'"):
         section(plan_source="exact", negotiation="quick")

@@ -300,7 +300,7 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     assert len(order) == 3 + 10 + 3 + 3 + 10
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 0, "finished runs are not trained again"
-    pooled = authors_protocol.run(config, "smoke", presets.get("smoke", "fig3_training"))
+    pooled = authors_protocol.run(config)
     assert pooled.runs.finished.all() and (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").is_dir()
     assert len(pooled.paths) == 2 * (1 + 3 * 2) and all(path.is_file() for path in pooled.paths)  # LLM-only; 3 trained, with __eval
     table = authors_protocol.executed_vs_policy(pooled, config)
@@ -335,9 +335,13 @@ def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_i
     root.mkdir(parents=True)
     (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
     assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]
-    authors_protocol.main(lambda preset: presets.get(preset, "authors_protocol", marlin_seeds=[0]),
-                          ["--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"])
-    assert "written:" in capsys.readouterr().out
+    from marlinkit.__main__ import main
+
+    section = presets.get
+    monkeypatch.setattr(presets, "get", lambda preset, name, **overrides: section(
+        preset, name, **overrides, **({"marlin_seeds": [0]} if name == "authors_protocol" else {})))
+    assert main(["authors-queue", "--preset", "smoke", "--zero-share-rows", "10", "--scenarios", "maze_like"]) == 0
+    assert "written" in capsys.readouterr().out
     table = pd.read_csv(root / "executed_vs_policy.csv")
     assert set(table.scenario) == {"maze_like"} and set(table.system) == {"MARLIN surrogate_llama"}
     sidecar = json.loads((root / "maze_like__marlin-surrogate-llama-authors-switch__seed0.json").read_text())

@@ -28,8 +28,8 @@ def test_fig5_checkpoints_follow_the_paper_schedule():
 
 def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     noise = {"p_fail": 1.0, "p_slip": 0.0}  # robots that never move: every score must be 0
-    config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2)
-    results = fig5_hardware.run(config, "smoke", root=tmp_path, progress=False)
+    config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2, root=tmp_path, progress=False)
+    results = fig5_hardware.run(config)
     assert results.experiment == "fig5_hardware" and "SIMULATED actuation noise" in results.provenance.footer()
     assert results.paths and all(path.parent == tmp_path and path.is_file() for path in results.paths)
     evaluations = results.evaluations

@@ -73,26 +73,27 @@ def test_seeded_episodes_reproduce():
 def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("an episode ran"))
     with pytest.raises(ValueError, match=message):
-        fig6_scalability.run(presets.get("smoke", "fig6_scalability", **override), "smoke", progress=False)
+        fig6_scalability.run(presets.get("smoke", "fig6_scalability", **override, progress=False))
 
 
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    section = lambda **overrides: presets.get("smoke", "fig6_scalability", systems=["exact"], agents=[2, 4], **overrides)  # noqa: E731
-    result = fig6_scalability.run(section(), "smoke", progress=False)
+    section = lambda **overrides: presets.get("smoke", "fig6_scalability", systems=["exact"], agents=[2, 4],  # noqa: E731
+                                              progress=False, **overrides)
+    result = fig6_scalability.run(section())
     first = result.table("episodes")
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()
     assert result.paths and all(path.exists() and path.parent == tmp_path / "marlin" / "smoke" for path in result.paths)
     real = crowd.run_episode
     monkeypatch.setattr(crowd, "run_episode", lambda *a, **k: pytest.fail("a finished run was recomputed"))
-    pd.testing.assert_frame_equal(fig6_scalability.run(section(), "smoke", progress=False).table("episodes"), first)
+    pd.testing.assert_frame_equal(fig6_scalability.run(section()).table("episodes"), first)
     monkeypatch.setattr(crowd, "run_episode", real)
-    assert len(fig6_scalability.run(section(trials=2), "smoke", progress=False).table("episodes")) == 4
+    assert len(fig6_scalability.run(section(trials=2)).table("episodes")) == 4
 
 
 def test_the_smoke_preset_replays_its_llm_negotiation_from_the_committed_transcript(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    result = fig6_scalability.run(presets.get("smoke", "fig6_scalability"), "smoke", progress=False)
+    result = fig6_scalability.run(presets.get("smoke", "fig6_scalability", progress=False))
     table = result.table("episodes")
     assert result.provenance.source.startswith("LLM ") and result.provenance.source.endswith(" vs exact joint planner")
     llm, exact = (table[table.system == s].iloc[0] for s in ("llm", "exact"))

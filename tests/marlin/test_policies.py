@@ -40,11 +40,13 @@ def test_a_saved_policy_loads_as_the_trained_actor_and_plays_the_same_episode(tm
 
 
 def test_a_missing_policy_says_how_to_train_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m marlinkit.marlin.policies"):
+    with pytest.raises(FileNotFoundError, match="python -m marlinkit policies"):
         policies.load("single_slot", "MARL", root=tmp_path)
 
 
 def test_the_command_writes_an_episode_as_a_gif(tmp_path):
-    policies.main(["--gif", str(tmp_path), "--scenarios", "single_slot", "--systems", "MARL"])
+    from marlinkit.__main__ import main
+
+    assert main(["policies", "--gif", str(tmp_path), "--scenarios", "single_slot", "--systems", "MARL"]) == 0
     gif = tmp_path / "policy__single_slot__MARL.gif"
     assert gif.read_bytes()[:6] in (b"GIF87a", b"GIF89a") and gif.stat().st_size < 300_000

@@ -12,6 +12,7 @@ a result: its runs are never committed. About 3-5 CPU-min per shared setting, 15
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ def diagnose(setting: str, episodes: int, seed: int, out: str) -> dict:
                                   "seeds": (seed,), "ablations": ("A0",), "episodes": episodes, "final_window": 2,
                                   "workers": 1})
     started = time.perf_counter()
-    table = ablation.run(cfg, "paper", root=os.path.join(out, setting), progress=False).episodes
+    table = ablation.run(dataclasses.replace(cfg, root=os.path.join(out, setting), progress=False)).episodes
     evaluated = table.dropna(subset=["eval_score_greedy"])
     return {"setting": setting, "wall_s": round(time.perf_counter() - started),
             "train_s": round(float(table.train_s.sum())),

@@ -39,7 +39,7 @@ def reference_check(result: dict) -> dict:
             "reference_avg_queue": ref["avg_queue"], "travel_time_rel_error": error, "within_10pct": abs(error) <= 0.10}
 
 
-def run(args: argparse.Namespace) -> dict:
+def command(args: argparse.Namespace) -> dict:
     from marlinkit.envs.traffic.controllers import run_episode
 
     if not 1 <= args.seconds <= 14400:

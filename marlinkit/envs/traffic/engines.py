@@ -26,6 +26,7 @@ import abc
 import importlib.util
 import os
 from itertools import compress
+from typing import Literal, get_args
 from operator import ne
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,11 @@ ENGINES = ("sumo", "cityflow")
 INFLOW, OUTFLOW, HALTING, COUNT = range(4)
 #: Where generated engine files (routes, flows, configs) go: never the data folder.
 GENERATED_DIR = paths.BUILD_DIR / "cache" / "traffic"
+
+
+#: The traffic engines: SUMO (libsumo) and CityFlow.
+EngineName = Literal["sumo", "cityflow"]
+ENGINES = get_args(EngineName)
 
 
 def available_engines() -> dict[str, bool]:

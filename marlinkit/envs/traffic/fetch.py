@@ -157,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fetch: download what is missing or wrong (checked by SHA-256); check: only report")
 
 
-def run(args: argparse.Namespace) -> dict:
+def command(args: argparse.Namespace) -> dict:
     """``fetch`` or ``check`` the data folder: MARLINKIT_DATA when set (checked only), else data/hangzhou_4x4."""
     given = os.environ.get(ENV_VAR)
     if given:

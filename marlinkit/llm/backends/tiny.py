@@ -3,12 +3,11 @@
 Byte-level BPE trained on a few strings, the Llama 3.1 special tokens and chat format, no pad
 token and three EOS ids (as the real model), a 2-layer ``LlamaConfig`` with llama3 rope scaling.
 Its text is noise; tests use it for the plumbing and a scripted backend for the protocol.
-``python -m marlinkit.llm.backends.tiny DIR`` builds one for trying ``transformers:DIR``.
+``python -m marlinkit tiny-llm DIR`` builds one for trying ``transformers:DIR``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 SPECIAL_TOKENS = ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
@@ -56,9 +55,3 @@ def build_tiny_llama(out_dir: str | Path, seed: int = 0) -> Path:
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m marlinkit.llm.backends.tiny OUT_DIR")
-    print(build_tiny_llama(sys.argv[1]))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from marlinkit import executors, paths
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
+from marlinkit.config_fields import check_choices, label
+from marlinkit.envs.traffic.engines import EngineName
 from marlinkit.maestro import curriculum
 from marlinkit.maestro.curriculum_env import Calibration
 from marlinkit.repro import keys
@@ -18,7 +20,8 @@ PAPER = "maestro"
 #: The LLM setting of the reference architect (a surrogate, not an LLM: :mod:`marlinkit.maestro.reference_architect`).
 REFERENCE_LLM = "reference"
 #: Evaluated policies (as marlinkit.algos.maddpg.EVAL_POLICIES, kept here so importing this module needs no torch).
-EVAL_POLICIES = ("stochastic", "greedy")
+EvalPolicy = Literal["stochastic", "greedy"]
+EVAL_POLICIES = get_args(EvalPolicy)
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Config:
     """Last training episodes summarised as final performance (paper: 180-199)."""
     workers: int = 2
     """Runs in parallel, one process each."""
-    executor: str = "local"
+    executor: executors.Executor = "local"
     """"local" processes or "ray" (marlinkit.executors)."""
     ray_address: str | None = None
     """Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs."""
@@ -65,7 +68,7 @@ class Config:
     """LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model."""
     record: bool = False
     """Call the model on a transcript miss and record it (False: strict replay, a miss is an error)."""
-    engine: str = "sumo"
+    engine: EngineName = "sumo"
     """Traffic engine."""
     target_paper: float = 165.0
     """The paper's curriculum target, on its reward scale (Section 4.2): the score's max-pressure level."""
@@ -75,7 +78,7 @@ class Config:
     the real flow's load)."""
     eval_seed: int = 1_000_000
     """SUMO seed of every evaluation episode (and of its stochastic policy's noise)."""
-    eval_policy: str = "stochastic"
+    eval_policy: EvalPolicy = "stochastic"
     """Evaluated policy the tables and figures report ("stochastic" or "greedy"; both are stored)."""
     regen_interval: int = 5
     """A8 ("llm" mode): also regenerate the context every this many episodes."""
@@ -89,6 +92,13 @@ class Config:
     """A named MADDPG setting of the measured sweep (``marlinkit/settings/maddpg_settings.toml``, e.g. "ue25",
     MADDPGConfig's default) in place of ``maddpg``; its runs, transcripts and outputs are named apart
     (``<name>_maddpg``). None: ``maddpg`` as the preset gives it (the paper preset: Lowe et al.'s defaults)."""
+    preset: str | None = label()
+    """The preset whose MAESTRO results folder holds the runs and whose name the outputs carry (a label: not part of
+    any run's key)."""
+    root: Path | str | None = label()
+    """A folder for the runs instead of the preset's (a label; None: :func:`results_root`)."""
+    progress: bool = label(True)
+    """Show the runs' progress (a label)."""
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(self.seeds))
@@ -107,8 +117,7 @@ class Config:
             raise ValueError(f"final_window ({self.final_window}) exceeds episodes ({self.episodes})")
         if self.final_window < self.eval_every:
             raise ValueError("final_window must hold at least one evaluation (>= eval_every)")
-        if self.eval_policy not in EVAL_POLICIES:
-            raise ValueError(f"eval_policy must be one of {EVAL_POLICIES}, got {self.eval_policy!r}")
+        check_choices(self)
         executors.check_executor(self.executor, self.workers)
         curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
         object.__setattr__(self, "maddpg", MADDPGOverrides.of(self.maddpg))

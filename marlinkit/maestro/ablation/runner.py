@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from marlinkit import executors
+from marlinkit.config_fields import required_preset
 from marlinkit.files import atomic_write_bytes, atomic_write_text, read_jsonl
 from marlinkit.maestro import checkpoint
 from marlinkit.maestro.ablation.config import Config, leader_of, results_root, run_config
@@ -23,15 +24,15 @@ from marlinkit.runs import ResultStore, run_name
 NUMERICS_PATH = ("marlinkit.maestro.ablation",)
 
 
-def run(config: Config, preset: str, root: Path | None = None, progress: bool = True) -> AblationResults:
-    """Run (or load) every (configuration, seed) of ``config``; missing runs go to ``executor``, ``workers`` at a
-    time, and each run's files are written here as soon as it finishes. ``preset`` names the results folder
-    (``data/results/maestro/<preset>/``, :func:`~marlinkit.maestro.ablation.config.results_root`; ``root``
+def run(cfg: Config) -> AblationResults:
+    """Run (or load) every (configuration, seed) of ``cfg``; missing runs go to ``executor``, ``workers`` at a
+    time, and each run's files are written here as soon as it finishes. ``cfg.preset`` names the results folder
+    (``data/results/maestro/<preset>/``, :func:`~marlinkit.maestro.ablation.config.results_root`; ``cfg.root``
     replaces it) and the outputs' provenance."""
     from marlinkit.llm.cache import transcript_context
 
-    cfg = config
-    store = ResultStore(Path(root) if root else results_root(preset, cfg), code=NUMERICS_PATH)
+    preset, progress = required_preset(cfg), cfg.progress
+    store = ResultStore(Path(cfg.root) if cfg.root else results_root(preset, cfg), code=NUMERICS_PATH)
     runs = [(a, s) for a in cfg.ablations for s in cfg.seeds]
     calibrated = store.is_complete("ablation_calibration", calibration_config(cfg))
     # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)

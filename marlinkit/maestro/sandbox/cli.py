@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="allow a reward that depends on the phase or its timing (when the prompt asked for one)")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     from marlinkit.maestro import sandbox
 
     check_limits(args)

@@ -8,7 +8,7 @@ intersections = 5,760 calls per episode), followed by the synthetic edge cases o
 
 The rows are derived numbers (the :class:`marlinkit.maestro.sandbox.limits.RewardInputs` of each intersection and
 second), not the Hangzhou data files. ``reward_rows.csv.gz`` beside this module is what
-:func:`record` wrote (``python -m marlinkit.maestro.sandbox.reward_rows``): SUMO, 360 s each of (1) the real
+:func:`record` wrote (``python -m marlinkit reward-rows``): SUMO, 360 s each of (1) the real
 Hangzhou flow and (2) the hardest curriculum context (d = 1.0, seed 0: the heaviest traffic
 training meets), each signal requesting a seeded random phase every 10 s (a policy early in
 training: queues build up, to 28 vehicles in episode 1 and 69 in episode 2).
@@ -75,15 +75,10 @@ def load(path: Path = PATH) -> tuple[dict[str, np.ndarray], np.ndarray]:
     from marlinkit.maestro.sandbox.limits import FIELD_NAMES
 
     if not path.is_file():
-        raise FileNotFoundError(f"recorded reward rows missing: {path} (python -m marlinkit.maestro.sandbox.reward_rows)")
+        raise FileNotFoundError(f"recorded reward rows missing: {path} (python -m marlinkit reward-rows)")
     with gzip.open(path, "rt") as handle:
         header = handle.readline().strip().split(",")
         data = np.loadtxt(handle, delimiter=",", ndmin=2)
     if tuple(header) != INDEX + FIELD_NAMES:
         raise ValueError(f"{path}: columns {header} are not {INDEX + FIELD_NAMES}")
     return {name: data[:, len(INDEX) + i] for i, name in enumerate(FIELD_NAMES)}, data[:, :len(INDEX)]
-
-
-if __name__ == "__main__":
-    save(record())
-    print(f"wrote {PATH} ({PATH.stat().st_size} bytes)")

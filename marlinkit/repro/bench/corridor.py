@@ -44,7 +44,7 @@ def _time_parallel_env(env, actions) -> float:
     return len(joint) * len(agents) / (time.perf_counter() - start)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from marlinkit.envs.corridor import core

@@ -142,7 +142,7 @@ def _rllib(layout_name: str) -> dict[str, Any]:
     return {"rllib_steps_per_s": steps / seconds, "rllib_seconds_per_iteration": seconds / RLLIB_ITERATIONS}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     import dataclasses
     import importlib.util
     import os

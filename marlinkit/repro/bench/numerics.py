@@ -53,7 +53,7 @@ def _measure(mode: str, episodes: int, updates: int) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def command(args: argparse.Namespace) -> dict[str, Any]:
     if min(args.pairs, args.episodes, args.updates) < 1:
         raise ValueError("--pairs, --episodes and --updates must be positive")
     runs: dict[str, list[dict[str, float]]] = {"pinned": [], "native": []}

@@ -88,7 +88,7 @@ def _measure(engine: str, episodes: int, seconds: int) -> dict:
     return {"cpu": cpu, "wall": wall, "version": version, "reads": reads}
 
 
-def run(args: argparse.Namespace) -> dict:
+def command(args: argparse.Namespace) -> dict:
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
 

@@ -37,11 +37,11 @@ age). Recomputing a run needs today's experiments: the command (:mod:`marlinkit.
 :class:`~marlinkit.repro.hooks.ExperimentHooks`.
 """
 
-from marlinkit.repro.verify_paper.check import add_arguments, code_age, run
+from marlinkit.repro.verify_paper.check import add_arguments, code_age, verify_prefixes
 from marlinkit.repro.verify_paper.runs import (MAESTRO_EPISODES, MARLIN_EPISODES, NOT_RECOMPUTED, PRESET,
                                                TIMING_COLUMNS, CommittedRun, choose, committed_table, compare_prefix,
                                                default_seed_choice, discover, folder_suffix, repo_relative)
 
 __all__ = ["MAESTRO_EPISODES", "MARLIN_EPISODES", "NOT_RECOMPUTED", "PRESET", "TIMING_COLUMNS", "CommittedRun",
            "add_arguments", "choose", "code_age", "committed_table", "compare_prefix", "default_seed_choice",
-           "discover", "folder_suffix", "repo_relative", "run"]
+           "discover", "folder_suffix", "repo_relative", "verify_prefixes"]

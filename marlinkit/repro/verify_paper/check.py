@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=int, default=2, help="runs recomputed at once (default 2)")
 
 
-def run(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
+def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
     """Recompute one prefix per family (by ``hooks``, today's experiments, or a closed numerics epoch's commit),
     compare, print the per-run summary; ``exit_code`` 1 on any difference."""
     from marlinkit import executors
