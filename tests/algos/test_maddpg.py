@@ -245,8 +245,8 @@ def test_same_seed_same_numbers():
     config = MADDPGConfig(seed=7, **SMALL)
     rows_a = maddpg.train(SignalMatchEnv(), config, episodes=12)[1]
     rows_b = maddpg.train(SignalMatchEnv(), config, episodes=12)[1]
-    strip = lambda rows: [(r["return"], np.nan_to_num(r["eval_return"], nan=-1.0), r["updates"])
-                          for r in rows]  # noqa: E731
+    strip = lambda rows: [(r["return"], np.nan_to_num(r["eval_return"], nan=-1.0), r["updates"])  # noqa: E731
+                          for r in rows]
     assert strip(rows_a) == strip(rows_b) and rows_a[-1]["updates"] > 0
     other = maddpg.train(SignalMatchEnv(), MADDPGConfig(seed=8, **SMALL), episodes=12)[1]
     assert strip(other) != strip(rows_a)

@@ -254,10 +254,8 @@ def test_bench_runs_the_python_reads_beside_the_compiled_ones():
     import subprocess
     import sys
 
-    out = subprocess.run([
-        sys.executable, "-m", "marlinkit", "bench", "traffic", "--engine", "cityflow", "--episodes", "1", "--seconds",
-        "30", "--json"
-    ], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "traffic", "--engine", "cityflow",
+                          "--episodes", "1", "--seconds", "30", "--json"], capture_output=True, text=True, check=True)
     bench = json.loads(out.stdout.strip().splitlines()[-1])
     assert bench["cityflow_reads"] == "c++"
     for mode in ("raw", "reads", "env", "reads_python", "env_python"):

@@ -134,8 +134,8 @@ def test_a_context_followed_by_runaway_keys_keeps_the_context_and_logs_what_was_
     assert from_llm and context == context_for_difficulty(0.5, seed=1)
     (record,) = log.records
     assert record["accepted"] and record["reply"] == runaway
-    assert "repeated key 'avg_queue'" in record["reason"] and "['throughput', 'avg_queue', 'avg_delay']" in record[
-        "reason"]
+    assert ("repeated key 'avg_queue'" in record["reason"]
+            and "['throughput', 'avg_queue', 'avg_delay']" in record["reason"])
 
 
 @pytest.mark.parametrize("text,members,note", [
@@ -192,8 +192,8 @@ def test_a_reply_cut_off_before_the_context_was_complete_is_rejected(network):
     architect = arch.CurriculumArchitect(ScriptedBackend(lambda m: cut), network, arch.ArchitectConfig(mode="llm"), log)
     _, from_llm = architect.propose(0.5, {}, 0, 1)
     assert not from_llm
-    assert "cut off before the context was complete" in log.records[0]["reason"] and "'route_mix'" in log.records[0][
-        "reason"]
+    assert ("cut off before the context was complete" in log.records[0]["reason"]
+            and "'route_mix'" in log.records[0]["reason"])
     whole = '{"demand_level": 0.5}'  # a closed object may leave fields to their defaults, as before
     context, from_llm = arch.CurriculumArchitect(ScriptedBackend(lambda m: whole), network,
                                                  arch.ArchitectConfig(mode="llm")).propose(0.5, {}, 0, 1)

@@ -13,10 +13,10 @@ from marlinkit.__main__ import main
 
 @pytest.mark.slow
 def test_bench_maddpg_cli_reports_both_paths():
-    out = subprocess.run([
-        sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "2", "--batch-size", "16",
-        "--obs-dim", "7", "--threads", "1", "--episodes", "0", "--batch-seeds", "0"
-    ], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "2",
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0",
+                          "--batch-seeds", "0"],
+                         capture_output=True, text=True, check=True, timeout=120)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["n_agents"] == 16 and result["n_actions"] == 4
     assert result["obs_dim"] == 7 and result["obs_dim_source"] == "--obs-dim" and result["batch_size"] == 16
@@ -52,11 +52,10 @@ def test_bench_maddpg_cli_reports_both_paths():
 
 @pytest.mark.slow
 def test_bench_maddpg_splits_a_real_maestro_episode():
-    out = subprocess.run([
-        sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "1", "--batch-size", "16",
-        "--obs-dim", "7", "--threads", "1", "--preset", "smoke", "--episodes", "2", "--batch-seeds", "2",
-        "--batch-episodes", "1", "--batch-seconds", "20"
-    ], capture_output=True, text=True, check=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "1",
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke",
+                          "--episodes", "2", "--batch-seeds", "2", "--batch-episodes", "1", "--batch-seconds", "20"],
+                         capture_output=True, text=True, check=True, timeout=300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     split, columns = result["episode_split_s"], result["episode_columns_mean_s"]
     assert set(split) == {"simulation", "MADDPG training", "LLM curriculum calls", "LLM reward calls"}
@@ -66,8 +65,8 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
     assert split["simulation"] == pytest.approx(columns["sim_s"] + columns["eval_s"] + columns["baseline_s"], abs=0.03)
     assert split["LLM reward calls"] == pytest.approx(columns["llm_reward_s"] + columns["reward_eval_s"], abs=0.03)
     assert columns["sim_s"] > 0 and columns["eval_s"] > 0 and columns["reward_eval_s"] > 0  # A7 ran its LLM reward
-    assert result["episode_preset"] == "smoke" and result["episode_seconds"] == 120 and min(
-        result["episode_updates"]) > 0
+    assert (result["episode_preset"] == "smoke" and result["episode_seconds"] == 120
+            and min(result["episode_updates"]) > 0)
     assert result["paper_updates_per_run"] == 710  # steps 1100, 1200, ..., 72000 of 200 x 360
     assert result["paper_projection_h"] is None  # smoke episodes say nothing about paper-sized ones
     # part 3: two stacked seeds and the first alone, timed in this one run, and the 3 x 12-seed projection

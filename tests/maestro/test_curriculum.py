@@ -234,7 +234,6 @@ def test_the_measured_target_and_start_come_from_the_data_they_name():
     assert score.mean() == pytest.approx(cur.MEASURED_LEARNER_SCORE, abs=0.005)
     folder = find_data_dir()
     network, real = load_network(folder), len(truncate(load_flow_file(folder / REAL_FLOW), 360))
-    vehicles = {
-        d: np.mean([len(context_for_difficulty(d, s, 360).flow(network)) for s in range(5)]) for d in (0.35, 0.4, 0.45)
-    }
+    vehicles = {d: np.mean([len(context_for_difficulty(d, s, 360).flow(network)) for s in range(5)])
+                for d in (0.35, 0.4, 0.45)}
     assert real == 299 and min(vehicles, key=lambda d: abs(vehicles[d] - real)) == cur.REAL_FLOW_DIFFICULTY

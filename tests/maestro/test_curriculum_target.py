@@ -54,8 +54,8 @@ def test_replayed_on_the_committed_a2_scores_only_the_plain_maddpg_target_leaves
     assert late["plain_maddpg"] > 0.4
 
 
-REFERENCE = paths.results_dir("maestro",
-                              "paper") / "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg"
+REFERENCE = (paths.results_dir("maestro", "paper")
+             / "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg")
 
 
 @pytest.mark.skipif(not (REFERENCE / "A0__seed200.csv").exists() or not (REFERENCE / "A2__seed200.csv").exists(),

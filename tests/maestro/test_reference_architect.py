@@ -30,10 +30,9 @@ def network():
 
 def _stats(i: int, target: float = 67.46) -> dict:
     """Statistics as the dual loop's prompts carry them, spread over what training sees."""
-    return {
-        "episode": i, f"window mean score (target {target:g})": float(-40 + 13 * i), "last score": float(-30 + 11 * i),
-        "throughput": 90.0 + 10 * i, "avg delay s": 25.0 + 4 * i, "avg queue": 5.0 + 2 * i
-    }
+    return {"episode": i, f"window mean score (target {target:g})": float(-40 + 13 * i),
+            "last score": float(-30 + 11 * i), "throughput": 90.0 + 10 * i, "avg delay s": 25.0 + 4 * i,
+            "avg queue": 5.0 + 2 * i}
 
 
 @pytest.mark.slow
@@ -53,9 +52,8 @@ def test_reward_programs_pass_the_three_stage_sandbox_and_shape_honestly():
     for source in sources:
         with sandbox.RewardWorker(source) as worker:
             for name, sign in (("queue_length", -1), ("waiting_time", -1), ("pressure", -1), ("throughput", 1)):
-                rising = {
-                    **base, name: np.linspace(0.0, [f.high for f in sandbox.REWARD_FIELDS if f.name == name][0], 5)
-                }
+                rising = {**base,
+                          name: np.linspace(0.0, [f.high for f in sandbox.REWARD_FIELDS if f.name == name][0], 5)}
                 values = worker.evaluate(rising, 0.6)
                 assert np.all(sign * np.diff(values) >= 0), (name, source)
                 with_terms += bool(np.any(np.diff(values) != 0))
@@ -101,8 +99,8 @@ def test_replies_are_a_function_of_the_chat_and_its_seed_and_it_is_named_a_surro
     reply = backend.chat(context.messages(0.5, {"episode": 1}, 360), settings).text
     assert set(json.loads(reply)) == set(arch.EXAMPLE_FIELDS)
     made = ablation.architect_backend(presets.ablation_config("smoke", llm="reference"))
-    assert isinstance(made, ref.ReferenceArchitect) and ablation.architect_backend(
-        presets.ablation_config("smoke")) is None
+    assert (isinstance(made, ref.ReferenceArchitect)
+            and ablation.architect_backend(presets.ablation_config("smoke")) is None)
     assert llm_config.label(made) == "reference-architect (surrogate-not-an-LLM-v1)"
     assert "reference-architect__surrogate-not-an-LLM-v1" in llm_config.transcript_path("x", made).name
     with pytest.raises(ValueError, match="unknown LLM setting"):  # an LLM setting it is not
@@ -175,16 +173,15 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     assert [r["kind"] for r in records if r["accepted"]][:2] == ["context", "reward"]
     assert runs["A7"]["provenance"]["llm"] == "reference-architect (surrogate-not-an-LLM-v1)"
     transcripts = sorted(p.name for p in (tmp_path / "transcripts").glob("*.jsonl"))
-    assert transcripts == [
-        f"maestro_{a}_200_reference_architect_cityflow_plain_maddpg_curriculum__reference-architect__"
-        "surrogate-not-an-LLM-v1.jsonl" for a in ("A2", "A7")
-    ]
+    assert transcripts == [f"maestro_{a}_200_reference_architect_cityflow_plain_maddpg_curriculum__"
+                           "reference-architect__surrogate-not-an-LLM-v1.jsonl" for a in ("A2", "A7")]
     assert pd.Series([runs[a]["provenance"]["engine"] for a in runs]).eq("cityflow").all()
     # the tables take A0 (not in the paper's ablation: its paper columns are blank)
-    results = AblationResults.of(
-        cfg, "smoke", pd.concat([runs[a]["table"] for a in runs], ignore_index=True), pd.DataFrame(),
-        {a: {"engine_version": "CityFlow", "llm": runs[a]["provenance"]["llm"]} for a in runs}, calibration, measured,
-        tmp_path, pd.DataFrame([{"controller": k, **v} for k, v in measured.items() if isinstance(v, dict)]))
+    results = AblationResults.of(cfg, "smoke", pd.concat([runs[a]["table"] for a in runs], ignore_index=True),
+                              pd.DataFrame(), {a: {"engine_version": "CityFlow", "llm": runs[a]["provenance"]["llm"]}
+                                               for a in runs}, calibration, measured, tmp_path,
+                              pd.DataFrame([{"controller": k, **v} for k, v in measured.items()
+                                            if isinstance(v, dict)]))
     table2 = report.table2(results).set_index("Condition")
     assert list(table2.index) == [ablation.ABLATIONS[a].label for a in ("A0", "A2", "A7")]
     assert table2.loc[ablation.ABLATIONS["A0"].label, "paper Mean ± SD"] == "— ± —"
