@@ -120,7 +120,8 @@ def test_hostile_reward_three_failures_revert_to_the_environment_reward(body, st
 
 
 def test_extract_code_prefers_the_fenced_function():
-    text = "Here:\n```text\nnot code\n```\n```python\ndef compute_reward(metrics, difficulty):\n    return 0.1\n```\nBye"
+    text = ("Here:\n```text\nnot code\n```\n```python\ndef compute_reward(metrics, difficulty):\n"
+            "    return 0.1\n```\nBye")
     assert arch.extract_code(text) == "def compute_reward(metrics, difficulty):\n    return 0.1\n"
 
 

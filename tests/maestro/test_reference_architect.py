@@ -16,7 +16,8 @@ from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.base import GenerationSettings
-from marlinkit.maestro import ablation, architect as arch, curriculum, curriculum_env, reference_architect as ref, sandbox
+from marlinkit.maestro import (ablation, architect as arch, curriculum, curriculum_env, reference_architect as ref,
+                               sandbox)
 from marlinkit.maestro import reference_queue, report
 from marlinkit.maestro.results import AblationResults
 

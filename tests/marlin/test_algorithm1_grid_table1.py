@@ -23,9 +23,8 @@ CODE = algorithm1.SwitchConfig(rule="code")
 # at (0,3), waits one step while robot 1 passes (1,3), steps back: 7 + 2 moves + 1 wait = 10.
 # Two path: the robots take opposite sides, no interference: the single-robot distance 9.
 # Maze: one robot must back into the dead-end pocket (0,2)-(0,4) off (1,2): 9 + 4 moves + 1 wait = 14.
-OPTIMAL_LENGTH = {
-    "single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9, "maze_like": 14
-}
+OPTIMAL_LENGTH = {"single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9,
+                  "maze_like": 14}
 
 
 def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
@@ -164,8 +163,8 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1,
                      plan_budget=50)
     scripted = presets.get("quick", "llm_only", llm="scripted")
-    training = fig3_training.run(
-        presets.get("quick", "fig3_training", plan_source="llm", **overrides, llm_only=scripted, progress=False))
+    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides, llm_only=scripted,
+                                             progress=False))
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
@@ -197,12 +196,13 @@ def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_nam
     assert len(llm_only) == quick.trials != presets.get("smoke", "llm_only").trials  # the quick preset's trials
     assert (tmp_path / "results" / "marlin" / "quick" / "llm_only__scripted__greedy-robots.json").exists()
     assert training.config.llm_only_performance == (("single_slot", llm_only.performance.mean()),)
-    marlin = tmp_path / "results" / "marlin" / "smoke" / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json"
+    marlin = (tmp_path / "results" / "marlin" / "smoke"
+              / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json")
     # the quick protocol negotiated
     assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]
     assert grid.output_suffix(training.config) == "__llm__quick_negotiation"
-    assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in fig3_training.variant_note(
-        training)
+    assert ("the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials"
+            in fig3_training.variant_note(training))
     same = fig3_training.run(section(plan_source="llm", negotiation="smoke",
                                      llm_only=presets.get("smoke", "llm_only", llm="scripted"), progress=False))
     # its own preset's: no variant
@@ -291,9 +291,8 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
     for seed, gain in seed_effect.items():
         for run in range(40):
             base = 0.4 + 0.05 * seed + 0.1 * rng.random()
-            rows.append({
-                "scenario": "two_path", "system": "MARL", "seed": seed, "checkpoint": 5, "run": run, "performance": base
-            })
+            rows.append({"scenario": "two_path", "system": "MARL", "seed": seed, "checkpoint": 5, "run": run,
+                         "performance": base})
             rows.append({"scenario": "two_path", "system": "MARLIN", "seed": seed, "checkpoint": 5, "run": run,
                          "performance": base + gain + 0.01 * rng.standard_normal()})
     frame = pd.DataFrame(rows)
@@ -374,12 +373,12 @@ def test_separated_plan_steps_keep_their_own_marlin_runs_and_share_marl(tmp_path
     apart = grid.run_grid(separate, "test", root=tmp_path, progress=False)
     added = {f.name for f in tmp_path.iterdir()} - names
     assert added and all("marlin-separate-plan-steps" in name for name in added)  # MARL reused, nothing overwritten
-    assert grid.output_suffix(
-        separate) == "__separate_plan_steps" and "generated_steps='separate'" in grid.variant_note(separate)
+    assert (grid.output_suffix(separate) == "__separate_plan_steps"
+            and "generated_steps='separate'" in grid.variant_note(separate))
     again = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.episodes, paper.episodes)  # the paper's runs are still there, unchanged
-    marlin = lambda r: r.episodes[r.episodes.system == "MARLIN"].drop(columns="wall_time_s").reset_index(drop=True
-                                                                                                         )  # noqa: E731
+    marlin = lambda r: (r.episodes[r.episodes.system == "MARLIN"]  # noqa: E731
+                        .drop(columns="wall_time_s").reset_index(drop=True))
     assert not marlin(apart).equals(marlin(paper))
 
 

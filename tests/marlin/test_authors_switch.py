@@ -229,8 +229,8 @@ def test_a_rarely_perfect_plan_source_ends_up_carrying_every_switching_episode()
 def test_only_the_policy_acts_after_the_last_switching_episode():
     """follows llm_stochastic_sampling.py:140-142: after episode 1625 the policy acts alone (no plan, no toggle)."""
     assert AuthorsSwitchConfig().last_switch_episode == 1625
-    switch = make(ExactJointPlanner(), llm_only=0.0, config=AuthorsSwitchConfig(toggle_probability=1.0,
-                                                                                last_switch_episode=12))
+    switch = make(ExactJointPlanner(), llm_only=0.0,
+                  config=AuthorsSwitchConfig(toggle_probability=1.0, last_switch_episode=12))
     records = [episode(switch) for _ in range(16)]
     assert records[11][0]["generator"] == PLAN and any(records[11][1])  # episode 12: the perfect plan
     assert all(r[0]["generator"] == SAMPLING and not any(r[1]) and not r[0]["toggled"] for r in records[12:])
@@ -294,8 +294,8 @@ def test_surrogate_llama_draws_a_rare_perfect_plan_where_the_authors_saw_none():
     assert abs(alone.mean() - 0.333) < 0.05 and round(float(alone.mean()), 6) == held_out["llm_only"]
 
 
-def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(
-        tmp_path, monkeypatch):
+def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path,
+                                                                                                     monkeypatch):
     from marlinkit import paths, presets
     from marlinkit.marlin import authors_figures, authors_protocol
 
@@ -320,15 +320,15 @@ def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_met
     # window 6-24..6+25, cut to the run
     assert marlin.loc[(6, "executed"), "mean"] == pytest.approx(medians.loc[1:12].mean())
     evaluated = pooled.evaluations[(pooled.evaluations.system == "MARLIN") & (pooled.evaluations.checkpoint == 12)]
-    assert marlin.loc[(12, "policy"), "mean"] == pytest.approx(
-        evaluated.performance.mean()) and marlin.loc[(12, "policy"), "runs"] == 2
+    assert (marlin.loc[(12, "policy"), "mean"] == pytest.approx(evaluated.performance.mean())
+            and marlin.loc[(12, "policy"), "runs"] == 2)
     # from episode 5 the exact planner's perfect plans drive the executed metric; the policy alone stays far below
     assert (medians.loc[5:9] == 1.0).all() and medians.loc[1:4].max() < 0.9 and marlin.loc[(12, "policy"), "mean"] < 0.5
     claims = authors_protocol.claims(table, config)
     assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
     provenance = pooled.provenance
-    assert provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1" and provenance.footer().startswith(
-        "preset smoke")
+    assert (provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1"
+            and provenance.footer().startswith("preset smoke"))
     assert pooled.source_provenance("exact").details["plan source"].startswith("exact")
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
     # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
@@ -344,7 +344,8 @@ def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_i
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     root = authors_protocol.sensitivity_root("smoke", 10)
-    assert root.parent == tmp_path / "results" / "marlin" / "smoke" and root.name == "authors_protocol__zero_share_rows10"
+    assert (root.parent == tmp_path / "results" / "marlin" / "smoke"
+            and root.name == "authors_protocol__zero_share_rows10")
     root.mkdir(parents=True)
     (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
     assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]
