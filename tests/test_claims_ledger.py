@@ -112,8 +112,8 @@ def test_a_complete_run_set_gets_a_verdict_on_every_maestro_claim(complete_run_s
     mine = ledger[ledger.runs == "complete"]
     assert not mine.verdict.str.startswith("not testable: held-out").any()
     untested = mine[mine.effect.isna() & ~mine.detail.str.contains("undefined")]
-    assert set(untested.claim_id) <= {"maestro-curriculum-raises-difficulty-target-67"
-                                      }, untested[["claim_id", "verdict"]]
+    assert (set(untested.claim_id)
+            <= {"maestro-curriculum-raises-difficulty-target-67"}), untested[["claim_id", "verdict"]]
     primary = mine[mine.protocol == "greedy-heldout"].set_index("claim_id").verdict
     assert primary["maestro-a7-above-a0"] == "holds" and primary["maestro-curriculum-alone-improves"] == "holds"
     real_flow = mine[(mine.claim_id == "maestro-curriculum-alone-improves") & (mine.protocol == "greedy-real")]

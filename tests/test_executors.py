@@ -145,10 +145,8 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
     again = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
     changed = {p.name for p in (tmp_path / "ray").iterdir() if stamps.get(p.name) != p.stat().st_mtime_ns}
-    assert changed == {
-        "single_slot__marl__seed0.csv", "single_slot__marl__seed0.json", "single_slot__marl__seed0__eval.csv",
-        "single_slot__marl__seed0__eval.json"
-    }
+    assert changed == {"single_slot__marl__seed0.csv", "single_slot__marl__seed0.json",
+                       "single_slot__marl__seed0__eval.csv", "single_slot__marl__seed0__eval.json"}
     assert _files(tmp_path / "ray") == ray_files
     pd.testing.assert_frame_equal(again.evaluations, on_ray.evaluations)
 

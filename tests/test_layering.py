@@ -43,9 +43,9 @@ def module_name(path: Path) -> str:
 def is_main_block(node: ast.AST) -> bool:
     """``if __name__ == "__main__":``, the block that runs only when the file is the program."""
     test = getattr(node, "test", None)
-    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and
-            test.left.id == "__name__" and
-            any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
 def imported(path: Path) -> set[str]:

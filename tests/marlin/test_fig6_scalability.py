@@ -79,12 +79,8 @@ def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
 
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    section = lambda **overrides: presets.get("smoke",
-                                              "fig6_scalability",
-                                              systems=["exact"],
-                                              agents=[2, 4],  # noqa: E731
-                                              progress=False,
-                                              **overrides)
+    section = lambda **overrides: presets.get("smoke", "fig6_scalability",  # noqa: E731
+                                              systems=["exact"], agents=[2, 4], progress=False, **overrides)
     result = fig6_scalability.run(section())
     first = result.table("episodes")
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()

@@ -114,7 +114,8 @@ def test_blocked_moves_are_fed_back_as_error_text_at_the_next_move():
     result, _ = plan(script, steps=2)
     assert result.stats["invalid_moves"] == 1
     assert result.actions.tolist() == [[3, 2], [1, 2]]
-    assert "Alice cannot take action @WEST from (1, 0)" in tasks[1] and "Last move: Alice @WEST, Bob @SOUTH." in tasks[1]
+    assert ("Alice cannot take action @WEST from (1, 0)" in tasks[1]
+            and "Last move: Alice @WEST, Bob @SOUTH." in tasks[1])
     assert "error" not in tasks[0]
     assert result.transcript[-1]["positions"] == [[1, 1], [1, 5]]
 
@@ -194,12 +195,10 @@ def test_invalid_inputs_fail_before_any_call():
 
 def test_random_leader_is_seeded():
     def leaders(seed):
-        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"),
-                             NegotiationConfig(leader="random")).make_plan(get_layout("two_path"),
-                                                                           np.array(get_layout("two_path").starts), 6,
-                                                                           seed=seed)
+        result = (Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(leader="random"))
+                  .make_plan(get_layout("two_path"), np.array(get_layout("two_path").starts), 6, seed=seed))
         return [e["speaker"] for e in result.transcript if e["kind"] == "task"]
 
     assert leaders(1) == leaders(1)
-    assert {tuple(leaders(s))
-            for s in range(4)} != {tuple(leaders(0))} and set(sum(map(leaders, range(4)), [])) == {"Alice", "Bob"}
+    assert ({tuple(leaders(s)) for s in range(4)} != {tuple(leaders(0))}
+            and set(sum(map(leaders, range(4)), [])) == {"Alice", "Bob"})

@@ -48,9 +48,8 @@ def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
     results = workshop.run_training(section, "smoke", root=tmp_path)
     assert set(results.episodes.system) == {"MARL"}
     assert len(results.episodes) == training.episodes * training.n_envs
-    assert results.evaluations.groupby("checkpoint").size().to_dict() == {
-        c: training.eval_runs for c in training.checkpoints
-    }
+    assert (results.evaluations.groupby("checkpoint").size().to_dict()
+            == {c: training.eval_runs for c in training.checkpoints})
     again = workshop.run_training(section, "smoke", root=tmp_path)  # loaded from the result store, not retrained
     assert again.evaluations.performance.tolist() == results.evaluations.performance.tolist()
 
@@ -93,8 +92,8 @@ def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
     dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
-    assert sorted(round(line.get_ydata()[0], 6)
-                  for line in dashed) == sorted(round(v, 6) for v in comparison.thresholds.values())
+    assert (sorted(round(line.get_ydata()[0], 6) for line in dashed)
+            == sorted(round(v, 6) for v in comparison.thresholds.values()))
 
 
 def test_the_scripted_llm_runs_every_cell_that_reports_llm_calls(tmp_path):
@@ -115,8 +114,8 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
     backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop")
     assert backend.path.name.startswith("workshop_workshop_local__") and not backend.replay_only
     committed = backend.shared[0]
-    assert committed.name.startswith(
-        "workshop_workshop__") and committed.is_file(), "the teacher's recording is committed"
+    assert (committed.name.startswith("workshop_workshop__")
+            and committed.is_file()), "the teacher's recording is committed"
     ignored = subprocess.run(["git", "check-ignore", "-q", str(backend.path)], cwd=paths.REPO_ROOT).returncode
     assert ignored == 0, f"{backend.path} (live calls) must be git-ignored"
     # nbval: strict replay, committed
