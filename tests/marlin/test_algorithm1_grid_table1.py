@@ -163,8 +163,8 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1,
                      plan_budget=50)
     scripted = presets.get("quick", "llm_only", llm="scripted")
-    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides, llm_only=scripted,
-                                             progress=False))
+    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides,
+                                             llm_only=scripted, progress=False))
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
