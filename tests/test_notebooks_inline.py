@@ -16,9 +16,8 @@ def test_llm_only_notebook_at_smoke_shows_figures_and_tables_inline(tmp_path):
     papermill.execute_notebook(str(source), str(executed),
                                parameters={"PRESET": "smoke", "FIGURES_DIR": str(tmp_path / "figures")},
                                cwd=str(source.parent), progress_bar=False, kernel_name="python3")
-    outputs = [
-        o for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code" for o in cell.outputs
-    ]
+    outputs = [o for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code"
+               for o in cell.outputs]
     kinds = [kind for o in outputs for kind in o.get("data", {})]
     assert "image/png" in kinds, f"no inline figure; outputs: {kinds}"
     assert "text/html" in kinds or "text/markdown" in kinds, "the summary table is not shown"

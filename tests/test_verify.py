@@ -156,9 +156,8 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
     checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch, verify_command.HOOKS))
-    assert set(checks) == {
-        "A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl", "A2__seed200.json"
-    }
+    assert set(checks) == {"A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl",
+                           "A2__seed200.json"}
     assert all(c.ok for c in checks.values()), checks
     assert checks["A2__seed200.csv"].status == "tolerated"  # its measured wall-time columns differ, nothing else
     table = pd.read_csv(reference / "A2__seed200.csv")

@@ -123,19 +123,19 @@ def lab(tmp_path_factory):
     workshop.copy_notebooks(copies)
     settings = home / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings /
-     "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                           "checkForUpdates": False}))
     port, token = _free_port(), "workshop-browser-test"
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTER_DATA_DIR": str(home / "data"), paths.RESULTS_ENV: str(base / "results"), "SE_AVOID_STATS": "true"}
     env.pop("MARLINKIT_LLM", None)
     log = (base / "jupyterlab.log").open("w")
-    server = subprocess.Popen([
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={copies}", "--LabApp.expose_app_in_browser=True",
-        f"--LabApp.user_settings_dir={home / 'settings'}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
-        *(["--allow-root"] if os.geteuid() == 0 else [])
-    ], cwd=copies, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={copies}", "--LabApp.expose_app_in_browser=True",
+         f"--LabApp.user_settings_dir={home / 'settings'}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],
+        cwd=copies, env=env, stdout=log, stderr=subprocess.STDOUT)
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={base / 'chromium'}"]:
@@ -155,8 +155,8 @@ def lab(tmp_path_factory):
         driver.set_script_timeout(120)
         driver.get(f"http://127.0.0.1:{port}/lab?token={token}&reset")
         _wait(lambda: driver.execute_script("return !!(window.jupyterapp && window.jupyterapp.shell && "
-                                            "document.querySelector('.jp-DirListing-item'));"), 120,
-              "JupyterLab's file browser")
+                                            "document.querySelector('.jp-DirListing-item'));"),
+              120, "JupyterLab's file browser")
         yield driver, copies
     finally:
         if driver is not None:
@@ -239,10 +239,9 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
     driver, copies = lab
     started = time.monotonic()
     driver.execute_script("return window.jupyterapp.commands.execute('filebrowser:activate');")  # the left sidebar
-    entry = _wait(lambda: [
-                      e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-DirListing-item")
-                      if name in (e.get_attribute("title") or "") and e.is_displayed()
-                  ], 30, f"{name} in the file browser")
+    entry = _wait(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-DirListing-item")
+                           if name in (e.get_attribute("title") or "") and e.is_displayed()],
+                  30, f"{name} in the file browser")
     ActionChains(driver).double_click(entry[0]).perform()  # opens it, as a participant does
     try:
         _wait(lambda: driver.execute_script(JS_READY, name), 120, f"{name} to open with an idle kernel")
@@ -254,8 +253,8 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
     assert not state["stderr"], f"{name}: warning text in the notebook: {state['stderr']}"
     assert max(state["lines"]) <= 1, f"{name}: a cell left {max(state['lines'])} progress lines"
     assert state["unexecuted"] == 0, f"{name}: {state['unexecuted']} cells did not run"
-    assert state["images"] >= 1 and state[
-        "drawn"] >= 1, f"{name}: no inline figure ({state['images']} images, {state['drawn']} drawn)"
+    assert state["images"] >= 1 and state["drawn"] >= 1, \
+        f"{name}: no inline figure ({state['images']} images, {state['drawn']} drawn)"
     _save(driver, name)
     saved = json.loads((copies / name).read_text())
     assert any(o.get("data", {}).get("image/png") for c in saved["cells"]

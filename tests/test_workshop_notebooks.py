@@ -46,8 +46,8 @@ def test_a_bad_preset_shows_one_line_that_names_the_parameter_the_allowed_values
     assert error.value.ename == "ParameterError"
     lines = [line for line in error.value.traceback if line.strip()]
     assert len(lines) == 1, lines  # no traceback through the library
-    assert "PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0] and "parameters cell" in lines[
-        0]
+    assert ("PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0]
+            and "parameters cell" in lines[0])
 
 
 @pytest.mark.slow

@@ -68,8 +68,8 @@ class RecordingPlanner:
 
 def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_plans():
     settings = dataclasses.replace(presets.get("smoke", "fig3_training", episodes=10, n_envs=2, checkpoints=[7, 10],
-                                               # the paper's unlimited re-planning
-                                               layout_schedule=[[7, "maze_like"]]), plan_budget=None)
+                                               layout_schedule=[[7, "maze_like"]]),
+                                   plan_budget=None)  # the paper's unlimited re-planning
     source = RecordingPlanner()
     episodes, evaluations = systems.train_system("single_slot", "MARLIN", 0, settings, source)
     assert (episodes[episodes.episode <= 7].layout == "single_slot").all()
