@@ -1,5 +1,5 @@
-"""`make figures` gets through: its commands parse, and at PRESET=paper the notebooks whose paper-protocol LLM calls are not
-recorded are left out, and said so."""
+"""`make figures` gets through: its commands parse, and at PRESET=paper the notebooks whose paper-protocol LLM calls are
+not recorded are left out, and said so."""
 
 from __future__ import annotations
 

@@ -221,7 +221,8 @@ def test_the_paper_setting_is_the_printed_rule_and_measured_moves_only_target_an
 
 
 def test_the_measured_target_and_start_come_from_the_data_they_name():
-    """MEASURED_LEARNER_SCORE is the sweep's plain MADDPG, last 20 training episodes; d = 0.4 is the real flow's load."""
+    """MEASURED_LEARNER_SCORE is the sweep's plain MADDPG, last 20 training episodes; d = 0.4 is the real flow's
+    load."""
     import pandas as pd
 
     from marlinkit import paths

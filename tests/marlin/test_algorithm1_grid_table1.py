@@ -71,7 +71,8 @@ def test_plan_cache_keeps_the_better_plan():
 
 
 class ImprovingSource:
-    """A PlanSource whose first plan only waits (performance 0) and later plans are exact: a weak negotiator that improves."""
+    """A PlanSource whose first plan only waits (performance 0) and later plans are exact: a weak negotiator that
+    improves."""
 
     name = "improving"
 

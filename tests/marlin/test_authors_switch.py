@@ -150,8 +150,9 @@ def test_a_cached_plan_is_replayed_only_when_it_scores_strictly_above_p_bar():
 
 
 def test_a_new_plan_not_above_p_bar_gives_only_the_first_step_and_the_policy_the_rest():
-    """follows llm_stochastic_sampling.py:264-285 and 294-300: when no cached plan beats p-bar, a new plan is made at step 0 and
-    its first action played; the later steps follow it only if it scores above p-bar, else the policy acts."""
+    """follows llm_stochastic_sampling.py:264-285 and 294-300: when no cached plan beats p-bar, a new plan is made at
+    step 0 and its first action played; the later steps follow it only if it scores above p-bar, else the policy
+    acts."""
     weak, strong = short_score(5), short_score(6)
     source = ShortPlans(5, 6)
     switch = make(source, llm_only=1.0)

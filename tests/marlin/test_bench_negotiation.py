@@ -1,4 +1,5 @@
-"""``python -m marlinkit bench negotiation``: the MARLIN trainer asks the negotiation for plans, the cache saves calls."""
+"""``python -m marlinkit bench negotiation``: the MARLIN trainer asks the negotiation for plans, the cache saves
+calls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Fig. 6 scalability experiment: negotiated deadlocks, episodes and the runner (the crowd world itself: tests/envs/test_crowd.py)."""
+"""The Fig. 6 scalability experiment: negotiated deadlocks, episodes and the runner (the crowd world itself:
+tests/envs/test_crowd.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The calibrated surrogate planner (not an LLM): determinism, calibration to the authors' LLM-only values, switching."""
+"""The calibrated surrogate planner (not an LLM): determinism, calibration to the authors' LLM-only values,
+switching."""
 
 from __future__ import annotations
 
