@@ -164,9 +164,8 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     table.loc[2, "score"] += 1e-9  # one result cell
     table.to_csv(reference / "A2__seed200.csv", index=False)
     log = [json.loads(line) for line in (reference / "A2__seed200.generations.jsonl").read_text().splitlines()]
-    # A7's sandbox verdicts time
+    # A7's sandbox verdicts time their stages: tolerated
     timed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.001}}) for r in log]
-    # their stages: tolerated
     retimed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.002}}) for r in log]
     for name, records in (("timed.jsonl", timed), ("retimed.jsonl", retimed)):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
