@@ -50,8 +50,8 @@ def test_the_paired_bootstrap_finds_a_clear_difference_and_its_reverse():
     low_cv = 100 + rng.normal(0, 1, 12)
     high_cv = 100 + rng.normal(0, 10, 12)
     matrix = tuple(zip(high_cv, low_cv, high_cv + 3))
-    cell = claims_data.Cell("log CV(A2) / CV(A7)", matrix=matrix, statistic=claims_data.STATISTICS["log CV(A2) / CV(A7)"],
-                            units=tuple(map(str, range(12))))
+    cell = claims_data.Cell("log CV(A2) / CV(A7)", matrix=matrix,
+                            statistic=claims_data.STATISTICS["log CV(A2) / CV(A7)"], units=tuple(map(str, range(12))))
     t = claims.test_cell("paired-bootstrap", "paired", cell, 0.0, "k", PLAN.settings)
     assert t.effect > 1 and t.ci_low > 0 and t.p_holds < 0.01 and t.p_contra > 0.99
     reverse = dataclasses.replace(cell, matrix=tuple(zip(low_cv, high_cv, low_cv)))
@@ -112,7 +112,8 @@ def test_a_complete_run_set_gets_a_verdict_on_every_maestro_claim(complete_run_s
     mine = ledger[ledger.runs == "complete"]
     assert not mine.verdict.str.startswith("not testable: held-out").any()
     untested = mine[mine.effect.isna() & ~mine.detail.str.contains("undefined")]
-    assert set(untested.claim_id) <= {"maestro-curriculum-raises-difficulty-target-67"}, untested[["claim_id", "verdict"]]
+    assert (set(untested.claim_id)
+            <= {"maestro-curriculum-raises-difficulty-target-67"}), untested[["claim_id", "verdict"]]
     primary = mine[mine.protocol == "greedy-heldout"].set_index("claim_id").verdict
     assert primary["maestro-a7-above-a0"] == "holds" and primary["maestro-curriculum-alone-improves"] == "holds"
     real_flow = mine[(mine.claim_id == "maestro-curriculum-alone-improves") & (mine.protocol == "greedy-real")]

@@ -128,10 +128,13 @@ def test_ray_returns_in_job_order_and_a_failed_job_raises(ray_instance):
 
 @pytest.mark.slow
 def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes(tmp_path, ray_instance):
-    local = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "local"}), "test", root=tmp_path / "local", progress=False)
-    on_ray = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
+    local = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "local"}), "test", root=tmp_path / "local",
+                          progress=False)
+    on_ray = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray",
+                           progress=False)
     local_files, ray_files = _files(tmp_path / "local"), _files(tmp_path / "ray")
-    assert sorted(local_files) == sorted(ray_files) and len(local_files) == 2 * (2 + 2) + 2  # MARL/MARLIN: table+eval, LLM-only
+    # MARL/MARLIN: table+eval, LLM-only
+    assert sorted(local_files) == sorted(ray_files) and len(local_files) == 2 * (2 + 2) + 2
     for name in local_files:
         assert local_files[name] == ray_files[name], name
     pd.testing.assert_frame_equal(local.evaluations, on_ray.evaluations)
@@ -142,8 +145,8 @@ def test_marlin_grid_on_ray_writes_the_same_files_as_local_processes_and_resumes
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "ray").iterdir()}
     again = grid.run_grid(grid.GridConfig(**{**GRID, "executor": "ray"}), "test", root=tmp_path / "ray", progress=False)
     changed = {p.name for p in (tmp_path / "ray").iterdir() if stamps.get(p.name) != p.stat().st_mtime_ns}
-    assert changed == {"single_slot__marl__seed0.csv", "single_slot__marl__seed0.json", "single_slot__marl__seed0__eval.csv",
-                       "single_slot__marl__seed0__eval.json"}
+    assert changed == {"single_slot__marl__seed0.csv", "single_slot__marl__seed0.json",
+                       "single_slot__marl__seed0__eval.csv", "single_slot__marl__seed0__eval.json"}
     assert _files(tmp_path / "ray") == ray_files
     pd.testing.assert_frame_equal(again.evaluations, on_ray.evaluations)
 

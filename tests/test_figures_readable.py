@@ -26,12 +26,15 @@ def _ablation_results(difficulty: dict[tuple[str, int], list[float]], scores: di
     for (ablation, seed), ds in difficulty.items():
         for episode, (d, d_next) in enumerate(zip(ds, ds[1:] + ds[-1:])):
             event = "down" if d_next < d or (ablation == "A2" and episode == 1) else None  # a "down" at the floor too
-            rows.append({"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d, "difficulty_next": d_next,
-                         "difficulty_event": event, "score": scores[(ablation, seed)], "env_return": 0.0,
-                         "fixed_time_return": -50.0, "max_pressure_return": 0.0,
-                         "train_return": 0.0, **{f"eval_{k}_{policy}": 0.0 for k in (*report.TRAFFIC, *report.SECONDARY, "score", "return", "vehicles")
-                                                 for policy in ("stochastic", "greedy")}})
-    return SimpleNamespace(episodes=pd.DataFrame(rows), config=SimpleNamespace(final_window=2, eval_policy="stochastic"))
+            rows.append({"ablation": ablation, "seed": seed, "episode": episode, "difficulty": d,
+                         "difficulty_next": d_next, "difficulty_event": event, "score": scores[(ablation, seed)],
+                         "env_return": 0.0, "fixed_time_return": -50.0, "max_pressure_return": 0.0,
+                         "train_return": 0.0,
+                         **{f"eval_{k}_{policy}": 0.0
+                            for k in (*report.TRAFFIC, *report.SECONDARY, "score", "return", "vehicles")
+                            for policy in ("stochastic", "greedy")}})
+    return SimpleNamespace(episodes=pd.DataFrame(rows),
+                           config=SimpleNamespace(final_window=2, eval_policy="stochastic"))
 
 
 SEEDS = (200, 300, 400, 500)
@@ -110,7 +113,8 @@ def test_fig3_fits_a_paper_page_and_shows_a_constant_plan_source():
     scenarios = ["single_slot", "symmetrical_two_slot", "asymmetrical_two_slot", "two_path", "maze_like"]
     fig = fig3_training.figure3(_training_results(scenarios, [0.0, 0.0, 0.0]), scenarios, source_label="LLM-only")
     assert fig.get_figwidth() <= 7.5
-    legend_texts = [t.get_text() for ax in fig.axes for legend in [ax.get_legend()] if legend for t in legend.get_texts()]
+    legend_texts = [t.get_text() for ax in fig.axes for legend in [ax.get_legend()] if legend
+                    for t in legend.get_texts()]
     assert any(text.startswith("LLM-only, 3 runs") for text in legend_texts)
     assert "MARL: range over 2 seeds" in legend_texts, "the over-seed band is drawn and named"
     diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
@@ -121,18 +125,23 @@ def test_fig3_says_where_marlins_curve_is_mostly_plans():
     scenarios = ["single_slot", "asymmetrical_two_slot"]
     rows = [{"scenario": sc, "system": system, "seed": seed, "episode": e, "performance": 0.05 * e, "toggled": False,
              # asymmetrical: every MARLIN episode after the forced first 2m = 10 is a plan; single-slot: one in four
-             "generator": "plan" if system == "MARLIN" and e > 10 and (sc == "asymmetrical_two_slot" or e == 11) else "sampling"}
+             "generator": ("plan" if system == "MARLIN" and e > 10 and (sc == "asymmetrical_two_slot" or e == 11)
+                           else "sampling")}
             for sc in scenarios for system in ("MARL", "MARLIN") for seed in (0, 1) for e in range(1, 15)]
     rows += [{"scenario": sc, "system": "LLM-only", "seed": 0, "episode": 1, "performance": 0.5} for sc in scenarios]
     results = grid.Results(pd.DataFrame(rows), pd.DataFrame())
-    summary = fig3_training.plan_episodes(results, grid.GridConfig(scenarios=scenarios, seeds=[0, 1], episodes=14, checkpoints=[14]))
+    summary = fig3_training.plan_episodes(results, grid.GridConfig(scenarios=scenarios, seeds=[0, 1], episodes=14,
+                                                                   checkpoints=[14]))
     assert list(summary.columns[:3]) == ["plan_share", "toggled_share", "plan_share_after_10"]
     assert summary.loc["asymmetrical_two_slot", "plan_share_after_10"] == 1.0
-    assert summary.loc["single_slot", "plan_share_after_10"] == 0.25 and summary.loc["single_slot", "plan_share"] == 1 / 14
-    assert summary.loc["single_slot", "llm_only_mean"] == 0.5 and summary.loc["single_slot", "llm_only_threshold"] == AUTHORS_LLM_ONLY["single_slot"]
+    assert (summary.loc["single_slot", "plan_share_after_10"] == 0.25
+            and summary.loc["single_slot", "plan_share"] == 1 / 14)
+    assert (summary.loc["single_slot", "llm_only_mean"] == 0.5
+            and summary.loc["single_slot", "llm_only_threshold"] == AUTHORS_LLM_ONLY["single_slot"])
     fig = fig3_training.figure3(results, scenarios, plan_share=summary.plan_share_after_10)
     notes = {ax.get_title(): [t.get_text() for t in ax.texts if "its curve shows" in t.get_text()] for ax in fig.axes}
-    assert notes["Asymmetrical Two Slot Corridor"] == ["MARLIN: 100% plan\nepisodes, its curve shows\nthe plans, not its policy"]
+    assert notes["Asymmetrical Two Slot Corridor"] == ["MARLIN: 100% plan\nepisodes, its curve shows\n"
+                                                       "the plans, not its policy"]
     assert notes["Single Slot Corridor"] == [], "a panel under MOSTLY_PLANS carries no note"
 
 
@@ -192,8 +201,10 @@ def test_fig5_draws_the_spread_over_seeds_it_tabulates():
 
     evaluations = pd.DataFrame([{"scenario": "maze_like", "system": system, "seed": seed, "checkpoint": c, "run": run,
                                  "performance": 0.1 * seed + 0.01 * run + (0.2 if system == "MARLIN" else 0.0)}
-                                for system in ("MARL", "MARLIN") for seed in (0, 1, 2) for c in (10, 20) for run in range(4)])
-    episodes = pd.DataFrame([{"scenario": "maze_like", "system": "LLM-only", "seed": 0, "episode": 1, "performance": 0.4}])
+                                for system in ("MARL", "MARLIN") for seed in (0, 1, 2) for c in (10, 20)
+                                for run in range(4)])
+    episodes = pd.DataFrame([{"scenario": "maze_like", "system": "LLM-only", "seed": 0, "episode": 1,
+                              "performance": 0.4}])
     results = grid.Results(episodes, evaluations)
     table = fig5_hardware.fig5_table(results)
     fig = fig5_hardware.figure5(results, _Noise(p_fail=0.05, p_slip=0.05))
@@ -218,7 +229,8 @@ def test_dynamic_env_draws_the_range_over_seeds():
     bands = {c.get_label(): c for c in ax.collections if "range of the per-seed medians" in c.get_label()}
     assert set(bands) == {f"{s}: range of the per-seed medians (3 seeds)" for s in ("MARL", "MARLIN")}
     path = bands["MARL: range of the per-seed medians (3 seeds)"].get_paths()[0].vertices
-    assert path[:, 1].min() == pytest.approx(0.1) and path[:, 1].max() == pytest.approx(0.7)  # seed 0 after, seed 2 before
+    # seed 0 after, seed 2 before
+    assert path[:, 1].min() == pytest.approx(0.1) and path[:, 1].max() == pytest.approx(0.7)
 
 
 def test_maddpg_sweep_gives_every_setting_its_own_colour_and_marker_and_short_axis_labels():
@@ -226,8 +238,9 @@ def test_maddpg_sweep_gives_every_setting_its_own_colour_and_marker_and_short_ax
 
     names = list(sweep.SETTINGS)[:7]
     df = pd.DataFrame([{"setting": name, "seed": 200, "episode": e, "eval_score_stochastic": float(e),
-                        "eval_score_greedy": float(e) - 1, "train_avg_delay_s": 40.0 + i, "fixed_time_avg_delay_s": 54.0,
-                        "max_pressure_avg_delay_s": 25.0} for i, name in enumerate(names) for e in range(5)])
+                        "eval_score_greedy": float(e) - 1, "train_avg_delay_s": 40.0 + i,
+                        "fixed_time_avg_delay_s": 54.0, "max_pressure_avg_delay_s": 25.0}
+                       for i, name in enumerate(names) for e in range(5)])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     sweep.learning_figure(axes, df)
     lines = [line for line in axes[0].lines if line.get_label() in {f"{n} (seed 200)" for n in names}]

@@ -44,7 +44,8 @@ def is_main_block(node: ast.AST) -> bool:
     """``if __name__ == "__main__":``, the block that runs only when the file is the program."""
     test = getattr(node, "test", None)
     return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__" and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+            and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
 def imported(path: Path) -> set[str]:
@@ -188,7 +189,8 @@ def test_a_cycle_is_found_however_long_and_wherever_the_import_sits(tmp_path):
     """The cycle finder on a package written for it: a three-module cycle through a function-level import, a
     two-module one through ``from package import module``, and a ``__main__`` block that is not an import."""
     files = {"a.py": "from marlinkit import b\n", "b.py": "def f():\n    from marlinkit.c import g\n",
-             "c.py": "import marlinkit.a\n\ndef g(): ...\n", "d.py": "from marlinkit import e\n", "e.py": "from marlinkit.d import x\n",
+             "c.py": "import marlinkit.a\n\ndef g(): ...\n", "d.py": "from marlinkit import e\n",
+             "e.py": "from marlinkit.d import x\n",
              "f.py": "import marlinkit.a\n\nif __name__ == '__main__':\n    from marlinkit import g\n",
              "g.py": "from marlinkit import f\n"}
     package = tmp_path / "marlinkit"

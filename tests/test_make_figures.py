@@ -1,5 +1,5 @@
-"""`make figures` gets through: its commands parse, and at PRESET=paper the notebooks whose paper-protocol LLM calls are not
-recorded are left out, and said so."""
+"""`make figures` gets through: its commands parse, and at PRESET=paper the notebooks whose paper-protocol LLM calls are
+not recorded are left out, and said so."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ def _dry_run(build_root, *args: str, **env: str) -> tuple[set[str], str]:
     """The notebooks `make -n figures ...` would execute (as <paper>/<name>), and its printed text. An empty
     BUILD_ROOT, so that notebooks a real `make figures` already executed here are listed too."""
     environment = {k: v for k, v in os.environ.items() if k not in ("RECORD", "MARLINKIT_RECORD", "PAPER_NEGOTIATIONS")}
-    out = subprocess.run(["make", "-n", "--no-print-directory", "figures", f"BUILD_ROOT={build_root}", *args], cwd=paths.REPO_ROOT,
-                         capture_output=True, text=True, env={**environment, **env}, check=True).stdout
+    out = subprocess.run(["make", "-n", "--no-print-directory", "figures", f"BUILD_ROOT={build_root}", *args],
+                         cwd=paths.REPO_ROOT, capture_output=True, text=True, env={**environment, **env},
+                         check=True).stdout
     executed = set(re.findall(r"papermill .*? notebooks/(\w+/\w+)\.ipynb \S+\.partial\.ipynb", out))
     # What make would hand the shell must parse: a comma inside a recipe's $(if ...) once split its echo
     # mid-quote, and every `make figures` stopped there, before any notebook (a dry run only prints it).
@@ -40,13 +41,16 @@ def test_paper_preset_leaves_out_the_unrecorded_negotiations_and_says_so(tmp_pat
 
 
 @pytest.mark.parametrize("args, env", [(("PRESET=paper", "RECORD=1"), {}),
-                                       pytest.param(("PRESET=paper",), {"MARLINKIT_RECORD": "1"}, marks=pytest.mark.slow),
-                                       pytest.param(("PRESET=paper", "PAPER_NEGOTIATIONS=1"), {}, marks=pytest.mark.slow),
+                                       pytest.param(("PRESET=paper",), {"MARLINKIT_RECORD": "1"},
+                                                    marks=pytest.mark.slow),
+                                       pytest.param(("PRESET=paper", "PAPER_NEGOTIATIONS=1"), {},
+                                                    marks=pytest.mark.slow),
                                        pytest.param((), {}, marks=pytest.mark.slow)])
 def test_recording_replaying_or_another_preset_runs_them(tmp_path, args, env):
     executed, out = _dry_run(tmp_path, *args, **env)
     said = [line for line in out.splitlines() if "leaves out" in line]
-    assert NEGOTIATION_NOTEBOOKS <= executed and not any(name in line for line in said for name in NEGOTIATION_NOTEBOOKS)
+    assert (NEGOTIATION_NOTEBOOKS <= executed
+            and not any(name in line for line in said for name in NEGOTIATION_NOTEBOOKS))
 
 
 # The notebooks' parameter names, as fig3_training.settings' arguments.

@@ -122,8 +122,9 @@ def _config(tmp_path: Path) -> Path:
     """The Jupyter configuration folder of an environment at a scratch prefix, as ``make setup`` writes it (the
     Makefile runs ``python -m marlinkit notebook-save`` with the environment's Python)."""
     prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, "-c", "import runpy, sys; sys.prefix = sys.argv[1]; sys.argv[1:] = ['notebook-save']; "
-                    "runpy.run_module('marlinkit', run_name='__main__')", str(prefix)],
+    subprocess.run([sys.executable, "-c", "import runpy, sys; sys.prefix = sys.argv[1]; "
+                    "sys.argv[1:] = ['notebook-save']; runpy.run_module('marlinkit', run_name='__main__')",
+                    str(prefix)],
                    check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)})
     written = prefix / "etc" / "jupyter" / "jupyter_server_config.d" / "marlinkit.json"
     assert json.loads(written.read_text()) == {"ServerApp": {"jpserver_extensions": {"marlinkit.notebook_save": True}}}

@@ -52,10 +52,12 @@ def test_notebook_is_stored_as_jupyter_writes_it(notebook):
     """Opening a notebook in JupyterLab must not change it: same kernelspec, same JSON layout."""
     text = notebook.read_text(encoding="utf-8")
     nb = nbformat.reads(text, as_version=4)
-    assert nb.metadata.kernelspec == {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}, \
+    assert nb.metadata.kernelspec == {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                      "name": "python3"}, \
         f"{_ids(notebook)}: kernelspec differs from what ipykernel's JupyterLab writes"
     assert nb.metadata.language_info.get("pygments_lexer") == "ipython3", f"{_ids(notebook)}: language_info incomplete"
-    assert nbformat.writes(nb) + "\n" == text, f"{_ids(notebook)}: not in nbformat's layout; load and save it with nbformat"
+    assert nbformat.writes(nb) + "\n" == text, \
+        f"{_ids(notebook)}: not in nbformat's layout; load and save it with nbformat"
 
 
 def test_gitattributes_routes_notebooks_through_nbstripout():

@@ -13,9 +13,11 @@ from marlinkit import paths
 def test_llm_only_notebook_at_smoke_shows_figures_and_tables_inline(tmp_path):
     source = paths.NOTEBOOKS_DIR / "marlin" / "llm_only.ipynb"
     executed = tmp_path / "llm_only.ipynb"
-    papermill.execute_notebook(str(source), str(executed), parameters={"PRESET": "smoke", "FIGURES_DIR": str(tmp_path / "figures")},
+    papermill.execute_notebook(str(source), str(executed),
+                               parameters={"PRESET": "smoke", "FIGURES_DIR": str(tmp_path / "figures")},
                                cwd=str(source.parent), progress_bar=False, kernel_name="python3")
-    outputs = [o for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code" for o in cell.outputs]
+    outputs = [o for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code"
+               for o in cell.outputs]
     kinds = [kind for o in outputs for kind in o.get("data", {})]
     assert "image/png" in kinds, f"no inline figure; outputs: {kinds}"
     assert "text/html" in kinds or "text/markdown" in kinds, "the summary table is not shown"
@@ -35,6 +37,6 @@ def test_plots_uses_agg_only_in_batch_and_keeps_a_kernels_inline_backend():
     batch = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert batch.stdout.strip().lower() == "agg"
     inline = "module://matplotlib_inline.backend_inline"  # what ipykernel sets before any cell runs
-    kernel = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, "MPLBACKEND": inline},
-                            check=True)
+    kernel = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**env, "MPLBACKEND": inline}, check=True)
     assert kernel.stdout.strip() == inline

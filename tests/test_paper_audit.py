@@ -14,7 +14,8 @@ def checks():
 
 
 def test_recomputed_range_covers_rounding_of_inputs():
-    value, low, high = pa.recomputed_range(lambda x: np.mean(x["a"]), {"a": np.array([1.0, 2.0]), "b": np.ones(3)}, 0, 0)
+    value, low, high = pa.recomputed_range(lambda x: np.mean(x["a"]), {"a": np.array([1.0, 2.0]), "b": np.ones(3)},
+                                           0, 0)
     assert (value, low, high) == pytest.approx((1.5, 1.495, 1.505))
 
 

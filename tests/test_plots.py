@@ -12,7 +12,8 @@ from PIL import Image
 from marlinkit import plots
 
 PROVENANCE = plots.Provenance("smoke", engine="corridor core (numpy)", source="plans: surrogate of Llama 3.1 8B",
-                              seeds=(0, 1, 2, 3, 7), details={"protocol": "2 copies x 40 episodes", "deviation": "n × 2 ≥ 4"})
+                              seeds=(0, 1, 2, 3, 7),
+                              details={"protocol": "2 copies x 40 episodes", "deviation": "n × 2 ≥ 4"})
 
 
 def _draw(out_dir, provenance=PROVENANCE):
@@ -42,8 +43,8 @@ def test_the_footer_is_one_line_with_preset_engine_source_and_compact_seeds(tmp_
     assert footer.get_fontsize() < plots.FOOTER_FONTSIZE  # by shrinking, not wrapping
 
 
-@pytest.mark.parametrize("seeds, text", [((), ""), ((4,), "seed 4"), (range(12), "seeds 0-11"), ((0, 2, 5), "seeds 0,2,5"),
-                                         ((5, 0, 1, 2, 9, 10), "seeds 0-2,5,9,10"),
+@pytest.mark.parametrize("seeds, text", [((), ""), ((4,), "seed 4"), (range(12), "seeds 0-11"),
+                                         ((0, 2, 5), "seeds 0,2,5"), ((5, 0, 1, 2, 9, 10), "seeds 0-2,5,9,10"),
                                          (range(200, 1400, 100), "seeds 200-1300 step 100")])
 def test_seeds_are_printed_compactly(seeds, text):
     assert plots.seeds_text(seeds) == text
@@ -56,7 +57,8 @@ def test_png_and_pdf_metadata_and_the_sidecar_carry_the_full_provenance(tmp_path
     assert json.loads(sidecar) == PROVENANCE.to_dict() and list(json.loads(sidecar)) == sorted(json.loads(sidecar))
     png = Image.open(tmp_path / "demo.png").text
     assert png["Title"] == "demo" and png["Comment"] == sidecar and "Software" not in png
-    assert png["Description"].splitlines() == [PROVENANCE.footer(), "deviation: n × 2 ≥ 4", "protocol: 2 copies x 40 episodes"]
+    assert png["Description"].splitlines() == [PROVENANCE.footer(), "deviation: n × 2 ≥ 4",
+                                                "protocol: 2 copies x 40 episodes"]
     pdf = (tmp_path / "demo.pdf").read_bytes()
     assert _pdf_info(pdf, "Title") == "demo" and _pdf_info(pdf, "Subject") == PROVENANCE.text()
     assert "seeds 0-3,7" in _pdf_info(pdf, "Keywords") and b"/CreationDate" not in pdf and b"/Producer" not in pdf
@@ -79,7 +81,8 @@ def _pdf_info(pdf: bytes, key: str) -> str:
 def test_a_footer_too_long_for_a_narrow_figure_stays_one_line_and_only_a_provenance_is_accepted(tmp_path):
     fig, ax = plt.subplots(figsize=(2, 2))
     plots.save_figure(fig, tmp_path, "f", plots.Provenance("smoke", engine="x" * 200), show=False)
-    assert fig.texts[-1].get_fontsize() == plots.SMALLEST_FOOTER_FONTSIZE and Image.open(tmp_path / "f.png").width > 2 * 150
+    assert (fig.texts[-1].get_fontsize() == plots.SMALLEST_FOOTER_FONTSIZE
+            and Image.open(tmp_path / "f.png").width > 2 * 150)
     with pytest.raises(TypeError):
         plots.save_figure(fig, tmp_path, "g", "preset: smoke", show=False)
     plt.close(fig)
@@ -123,7 +126,8 @@ def test_a_bare_figure_gets_its_footer_too(tmp_path):
     fig = Figure(figsize=(4, 2))
     fig.add_subplot().set_xlabel("x")
     written = plots.save_figure(fig, tmp_path, "bare", plots.Provenance("smoke", seeds=(1,)), show=False)
-    assert [p.name for p in written] == ["bare.png", "bare.pdf", "bare.json"] and fig.texts[-1].get_text() == "preset smoke | seed 1"
+    assert ([p.name for p in written] == ["bare.png", "bare.pdf", "bare.json"]
+            and fig.texts[-1].get_text() == "preset smoke | seed 1")
 
 
 def test_a_table_prints_missing_values_as_a_dash_and_no_negative_zero(tmp_path):

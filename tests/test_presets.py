@@ -40,7 +40,8 @@ def test_a_derived_field_is_refused_as_an_override_and_no_preset_sets_one():
         presets.get("smoke", "fig5_hardware", checkpoints=[1, 2])
     with pytest.raises(ValueError, match=r"\['layout_schedule', 'scenarios'\] are derived"):
         presets.get("smoke", "dynamic_env", scenarios=["maze_like"], layout_schedule=[[2, "single_slot"]])
-    assert presets.get("smoke", "dynamic_env", scenario="two_path").scenarios == ("two_path",)  # the field to set instead
+    # the field to set instead
+    assert presets.get("smoke", "dynamic_env", scenario="two_path").scenarios == ("two_path",)
     for preset, sections in presets.PRESETS.items():
         for section, values in sections.items():
             assert not set(values) & set(getattr(presets.config_class(section), "DERIVED", ())), (preset, section)

@@ -38,7 +38,8 @@ def test_a_result_holds_dataframes_sorted_files_and_a_provenance():
     with pytest.raises(TypeError):
         result.tables["more"] = pd.DataFrame()  # read-only
     assert result.summary().splitlines()[1:] == ["tables: rows (2 rows)", "files: 2 in .",
-                                                 "provenance: preset smoke | corridor core (numpy) | no LLM | seeds 0-2"]
+                                                 "provenance: preset smoke | corridor core (numpy) | no LLM | "
+                                                 "seeds 0-2"]
     with pytest.raises(TypeError, match="DataFrame"):
         Result("x", "smoke", None, {"rows": [1, 2]}, (), provenance)
     with pytest.raises(TypeError, match="Provenance"):

@@ -91,7 +91,8 @@ def test_a_label_is_left_out_of_the_key_and_of_equality_at_every_level():
     assert "preset" not in config_fields.key_fields(cfg) and "preset" not in config_fields.key_fields(cfg)["llm_only"]
     values = {f.name: getattr(cfg.llm_only, f.name) for f in dataclasses.fields(llm_trials.Trials)}
     assert config_fields.key_fields(cfg.llm_only) == dataclasses.asdict(llm_trials.Trials(**values))  # as before labels
-    assert [f.name for f in dataclasses.fields(fig3_training.Config) if config_fields.is_label(f)] == ["preset", "progress"]
+    assert [f.name for f in dataclasses.fields(fig3_training.Config)
+            if config_fields.is_label(f)] == ["preset", "progress"]
 
 
 def test_a_config_without_its_preset_is_refused_by_name():
@@ -154,6 +155,7 @@ def test_committed_maestro_runs_are_found_by_todays_labelled_ablation_config(nam
 def test_a_switch_outside_its_literal_choices_is_refused_when_the_config_is_built(section, field, value):
     config = presets.get("smoke", section)
     allowed = config_fields.literal_choices(config, {f.name: f for f in dataclasses.fields(config)}[field])
-    assert getattr(config, field) in allowed and isinstance(getattr(config, field), str)  # the plain strings the keys hold
+    # the plain strings the keys hold
+    assert getattr(config, field) in allowed and isinstance(getattr(config, field), str)
     with pytest.raises(ValueError, match=f"unknown {field} '{value}': {field} must be one of"):
         dataclasses.replace(config, **{field: value})

@@ -151,19 +151,22 @@ def test_one_maestro_run_is_recomputed_and_compared_with_its_committed_files(tmp
     from marlinkit.maestro import ablation
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False))  # committed
+    # committed
+    ablation.run(presets.ablation_config("smoke", seeds=[200], ablations=["A2"], workers=1, progress=False))
     reference = tmp_path / "results" / "maestro" / "smoke"
     scratch = tmp_path / "scratch"
     checks = by_path(verify.verify_maestro_run("smoke", "A2:200", scratch, verify_command.HOOKS))
-    assert set(checks) == {"A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl", "A2__seed200.json"}
+    assert set(checks) == {"A2__seed200.csv", "ablation_calibration.csv", "A2__seed200.generations.jsonl",
+                           "A2__seed200.json"}
     assert all(c.ok for c in checks.values()), checks
     assert checks["A2__seed200.csv"].status == "tolerated"  # its measured wall-time columns differ, nothing else
     table = pd.read_csv(reference / "A2__seed200.csv")
     table.loc[2, "score"] += 1e-9  # one result cell
     table.to_csv(reference / "A2__seed200.csv", index=False)
     log = [json.loads(line) for line in (reference / "A2__seed200.generations.jsonl").read_text().splitlines()]
-    timed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.001}}) for r in log]  # A7's sandbox verdicts time
-    retimed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.002}}) for r in log]  # their stages: tolerated
+    # A7's sandbox verdicts time their stages: tolerated
+    timed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.001}}) for r in log]
+    retimed = [dict(r, verdict={"accepted": False, "timings": {"syntax": 0.002}}) for r in log]
     for name, records in (("timed.jsonl", timed), ("retimed.jsonl", retimed)):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     assert verify.compare_generation_logs(tmp_path / "timed.jsonl", tmp_path / "retimed.jsonl")[0] == "tolerated"

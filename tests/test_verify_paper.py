@@ -50,10 +50,12 @@ def test_a_prefix_is_the_first_rows_of_the_full_run_on_both_trainers(system):
 def test_every_committed_run_is_in_a_checked_family():
     runs, others = verify_paper.discover(paths.DATA_DIR / "results", paths.DATA_DIR / "maestro_sweep")
     assert not [path for path, why in others if why.startswith(("UNKNOWN", "UNREADABLE"))]
-    assert {Path(path).stem for path, why in others if not why.startswith("left out")} <= set(verify_paper.NOT_RECOMPUTED)
+    assert {Path(path).stem for path, why in others
+            if not why.startswith("left out")} <= set(verify_paper.NOT_RECOMPUTED)
     families = {run.family for run in runs}
     for family in ("marlin/paper: marl", "marlin/paper: marlin-calibrated-surrogate-planner-code-switch",
-                   "marlin/paper/fidelity/6-copies: marl", "marlin/paper/fig5_hardware: marlin-calibrated-surrogate-planner",
+                   "marlin/paper/fidelity/6-copies: marl",
+                   "marlin/paper/fig5_hardware: marlin-calibrated-surrogate-planner",
                    "marlin/paper/dynamic_env: marlin-calibrated-surrogate-planner", "maestro/paper: A7",
                    "maestro/paper/ue25_openblas_maddpg: A8", "maestro_sweep: ue25"):
         assert family in families

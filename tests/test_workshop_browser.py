@@ -43,22 +43,23 @@ RUN_LIMIT_S = 480
 # "cell" to run that cell or "all" to run all cells again) and what the changed run must print.
 EXERCISES = {
     "01_corridor_env.ipynb": [
-        ("a corridor with no place to step aside", "MY_MAP = '''",
-         "#B#\n#.#\n...\n#.#\n#.#\n#A#", "#B#\n#.#\n#.#\n#.#\n#.#\n#A#", "cell", "planner: performance"),
+        ("a corridor with no place to step aside", "MY_MAP = '''", "#B#\n#.#\n...\n#.#\n#.#\n#A#",
+         "#B#\n#.#\n#.#\n#.#\n#.#\n#A#", "cell", "planner: performance"),
     ],
     "02_mappo_from_scratch.ipynb": [
         ("one hyperparameter", "CHANGES = {", 'CHANGES = {"lr": 3e-4}', 'CHANGES = {"lr": 3e-4, "clip_coef": 0.3}',
          "cell", "mean performance"),
     ],
     "03_llm_negotiation.ipynb": [
-        ("a reply the parser rejects", 'parse_reply("Alice: north, Bob: stay")', 'parse_reply("Alice: north, Bob: stay")',
-         'parse_reply("Alice goes north while Bob stays put")', "cell", "malformed"),
-        ("the protocol without its worked example", "CHANGES = {", "CHANGES = {}", 'CHANGES = {"worked_example": False}',
-         "cell", "changed {'worked_example': False}"),
+        ("a reply the parser rejects", 'parse_reply("Alice: north, Bob: stay")',
+         'parse_reply("Alice: north, Bob: stay")', 'parse_reply("Alice goes north while Bob stays put")', "cell",
+         "malformed"),
+        ("the protocol without its worked example", "CHANGES = {", "CHANGES = {}",
+         'CHANGES = {"worked_example": False}', "cell", "changed {'worked_example': False}"),
     ],
     "04_marlin_in_15_minutes.ipynb": [
-        ("a larger plan budget, smollm2 replayed", 'PRESET = "workshop"', "PLAN_BUDGET = None",
-         "PLAN_BUDGET = 8", "all", "0 calls to the model"),
+        ("a larger plan budget, smollm2 replayed", 'PRESET = "workshop"', "PLAN_BUDGET = None", "PLAN_BUDGET = 8",
+         "all", "0 calls to the model"),
         ("the scripted LLM", 'PRESET = "workshop"', 'LLM = None', 'LLM = "scripted"', "all",
          "replies computed by the script"),
     ],
@@ -122,16 +123,18 @@ def lab(tmp_path_factory):
     workshop.copy_notebooks(copies)
     settings = home / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                           "checkForUpdates": False}))
     port, token = _free_port(), "workshop-browser-test"
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTER_DATA_DIR": str(home / "data"), paths.RESULTS_ENV: str(base / "results"), "SE_AVOID_STATS": "true"}
     env.pop("MARLINKIT_LLM", None)
     log = (base / "jupyterlab.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={copies}", "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={home / 'settings'}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}", *(["--allow-root"] if os.geteuid() == 0 else [])],
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={copies}", "--LabApp.expose_app_in_browser=True",
+         f"--LabApp.user_settings_dir={home / 'settings'}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=copies, env=env, stdout=log, stderr=subprocess.STDOUT)
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
@@ -152,7 +155,8 @@ def lab(tmp_path_factory):
         driver.set_script_timeout(120)
         driver.get(f"http://127.0.0.1:{port}/lab?token={token}&reset")
         _wait(lambda: driver.execute_script("return !!(window.jupyterapp && window.jupyterapp.shell && "
-                                            "document.querySelector('.jp-DirListing-item'));"), 120, "JupyterLab's file browser")
+                                            "document.querySelector('.jp-DirListing-item'));"),
+              120, "JupyterLab's file browser")
         yield driver, copies
     finally:
         if driver is not None:
@@ -194,7 +198,8 @@ def _finished(driver) -> dict | None:
 def _click_menu(driver, menu: str, command: str) -> None:
     from selenium.webdriver.common.by import By
 
-    item = next(e for e in driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item") if e.text.strip() == menu)
+    item = next(e for e in driver.find_elements(By.CSS_SELECTOR, "#jp-MainMenu .lm-MenuBar-item")
+                if e.text.strip() == menu)
     item.click()
     entry = _wait(lambda: driver.find_elements(By.CSS_SELECTOR, f'.lm-Menu-item[data-command="{command}"]'), 10,
                   f"the {menu} menu's {command}", 0.2)
@@ -235,7 +240,8 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
     started = time.monotonic()
     driver.execute_script("return window.jupyterapp.commands.execute('filebrowser:activate');")  # the left sidebar
     entry = _wait(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-DirListing-item")
-                           if name in (e.get_attribute("title") or "") and e.is_displayed()], 30, f"{name} in the file browser")
+                           if name in (e.get_attribute("title") or "") and e.is_displayed()],
+                  30, f"{name} in the file browser")
     ActionChains(driver).double_click(entry[0]).perform()  # opens it, as a participant does
     try:
         _wait(lambda: driver.execute_script(JS_READY, name), 120, f"{name} to open with an idle kernel")
@@ -247,10 +253,12 @@ def test_a_participant_runs_saves_and_does_the_exercises_of(name, status_before,
     assert not state["stderr"], f"{name}: warning text in the notebook: {state['stderr']}"
     assert max(state["lines"]) <= 1, f"{name}: a cell left {max(state['lines'])} progress lines"
     assert state["unexecuted"] == 0, f"{name}: {state['unexecuted']} cells did not run"
-    assert state["images"] >= 1 and state["drawn"] >= 1, f"{name}: no inline figure ({state['images']} images, {state['drawn']} drawn)"
+    assert state["images"] >= 1 and state["drawn"] >= 1, \
+        f"{name}: no inline figure ({state['images']} images, {state['drawn']} drawn)"
     _save(driver, name)
     saved = json.loads((copies / name).read_text())
-    assert any(o.get("data", {}).get("image/png") for c in saved["cells"] for o in c.get("outputs", [])), "saved without outputs"
+    assert any(o.get("data", {}).get("image/png") for c in saved["cells"]
+               for o in c.get("outputs", [])), "saved without outputs"
 
     for what, anchor, old, new, run, expect in EXERCISES[name]:
         problem = driver.execute_script(JS_SET_SOURCE, anchor, old, new)

@@ -16,7 +16,8 @@ DEFAULT_RUN = "04_marlin_in_15_minutes.ipynb"
 
 def _run(source, tmp_path, **parameters):
     executed = tmp_path / source.name
-    papermill.execute_notebook(str(source), str(executed), parameters={"FIGURES_DIR": str(tmp_path / "figures"), **parameters},
+    papermill.execute_notebook(str(source), str(executed),
+                               parameters={"FIGURES_DIR": str(tmp_path / "figures"), **parameters},
                                cwd=str(source.parent), progress_bar=False, kernel_name="python3")
     return nbformat.read(executed, as_version=4)
 
@@ -27,7 +28,8 @@ def test_the_workshop_notebooks_default_to_the_workshop_preset():
         assert parameters["PRESET"]["default"] == '"workshop"', source.name
 
 
-@pytest.mark.parametrize("source", [pytest.param(p, marks=() if p.name == DEFAULT_RUN else pytest.mark.slow) for p in WORKSHOP],
+@pytest.mark.parametrize("source",
+                         [pytest.param(p, marks=() if p.name == DEFAULT_RUN else pytest.mark.slow) for p in WORKSHOP],
                          ids=lambda p: p.name)
 def test_workshop_notebook_runs_at_smoke_with_a_figure_inline(source, tmp_path):
     nb = _run(source, tmp_path, PRESET="smoke")
@@ -44,7 +46,8 @@ def test_a_bad_preset_shows_one_line_that_names_the_parameter_the_allowed_values
     assert error.value.ename == "ParameterError"
     lines = [line for line in error.value.traceback if line.strip()]
     assert len(lines) == 1, lines  # no traceback through the library
-    assert "PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0] and "parameters cell" in lines[0]
+    assert ("PRESET = 'quik'" in lines[0] and "workshop, smoke, quick, paper" in lines[0]
+            and "parameters cell" in lines[0])
 
 
 @pytest.mark.slow

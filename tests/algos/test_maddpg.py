@@ -147,7 +147,8 @@ def test_own_action_layer_gives_autograd_gradient_of_the_own_action_only():
     net = StackedMLP(n, [n * (obs + a), 6, 1]).requires_grad_(False)
     flat_obs, actions = torch.randn(batch, n * obs), torch.randn(batch, n, a)
     policy = torch.randn(n, batch, a, requires_grad=True)
-    q_in = torch.cat([flat_obs.expand(n, -1, -1), maddpg_ops.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
+    q_in = torch.cat([flat_obs.expand(n, -1, -1),
+                      maddpg_ops.substitute_own_action(actions, policy).reshape(n, batch, -1)], -1)
     net(q_in).sum().backward()
     reference, policy.grad = policy.grad.clone(), None
     q_in = q_in.detach()
@@ -201,7 +202,8 @@ def test_batched_update_equals_per_agent_loop():
     assert not torch.allclose(fresh.actor.weights[0], learners["batched"].actor.weights[0])
 
 
-@pytest.mark.parametrize("term,value", [("gamma", 0.95 * 1.01), ("logit_reg", 1e-3 * 1.01), ("gumbel_temperature", 1.01)])
+@pytest.mark.parametrize("term,value", [("gamma", 0.95 * 1.01), ("logit_reg", 1e-3 * 1.01),
+                                        ("gumbel_temperature", 1.01)])
 def test_the_parity_comparison_fails_when_one_term_of_one_path_is_perturbed_by_1_percent(term, value):
     learners, _ = _three_updates({"batched": PARITY, "loop": dataclasses.replace(PARITY, **{term: value})})
     assert max((a - b).abs().max().item() for a, b in _weight_pairs(learners)) > 100 * 1e-5
@@ -243,7 +245,8 @@ def test_same_seed_same_numbers():
     config = MADDPGConfig(seed=7, **SMALL)
     rows_a = maddpg.train(SignalMatchEnv(), config, episodes=12)[1]
     rows_b = maddpg.train(SignalMatchEnv(), config, episodes=12)[1]
-    strip = lambda rows: [(r["return"], np.nan_to_num(r["eval_return"], nan=-1.0), r["updates"]) for r in rows]  # noqa: E731
+    strip = lambda rows: [(r["return"], np.nan_to_num(r["eval_return"], nan=-1.0), r["updates"])  # noqa: E731
+                          for r in rows]
     assert strip(rows_a) == strip(rows_b) and rows_a[-1]["updates"] > 0
     other = maddpg.train(SignalMatchEnv(), MADDPGConfig(seed=8, **SMALL), episodes=12)[1]
     assert strip(other) != strip(rows_a)

@@ -48,7 +48,8 @@ def test_shared_maddpg_learns_signal_matching_and_repeats_bit_for_bit():
     assert maddpg.evaluate(env, learner, seed=123, episodes=10) >= 7.0  # random play: 2.0, best: 8.0
     again, rows_again = maddpg.train(SignalMatchEnv(), config, episodes=40)
     assert [r["return"] for r in rows] == [r["return"] for r in rows_again]
-    assert all(torch.equal(a, b) for a, b in zip(learner.actor.state_dict().values(), again.actor.state_dict().values()))
+    assert all(torch.equal(a, b) for a, b in zip(learner.actor.state_dict().values(),
+                                                 again.actor.state_dict().values()))
 
 
 def test_the_openblas_linear_is_nn_linear_to_float_precision_and_repeats_its_bits():

@@ -45,7 +45,8 @@ def test_facing_agents_in_one_corridor_conflict_and_others_do_not():
     assert crowd.find_conflicts(WORLD, facing, np.array([True, False])) == []  # one of them is busy
     assert crowd.find_conflicts(WORLD, make_state([(2, 2), (2, 3)], [up, up]), np.ones(2, bool)) == []  # following
     assert crowd.find_conflicts(WORLD, make_state([(2, 2), (2, 3)], [down, up]), np.ones(2, bool)) == []  # moving apart
-    assert crowd.find_conflicts(WORLD, make_state([(2, 2), (9, 3)], [up, down]), np.ones(2, bool)) == []  # two corridors
+    # two corridors
+    assert crowd.find_conflicts(WORLD, make_state([(2, 2), (9, 3)], [up, down]), np.ones(2, bool)) == []
     gone = make_state([(2, 2), (2, 3)], [up, down], inside=[True, False])
     assert crowd.find_conflicts(WORLD, gone, np.ones(2, bool)) == []
 

@@ -51,7 +51,8 @@ def test_parallel_api(make_env):
     env = make_env(episode_seconds=60)
     parallel_api_test(env, num_cycles=150)
     obs, _ = env.reset(seed=0)
-    assert env.observation_space(env.agents[0]).shape == (198,) and env.observation_space("x") is env.observation_space("x")
+    assert (env.observation_space(env.agents[0]).shape == (198,)
+            and env.observation_space("x") is env.observation_space("x"))
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers(make_env):
@@ -90,7 +91,8 @@ def test_min_green_and_yellow_are_enforced(make_env):
         changing.append(obs[agent][-1])
     # seconds 1-5: WT_ET (minimum green); 6-8: yellow; from 9: NT_ST. The observation after a
     # step describes the signal of the next second.
-    assert states == [env.engine.phase_state(0, 0)] * 5 + [env.engine.phase_state(0, 4)] * 3 + [env.engine.phase_state(0, 1)] * 2
+    assert states == ([env.engine.phase_state(0, 0)] * 5 + [env.engine.phase_state(0, 4)] * 3
+                      + [env.engine.phase_state(0, 1)] * 2)
     assert phases == [0] * 7 + [1] * 3
     assert changing == [0] * 5 + [1] * 2 + [0] * 3
 
@@ -141,12 +143,14 @@ def test_fast_path_equals_a_per_lane_reference(make_env):
         lane_of = now
         flows.append((inflow, outflow))
         window = np.sum(flows[-cfg.rate_window_s:], axis=0) / cfg.rate_window_s
-        lane_features = [[halting[j] * per_vehicle[j], len(ids[j]) * per_vehicle[j], window[0][j], window[1][j]] for j in range(192)]
+        lane_features = [[halting[j] * per_vehicle[j], len(ids[j]) * per_vehicle[j], window[0][j], window[1][j]]
+                         for j in range(192)]
         features.append(np.minimum(np.reshape(lane_features, (16, 48)), 1.0))
         seen += np.array([sum(halting), sum(map(len, ids)), inflow.sum(), outflow.sum()]) > 0
         for i, agent in enumerate(env.possible_agents):
             past = [features[max(env.time - k * cfg.history_stride_s, 0)][i] for k in range(cfg.history + 1)]
-            signal = np.eye(4)[env.current_phases[i]].tolist() + [min(env._elapsed[i] / ELAPSED_SCALE_S, 1.0), min(env._change_left[i], 1)]
+            signal = np.eye(4)[env.current_phases[i]].tolist() + [min(env._elapsed[i] / ELAPSED_SCALE_S, 1.0),
+                                                                  min(env._change_left[i], 1)]
             np.testing.assert_allclose(obs[agent], np.concatenate(past + [signal]), rtol=1e-6, atol=1e-7)
             mine = range(12 * i, 12 * i + 12)
             outgoing = {net.turns[(road, move)] for road in net.incoming[agent] for move in MOVEMENTS}
@@ -154,7 +158,8 @@ def test_fast_path_equals_a_per_lane_reference(make_env):
             expected = {"outflow": outflow[mine].sum(), "queue": float(sum(halting[j] for j in mine)),
                         "pressure": float(sum(len(ids[j]) for j in mine) - sum(len(ids[j]) for j in out_lanes))}
             assert {key: infos[agent][key] for key in expected} == expected
-            assert rewards[agent] == pytest.approx(w.flow * expected["outflow"] - w.wait * expected["queue"] - w.pressure * abs(expected["pressure"]))
+            assert rewards[agent] == pytest.approx(w.flow * expected["outflow"] - w.wait * expected["queue"]
+                                                   - w.pressure * abs(expected["pressure"]))
     assert seen.min() > 10  # halted, present, entering and leaving vehicles in many seconds
 
 
@@ -189,7 +194,8 @@ def test_subprocess_runs_reproduce_in_process_numbers():
 
 def test_cli_and_bench_through_the_real_entry_point():
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "marlinkit", *args, "--json"], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-m", "marlinkit", *args, "--json"], capture_output=True, text=True,
+                             check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     result = cli("traffic-baseline", "--controller", "max-pressure", "--seconds", "60")
@@ -224,8 +230,10 @@ def test_real_flow_routes_simulate_exactly_like_the_libsignal_route_file(make_en
     env.close()
     net = env.network.folder / SUMO_NET
     theirs_file = tmp_path / "libsignal.rou.xml"
-    theirs_file.write_text(net.with_name(net.name.replace(".net.xml", ".rou.xml")).read_text().replace("<vehicle ", '<vehicle type="pkw" '))
-    libsumo.start(["sumo", "-n", str(net), "-r", str(theirs_file), "--seed", "0", "--no-step-log", "true", "--no-warnings", "true"])
+    theirs_file.write_text(net.with_name(net.name.replace(".net.xml", ".rou.xml")).read_text()
+                           .replace("<vehicle ", '<vehicle type="pkw" '))
+    libsumo.start(["sumo", "-n", str(net), "-r", str(theirs_file), "--seed", "0", "--no-step-log", "true",
+                   "--no-warnings", "true"])
     try:
         states = [[env.engine.phase_state(i, k) for k in range(4)] for i in range(16)]
         theirs = []

@@ -155,13 +155,16 @@ def test_readings_match_cityflow_s_own_per_lane_reads_every_second(make_env, rea
         np.testing.assert_array_equal(reading.flows[0], [len(n - b) for n, b in zip(on_lane, before_lanes)])
         np.testing.assert_array_equal(reading.flows[1], [len(b - n) for n, b in zip(on_lane, before_lanes)])
         name = env.engine._vehicle_name
-        assert [name(i) for i in reading.departed] == sorted(running - before_running, key=lambda v: int(v.split("_")[1]))
-        assert [name(i) for i in reading.arrived] == sorted(before_running - running, key=lambda v: int(v.split("_")[1]))
+        assert [name(i) for i in reading.departed] == sorted(running - before_running,
+                                                             key=lambda v: int(v.split("_")[1]))
+        assert [name(i) for i in reading.arrived] == sorted(before_running - running,
+                                                            key=lambda v: int(v.split("_")[1]))
         assert reading.time == eng.get_current_time()
         before_lanes, before_running = on_lane, running
         halted_total += reading.halting.sum()
         moved += reading.flows.sum()
-    assert halted_total > 1000 and moved > 1000 and env.last_metrics["throughput"] > 100  # busy enough to mean something
+    # busy enough to mean something
+    assert halted_total > 1000 and moved > 1000 and env.last_metrics["throughput"] > 100
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux-only")
@@ -235,7 +238,8 @@ def test_compiled_reads_carry_the_fingerprint_of_the_installed_cityflow_build():
 def test_compiled_reads_built_beside_another_cityflow_build_are_refused_by_name(monkeypatch, make_env, field, value):
     module = cityflow_engine.compiled_reads()
     monkeypatch.setattr(module, "fingerprint", {**module.fingerprint, field: value})
-    with pytest.raises(cityflow_engine.CompiledReadsMismatch, match=re.escape(f"refused: {field}: built beside '{value}'")):
+    with pytest.raises(cityflow_engine.CompiledReadsMismatch,
+                       match=re.escape(f"refused: {field}: built beside '{value}'")):
         cityflow_engine.compiled_reads()
     with pytest.raises(cityflow_engine.CompiledReadsMismatch, match=field):
         make_env(episode_seconds=10)
@@ -250,8 +254,8 @@ def test_bench_runs_the_python_reads_beside_the_compiled_ones():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "traffic", "--engine", "cityflow", "--episodes", "1",
-                          "--seconds", "30", "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "traffic", "--engine", "cityflow",
+                          "--episodes", "1", "--seconds", "30", "--json"], capture_output=True, text=True, check=True)
     bench = json.loads(out.stdout.strip().splitlines()[-1])
     assert bench["cityflow_reads"] == "c++"
     for mode in ("raw", "reads", "env", "reads_python", "env_python"):

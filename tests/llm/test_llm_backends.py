@@ -131,8 +131,10 @@ class StubServer:
                     self.end_headers()
                     self.wfile.write(b'{"error": "stub says no"}')
                     return
-                answer = {"choices": [{"message": {"role": "assistant", "content": f" echo {body['messages'][-1]['content']} "},
-                                       "finish_reason": "stop"}], "usage": {"prompt_tokens": 11, "completion_tokens": 3}}
+                answer = {"choices": [{"message": {"role": "assistant",
+                                                   "content": f" echo {body['messages'][-1]['content']} "},
+                                       "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 11, "completion_tokens": 3}}
                 data = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))

@@ -36,7 +36,8 @@ class CountingRandomRobots(ScriptedBackend):
 
 
 def negotiate(backend, seed=3):
-    return Negotiation(backend, NegotiationConfig(max_rounds=2)).make_plan(LAYOUT, np.array(LAYOUT.starts), 6, seed=seed)
+    return Negotiation(backend, NegotiationConfig(max_rounds=2)).make_plan(LAYOUT, np.array(LAYOUT.starts), 6,
+                                                                           seed=seed)
 
 
 def test_record_then_replay_returns_identical_plans_without_the_model(tmp_path):

@@ -16,7 +16,8 @@ from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 def test_smoke_negotiation_replays_from_committed_smollm2_transcripts():
     settings = presets.get("smoke", "llm_only")
-    path = llm_config.transcript_path(llm_trials.TRANSCRIPT_PURPOSE, type("B", (), {"name": "smollm2", "model": MODEL_NAME}))
+    path = llm_config.transcript_path(llm_trials.TRANSCRIPT_PURPOSE,
+                                      type("B", (), {"name": "smollm2", "model": MODEL_NAME}))
     if not path.exists():
         pytest.fail(f"{path} is missing: record it with `make build/quick/marlin/llm_only.ipynb PRESET=quick`")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)

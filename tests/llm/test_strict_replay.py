@@ -96,7 +96,8 @@ def test_a_genuine_llm_failure_while_recording_is_the_papers_fallback_and_is_log
     cache = TranscriptCache(ScriptedBackend([], model="down"), tmp_path / "t.jsonl", replay_only=False)
     log = arch.GenerationLog()
     with caplog.at_level(logging.WARNING, logger="marlinkit.maestro.architect"):
-        context, from_llm = arch.CurriculumArchitect(cache, network, log=log).propose(0.3, STATS, 3, seed=7, duration_s=120)
+        context, from_llm = arch.CurriculumArchitect(cache, network, log=log).propose(0.3, STATS, 3, seed=7,
+                                                                                      duration_s=120)
     assert not from_llm and log.records[-1]["fallback"] and "LLM call failed" in log.records[0]["reason"]
     assert sum("LLM call failed" in r.message for r in caplog.records) == 3  # every failed attempt is logged
 
@@ -192,7 +193,8 @@ def test_a_marlin_training_miss_names_the_run_and_the_preset(tmp_path, monkeypat
     settings = presets.get("smoke", "fig3_training", scenarios=["single_slot"], workers=1,
                            llm_only_performance={"single_slot": 0.99})  # a high threshold: Algorithm 1 asks for a plan
     source = llm_trials.negotiator(presets.get("smoke", "llm_only"), "smollm2", purpose="marlin_training")
-    with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss in strict "
-                                             r"replay: .*marlin_training__smollm2__.*PRESET=smoke"):
-        grid.run_grid(dataclasses.replace(settings, systems=("MARLIN",)), "smoke", source, root=tmp_path / "results", progress=False)
+    with pytest.raises(TranscriptMiss, match=r"(?s)^run MARLIN single_slot__marlin-\S+__seed0: transcript miss "
+                                             r"in strict replay: .*marlin_training__smollm2__.*PRESET=smoke"):
+        grid.run_grid(dataclasses.replace(settings, systems=("MARLIN",)), "smoke", source, root=tmp_path / "results",
+                      progress=False)
     assert not (tmp_path / "transcripts").exists()  # strict replay never writes a transcript

@@ -58,7 +58,8 @@ def test_runs_write_tables_sidecars_and_generation_logs(smoke_ablation):
     kinds = results.generations.groupby(["ablation", "kind"]).size().to_dict()
     assert kinds == {("A2", "context"): 1, ("A7", "context"): 1, ("A7", "reward"): 1}
     # each training row is calibrated on its own episode's traffic: fixed-time and max-pressure differ by context/seed
-    expected = 165.0 * (df["env_return"] - df["fixed_time_return"]) / (df["max_pressure_return"] - df["fixed_time_return"])
+    expected = (165.0 * (df["env_return"] - df["fixed_time_return"])
+                / (df["max_pressure_return"] - df["fixed_time_return"]))
     np.testing.assert_allclose(df["score"], expected)
     assert (df.groupby("ablation")["fixed_time_return"].nunique() == 2).all()  # the seed changes per episode
 
@@ -83,7 +84,8 @@ def test_resume_does_no_work(smoke_ablation):
 def test_same_seed_same_numbers(smoke_ablation, tmp_path):
     results, root = smoke_ablation
     cfg = presets.ablation_config("smoke", **TINY)
-    name = ablation.save_run(ResultStore(tmp_path), ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
+    name = ablation.save_run(ResultStore(tmp_path),
+                             ablation.run_job(cfg, "A7", 200, results.calibration, str(tmp_path)))
     rerun, first = ResultStore(tmp_path).load(name), ResultStore(root).load(name)
     pd.testing.assert_frame_equal(rerun.drop(columns=TIMING), first.drop(columns=TIMING))
 
@@ -107,7 +109,8 @@ def test_curriculum_env_applies_the_combined_reward_per_agent():
             obs, rewards, _, _, infos = env.step({a: (base.time // 20) % 4 for a in env.possible_agents})
             agents = env.possible_agents
             metrics = shadow.update(np.stack([obs[a] for a in agents]), infos, agents, base.current_phases)
-            r_llm = np.array([reward_example.compute_reward({k: v[i] for k, v in metrics.items()}, 0.65) for i in range(16)])
+            r_llm = np.array(
+                [reward_example.compute_reward({k: v[i] for k, v in metrics.items()}, 0.65) for i in range(16)])
             r_env = np.array([i["outflow"] - 0.1 * i["queue"] - 0.05 * abs(i["pressure"]) for i in infos.values()])
             np.testing.assert_allclose([rewards[a] for a in agents], (1 - w) * r_env + w * 170.0 * r_llm, atol=1e-9)
             checked += np.abs(r_llm).max() > 0
@@ -323,7 +326,8 @@ def test_the_curriculum_setting_moves_target_and_start_and_keeps_the_paper_runs_
     paper = presets.ablation_config("smoke", **TINY)
     calibration = curriculum_env.Calibration(1.0, 0.0)
     # the paper setting hashes exactly as before the setting existed (the committed runs are not recomputed)
-    assert ablation.run_config(paper, "A2", 200, calibration)["curriculum"] == asdict(curriculum.CurriculumConfig(target=165.0))
+    assert (ablation.run_config(paper, "A2", 200, calibration)["curriculum"]
+            == asdict(curriculum.CurriculumConfig(target=165.0)))
     assert "window mean score (target 165)" in ablation.prompt_stats([1.0], None, 3, ablation.rule_config(paper).target)
     measured = dataclasses.replace(paper, curriculum="measured")  # named apart: own folder, own transcripts
     assert ablation.transcript_name(paper, "A2", 200) == "maestro_A2_200"
@@ -367,7 +371,8 @@ def test_the_committed_paper_runs_hash_as_the_paper_preset_resolves_today():
             sidecar = store.load_sidecar(path.stem)
             run = sidecar["config"]
             calibration = curriculum_env.Calibration(**run["calibration"])
-            assert config_hash(ablation.run_config(config, run["ablation"], run["seed"], calibration)) == sidecar["config_hash"], path.name
+            assert (config_hash(ablation.run_config(config, run["ablation"], run["seed"], calibration))
+                    == sidecar["config_hash"]), path.name
 
 
 def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
@@ -391,11 +396,12 @@ def test_a_runs_serialized_configuration_is_the_committed_runs_to_the_byte():
 def test_episode_records_write_the_committed_tables_columns_in_their_order():
     """A trained episode's :class:`EpisodeRecord` rows (one without an evaluation, then one with) make the committed
     paper table's header, column for column; the Timer fills the wall-time columns by name and refuses another."""
-    header = (ablation.results_root("paper", presets.ablation_config("paper", record=False)) / "A2__seed200.csv").read_text(
-        encoding="utf-8").splitlines()[0].split(",")
+    header = (ablation.results_root("paper", presets.ablation_config("paper", record=False)) /
+              "A2__seed200.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
     metrics = ("throughput", "avg_travel_time_s", "avg_delay_s", "total_delay_h", "avg_wait_s", "avg_queue",
                "avg_queue_per_lane", "vehicles", "seconds")
-    baselines = {f"{c}_{k}": 1.0 for c in ("fixed_time", "max_pressure") for k in ("return", *curriculum_env.BASELINE_METRICS)}
+    baselines = {f"{c}_{k}": 1.0 for c in ("fixed_time", "max_pressure")
+                 for k in ("return", *curriculum_env.BASELINE_METRICS)}
 
     def record(episode, evaluation):
         timer = ablation.Timer()
@@ -424,16 +430,19 @@ def test_a_named_maddpg_setting_trains_by_it_under_names_of_its_own_and_the_pres
 
     paper = presets.ablation_config("paper")
     ue25 = presets.ablation_config("paper", maddpg_setting="ue25")
-    assert ablation.maddpg_config(ue25, 200).update_every == 25 and ablation.maddpg_config(paper, 200).update_every == 100
+    assert (ablation.maddpg_config(ue25, 200).update_every == 25
+            and ablation.maddpg_config(paper, 200).update_every == 100)
     assert ue25.maddpg == SETTINGS["ue25"].maddpg
     calibration = curriculum_env.Calibration(1.0, 0.0)
-    assert ablation.run_config(ue25, "A2", 200, calibration)["maddpg"] != ablation.run_config(paper, "A2", 200, calibration)["maddpg"]
+    assert (ablation.run_config(ue25, "A2", 200, calibration)["maddpg"]
+            != ablation.run_config(paper, "A2", 200, calibration)["maddpg"])
     assert ablation.transcript_name(ue25, "A2", 200) == "maestro_A2_200_ue25_maddpg"
     assert ablation.results_root("paper", ue25) == paths.results_dir("maestro", "paper") / "ue25_maddpg"
     assert ablation.output_suffix(ue25) == "__ue25_maddpg" and ablation.output_suffix(paper) == ""
     both = dataclasses.replace(ue25, curriculum="measured")
     assert ablation.transcript_name(both, "A7", 300) == "maestro_A7_300_measured_curriculum_ue25_maddpg"
-    assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"].maddpg  # replace keeps the setting's overrides
+    # replace keeps the setting's overrides
+    assert dataclasses.replace(ue25, episodes=100).maddpg == SETTINGS["ue25"].maddpg
     as_preset = presets.ablation_config("paper", maddpg_setting="paper")
     assert as_preset == paper and ablation.results_root("paper", as_preset) == paths.results_dir("maestro", "paper")
     for bad in ("fast", "paper_context0.3"):

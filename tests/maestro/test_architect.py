@@ -79,7 +79,8 @@ def test_adaptive_mode_rejects_a_load_far_from_the_difficulty_but_llm_mode_accep
 
 
 def test_a_context_without_traffic_is_rejected_in_both_modes(network):
-    # A8's smollm2 wrote 1 veh/h per road (ue25 seed 600, episode 160: 0.8 expected vehicles): nothing to control, no score
+    # A8's smollm2 wrote 1 veh/h per road (ue25 seed 600, episode 160: 0.8 expected vehicles): nothing to control, no
+    # score
     empty = json.loads(example_json(0.3))
     empty["approach_rates_vph"] = {side: 0.0 for side in empty["approach_rates_vph"]}
     for mode in ("llm_adaptive", "llm"):
@@ -107,8 +108,8 @@ def test_good_reward_is_accepted_and_starts_the_llm_reward():
     ("def compute_reward(metrics, difficulty):\n    return 5.0 + 0.0 * metrics['delay']\n", "safety"),
 ])
 def test_hostile_reward_three_failures_revert_to_the_environment_reward(body, stage):
-    synth = arch.RewardSynthesizer(ScriptedBackend(arch.scripted_architect_replies(reward_reply=f"```python\n{body}```")),
-                                   limits=LIMITS)
+    synth = arch.RewardSynthesizer(
+        ScriptedBackend(arch.scripted_architect_replies(reward_reply=f"```python\n{body}```")), limits=LIMITS)
     state = curriculum.RewardState(source="llm", pending=True, trigger="difficulty")  # an older reward was active
     state, source = arch.run_reward_event(synth, state, 0.5, {}, 12, 300)
     assert source is None and state.source == "env" and not state.pending and state.failures == 3
@@ -119,7 +120,8 @@ def test_hostile_reward_three_failures_revert_to_the_environment_reward(body, st
 
 
 def test_extract_code_prefers_the_fenced_function():
-    text = "Here:\n```text\nnot code\n```\n```python\ndef compute_reward(metrics, difficulty):\n    return 0.1\n```\nBye"
+    text = ("Here:\n```text\nnot code\n```\n```python\ndef compute_reward(metrics, difficulty):\n"
+            "    return 0.1\n```\nBye")
     assert arch.extract_code(text) == "def compute_reward(metrics, difficulty):\n    return 0.1\n"
 
 
@@ -133,7 +135,8 @@ def test_a_context_followed_by_runaway_keys_keeps_the_context_and_logs_what_was_
     assert from_llm and context == context_for_difficulty(0.5, seed=1)
     (record,) = log.records
     assert record["accepted"] and record["reply"] == runaway
-    assert "repeated key 'avg_queue'" in record["reason"] and "['throughput', 'avg_queue', 'avg_delay']" in record["reason"]
+    assert ("repeated key 'avg_queue'" in record["reason"]
+            and "['throughput', 'avg_queue', 'avg_delay']" in record["reason"])
 
 
 @pytest.mark.parametrize("text,members,note", [
@@ -178,7 +181,8 @@ def test_reward_reply_stops_at_the_closing_fence_and_its_code_is_read():
     source, reason = synth.attempt(0.5, {}, episode=0, seed=1, number=0)
     assert seen_settings[0].stop == arch.ArchitectConfig().reward_stop
     assert source == code and reason == "accepted"
-    assert synth.log.records[0]["reply"] == f"```python\n{code.rstrip()}"  # cut at the fence, as a live model stops there
+    # cut at the fence, as a live model stops there
+    assert synth.log.records[0]["reply"] == f"```python\n{code.rstrip()}"
     assert arch.extract_code("```python\n" + code) == code  # an unclosed block runs to the end of the reply
 
 
@@ -189,7 +193,9 @@ def test_a_reply_cut_off_before_the_context_was_complete_is_rejected(network):
     architect = arch.CurriculumArchitect(ScriptedBackend(lambda m: cut), network, arch.ArchitectConfig(mode="llm"), log)
     _, from_llm = architect.propose(0.5, {}, 0, 1)
     assert not from_llm
-    assert "cut off before the context was complete" in log.records[0]["reason"] and "'route_mix'" in log.records[0]["reason"]
+    assert ("cut off before the context was complete" in log.records[0]["reason"]
+            and "'route_mix'" in log.records[0]["reason"])
     whole = '{"demand_level": 0.5}'  # a closed object may leave fields to their defaults, as before
-    context, from_llm = arch.CurriculumArchitect(ScriptedBackend(lambda m: whole), network, arch.ArchitectConfig(mode="llm")).propose(0.5, {}, 0, 1)
+    context, from_llm = arch.CurriculumArchitect(ScriptedBackend(lambda m: whole), network,
+                                                 arch.ArchitectConfig(mode="llm")).propose(0.5, {}, 0, 1)
     assert from_llm and context.demand_level == 0.5

@@ -14,7 +14,8 @@ from marlinkit.__main__ import main
 @pytest.mark.slow
 def test_bench_maddpg_cli_reports_both_paths():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "2",
-                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0", "--batch-seeds", "0"],
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--episodes", "0",
+                          "--batch-seeds", "0"],
                          capture_output=True, text=True, check=True, timeout=120)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["n_agents"] == 16 and result["n_actions"] == 4
@@ -28,10 +29,12 @@ def test_bench_maddpg_cli_reports_both_paths():
     # (target, forward, weight grads, actor loss) plus 2 inner input-gradient passes, the actors 3 times plus 1
     per_row = 16 * (4 * 15424 + 2 * 4160 + 3 * 4800 + 4352)
     assert result["update_gflop"] == pytest.approx(2 * per_row * 16 / 1e9)
-    assert result["batched_gflop_per_cpu_s"] == pytest.approx(result["update_gflop"] / result["batched_cpu_s_per_update"])
+    assert result["batched_gflop_per_cpu_s"] == pytest.approx(result["update_gflop"] /
+                                                              result["batched_cpu_s_per_update"])
     assert "ablation_12_seeds_updates_floor_h" not in result  # --obs-dim 7 is not the paper's update
     assert result["openblas_cpu_s_per_update"] > 0
-    assert result["openblas_speedup"] == pytest.approx(result["batched_cpu_s_per_update"] / result["openblas_cpu_s_per_update"])
+    assert result["openblas_speedup"] == pytest.approx(result["batched_cpu_s_per_update"] /
+                                                       result["openblas_cpu_s_per_update"])
     assert "episode_split_s" not in result  # --episodes 0: no MAESTRO run
     assert "batched_vs_alone_ratio" not in result  # --batch-seeds 0: no stacked seeds
     # the shared5 learner, obs 7, hidden 128, batch 128 x 16 rows: actor 7*128 + 128*128 + 128*4 = 17792 (16896
@@ -50,8 +53,8 @@ def test_bench_maddpg_cli_reports_both_paths():
 @pytest.mark.slow
 def test_bench_maddpg_splits_a_real_maestro_episode():
     out = subprocess.run([sys.executable, "-m", "marlinkit", "bench", "maddpg", "--json", "--updates", "1",
-                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke", "--episodes", "2",
-                          "--batch-seeds", "2", "--batch-episodes", "1", "--batch-seconds", "20"],
+                          "--batch-size", "16", "--obs-dim", "7", "--threads", "1", "--preset", "smoke",
+                          "--episodes", "2", "--batch-seeds", "2", "--batch-episodes", "1", "--batch-seconds", "20"],
                          capture_output=True, text=True, check=True, timeout=300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     split, columns = result["episode_split_s"], result["episode_columns_mean_s"]
@@ -62,7 +65,8 @@ def test_bench_maddpg_splits_a_real_maestro_episode():
     assert split["simulation"] == pytest.approx(columns["sim_s"] + columns["eval_s"] + columns["baseline_s"], abs=0.03)
     assert split["LLM reward calls"] == pytest.approx(columns["llm_reward_s"] + columns["reward_eval_s"], abs=0.03)
     assert columns["sim_s"] > 0 and columns["eval_s"] > 0 and columns["reward_eval_s"] > 0  # A7 ran its LLM reward
-    assert result["episode_preset"] == "smoke" and result["episode_seconds"] == 120 and min(result["episode_updates"]) > 0
+    assert (result["episode_preset"] == "smoke" and result["episode_seconds"] == 120
+            and min(result["episode_updates"]) > 0)
     assert result["paper_updates_per_run"] == 710  # steps 1100, 1200, ..., 72000 of 200 x 360
     assert result["paper_projection_h"] is None  # smoke episodes say nothing about paper-sized ones
     # part 3: two stacked seeds and the first alone, timed in this one run, and the 3 x 12-seed projection
@@ -87,7 +91,8 @@ def test_the_updates_floor_counts_every_update_of_the_36_paper_runs_on_the_prese
 
 
 def test_bench_maddpg_rejects_a_bad_episode_setting_before_any_compute(capsys):
-    assert main(["bench", "maddpg", "--json", "--preset", "smoke", "--episodes", "1"]) == 2  # no evaluation in 1 episode
+    # no evaluation in 1 episode
+    assert main(["bench", "maddpg", "--json", "--preset", "smoke", "--episodes", "1"]) == 2
     assert "final_window" in json.loads(capsys.readouterr().out)["error"]
 
 

@@ -96,8 +96,8 @@ def test_an_episode_without_a_score_leaves_the_window_and_streak_and_runs_the_pl
     assert before.above_streak == 1 and before.difficulty == CONFIG.d_initial
     skipped = cur.update_difficulty(before, nan, CONFIG)
     assert (skipped.returns, skipped.above_streak, skipped.difficulty) == (before.returns, 1, before.difficulty)
-    assert (skipped.episode, skipped.unchanged, skipped.event, skipped.changed) == (before.episode + 1, before.unchanged + 1,
-                                                                                  None, False)
+    assert (skipped.episode, skipped.unchanged, skipped.event, skipped.changed) == (before.episode + 1,
+                                                                                    before.unchanged + 1, None, False)
     # the next scored window above the bar is the second in a row: d rises as if the unscored episode were not there
     assert cur.update_difficulty(skipped, high[0], CONFIG).event == "up"
     # a low window does not lower d through an unscored episode, and unscored episodes alone reach the plateau escape
@@ -221,7 +221,8 @@ def test_the_paper_setting_is_the_printed_rule_and_measured_moves_only_target_an
 
 
 def test_the_measured_target_and_start_come_from_the_data_they_name():
-    """MEASURED_LEARNER_SCORE is the sweep's plain MADDPG, last 20 training episodes; d = 0.4 is the real flow's load."""
+    """MEASURED_LEARNER_SCORE is the sweep's plain MADDPG, last 20 training episodes; d = 0.4 is the real flow's
+    load."""
     import pandas as pd
 
     from marlinkit import paths
@@ -234,5 +235,6 @@ def test_the_measured_target_and_start_come_from_the_data_they_name():
     assert score.mean() == pytest.approx(cur.MEASURED_LEARNER_SCORE, abs=0.005)
     folder = find_data_dir()
     network, real = load_network(folder), len(truncate(load_flow_file(folder / REAL_FLOW), 360))
-    vehicles = {d: np.mean([len(context_for_difficulty(d, s, 360).flow(network)) for s in range(5)]) for d in (0.35, 0.4, 0.45)}
+    vehicles = {d: np.mean([len(context_for_difficulty(d, s, 360).flow(network)) for s in range(5)])
+                for d in (0.35, 0.4, 0.45)}
     assert real == 299 and min(vehicles, key=lambda d: abs(vehicles[d] - real)) == cur.REAL_FLOW_DIFFICULTY

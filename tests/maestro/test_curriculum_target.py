@@ -48,12 +48,14 @@ def test_replayed_on_the_committed_a2_scores_only_the_plain_maddpg_target_leaves
     late = {}
     for setting in ("paper", "plain_maddpg_final", "plain_maddpg"):
         rule = curriculum.rule_config(setting)
-        late[setting] = np.mean([curriculum.replayed_difficulty(pd.read_csv(f)["score"], rule)[100:200].mean() for f in UE25_A2])
+        late[setting] = np.mean(
+            [curriculum.replayed_difficulty(pd.read_csv(f)["score"], rule)[100:200].mean() for f in UE25_A2])
     assert late["paper"] < 0.31 and late["plain_maddpg_final"] < 0.31
     assert late["plain_maddpg"] > 0.4
 
 
-REFERENCE = paths.results_dir("maestro", "paper") / "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg"
+REFERENCE = (paths.results_dir("maestro", "paper")
+             / "reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg")
 
 
 @pytest.mark.skipif(not (REFERENCE / "A0__seed200.csv").exists() or not (REFERENCE / "A2__seed200.csv").exists(),

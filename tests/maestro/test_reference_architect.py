@@ -16,7 +16,8 @@ from marlinkit.envs.traffic.context import context_for_difficulty
 from marlinkit.envs.traffic.data import find_data_dir, load_network
 from marlinkit.llm import config as llm_config
 from marlinkit.llm.base import GenerationSettings
-from marlinkit.maestro import ablation, architect as arch, curriculum, curriculum_env, reference_architect as ref, sandbox
+from marlinkit.maestro import (ablation, architect as arch, curriculum, curriculum_env, reference_architect as ref,
+                               sandbox)
 from marlinkit.maestro import reference_queue, report
 from marlinkit.maestro.results import AblationResults
 
@@ -30,8 +31,9 @@ def network():
 
 def _stats(i: int, target: float = 67.46) -> dict:
     """Statistics as the dual loop's prompts carry them, spread over what training sees."""
-    return {"episode": i, f"window mean score (target {target:g})": float(-40 + 13 * i), "last score": float(-30 + 11 * i),
-            "throughput": 90.0 + 10 * i, "avg delay s": 25.0 + 4 * i, "avg queue": 5.0 + 2 * i}
+    return {"episode": i, f"window mean score (target {target:g})": float(-40 + 13 * i),
+            "last score": float(-30 + 11 * i), "throughput": 90.0 + 10 * i, "avg delay s": 25.0 + 4 * i,
+            "avg queue": 5.0 + 2 * i}
 
 
 @pytest.mark.slow
@@ -51,7 +53,8 @@ def test_reward_programs_pass_the_three_stage_sandbox_and_shape_honestly():
     for source in sources:
         with sandbox.RewardWorker(source) as worker:
             for name, sign in (("queue_length", -1), ("waiting_time", -1), ("pressure", -1), ("throughput", 1)):
-                rising = {**base, name: np.linspace(0.0, [f.high for f in sandbox.REWARD_FIELDS if f.name == name][0], 5)}
+                rising = {**base,
+                          name: np.linspace(0.0, [f.high for f in sandbox.REWARD_FIELDS if f.name == name][0], 5)}
                 values = worker.evaluate(rising, 0.6)
                 assert np.all(sign * np.diff(values) >= 0), (name, source)
                 with_terms += bool(np.any(np.diff(values) != 0))
@@ -73,7 +76,8 @@ def test_contexts_pass_the_llm_checks_and_the_less_constrained_mode_spreads_wide
             d = LEVELS[i % len(LEVELS)]
             context, from_architect = architect.propose(d, _stats(i % 10), i, 7 * i)
             assert from_architect
-            loads.append(arch.expected_vehicles(context, network) / arch.expected_vehicles(context_for_difficulty(d, 7 * i), network))
+            loads.append(arch.expected_vehicles(context, network) /
+                         arch.expected_vehicles(context_for_difficulty(d, 7 * i), network))
             asymmetry.append(context.asymmetry)
         assert log.counts("context") == (30, 30)
         spread[mode] = (np.ptp(loads), np.std(asymmetry), {c["context"]["major_axis"] for c in log.records})
@@ -96,7 +100,8 @@ def test_replies_are_a_function_of_the_chat_and_its_seed_and_it_is_named_a_surro
     reply = backend.chat(context.messages(0.5, {"episode": 1}, 360), settings).text
     assert set(json.loads(reply)) == set(arch.EXAMPLE_FIELDS)
     made = ablation.architect_backend(presets.ablation_config("smoke", llm="reference"))
-    assert isinstance(made, ref.ReferenceArchitect) and ablation.architect_backend(presets.ablation_config("smoke")) is None
+    assert (isinstance(made, ref.ReferenceArchitect)
+            and ablation.architect_backend(presets.ablation_config("smoke")) is None)
     assert llm_config.label(made) == "reference-architect (surrogate-not-an-LLM-v1)"
     assert "reference-architect__surrogate-not-an-LLM-v1" in llm_config.transcript_path("x", made).name
     with pytest.raises(ValueError, match="unknown LLM setting"):  # an LLM setting it is not
@@ -119,7 +124,8 @@ def test_the_queue_runs_the_papers_seeds_first_and_names_its_folder_apart():
     assert reference_queue.overrides("reference")["ablations"] == ("A0", "A2", "A7", "A8")
     with pytest.raises(ValueError, match="architect must be None"):
         reference_queue.overrides("smollm2")
-    shared5 = presets.ablation_config("paper", record=False, **reference_queue.overrides("reference", "shared5", "paper"))
+    shared5 = presets.ablation_config("paper", record=False,
+                                      **reference_queue.overrides("reference", "shared5", "paper"))
     assert (shared5.llm, shared5.curriculum, shared5.maddpg_setting) == ("reference", "paper", "shared5")
     assert ablation.results_root("paper", shared5).name == "reference_architect_cityflow_shared5_maddpg"
     with pytest.raises(ValueError, match="reference architect only"):
@@ -168,14 +174,15 @@ def test_a0_and_the_reference_architects_a2_and_a7_on_cityflow(tmp_path, monkeyp
     assert [r["kind"] for r in records if r["accepted"]][:2] == ["context", "reward"]
     assert runs["A7"]["provenance"]["llm"] == "reference-architect (surrogate-not-an-LLM-v1)"
     transcripts = sorted(p.name for p in (tmp_path / "transcripts").glob("*.jsonl"))
-    assert transcripts == [f"maestro_{a}_200_reference_architect_cityflow_plain_maddpg_curriculum__reference-architect__"
-                           "surrogate-not-an-LLM-v1.jsonl" for a in ("A2", "A7")]
+    assert transcripts == [f"maestro_{a}_200_reference_architect_cityflow_plain_maddpg_curriculum__"
+                           "reference-architect__surrogate-not-an-LLM-v1.jsonl" for a in ("A2", "A7")]
     assert pd.Series([runs[a]["provenance"]["engine"] for a in runs]).eq("cityflow").all()
     # the tables take A0 (not in the paper's ablation: its paper columns are blank)
     results = AblationResults.of(cfg, "smoke", pd.concat([runs[a]["table"] for a in runs], ignore_index=True),
                               pd.DataFrame(), {a: {"engine_version": "CityFlow", "llm": runs[a]["provenance"]["llm"]}
                                                for a in runs}, calibration, measured, tmp_path,
-                              pd.DataFrame([{"controller": k, **v} for k, v in measured.items() if isinstance(v, dict)]))
+                              pd.DataFrame([{"controller": k, **v} for k, v in measured.items()
+                                            if isinstance(v, dict)]))
     table2 = report.table2(results).set_index("Condition")
     assert list(table2.index) == [ablation.ABLATIONS[a].label for a in ("A0", "A2", "A7")]
     assert table2.loc[ablation.ABLATIONS["A0"].label, "paper Mean ± SD"] == "— ± —"

@@ -24,10 +24,12 @@ def _results(means: dict[str, list[float]]) -> AblationResults:
     for ablation, per_seed in means.items():
         for seed, mean in zip(SEEDS, per_seed):
             for episode in range(config.final_window):
-                rows.append({"ablation": ablation, "seed": seed, "episode": episode, "score": mean + (episode % 2 - 0.5),
+                rows.append({"ablation": ablation, "seed": seed, "episode": episode,
+                             "score": mean + (episode % 2 - 0.5),
                              "env_return": mean, "train_return": mean, "eval_return": mean, "difficulty": 1.0,
                              "fixed_time_return": -50.0, "max_pressure_return": 0.0,
-                             **{f"eval_{k}_{policy}": 100.0 + mean for k in (*report._METRICS, "score", "return", "vehicles")
+                             **{f"eval_{k}_{policy}": 100.0 + mean
+                                for k in (*report._METRICS, "score", "return", "vehicles")
                                 for policy in ("stochastic", "greedy")}})
     sidecar = {"engine_version": "test", "llm": "scripted"}
     return AblationResults.of(config, "smoke", pd.DataFrame(rows), pd.DataFrame(), {"run": sidecar},
@@ -41,7 +43,8 @@ def test_table1_prints_the_papers_own_percentages():
     assert table.iloc[2]["paper Throughput (veh/ep)"] == "2155 (+9.2%)"
     columns = list(table.columns)  # between ours and the paper's: a column saying they are not comparable
     assert columns.index(report.VS_PAPER) == columns.index("paper Avg delay (s)") - 1
-    assert (table[report.VS_PAPER].iloc[1:] == report.NOT_COMPARABLE).all() and "not comparable" in report.caption("table1", None)
+    assert ((table[report.VS_PAPER].iloc[1:] == report.NOT_COMPARABLE).all()
+            and "not comparable" in report.caption("table1", None))
     six = report.table6(_results({"A2": [10.0, 11.0], "A7": [12.0, 13.0]}))
     assert list(six.columns).index(report.VS_PAPER) == list(six.columns).index("paper Avg delay (s) (seed 200)") - 1
     assert (six[report.VS_PAPER] == report.NOT_COMPARABLE).all()
@@ -118,10 +121,12 @@ def test_statistics_on_a_subset_of_seeds_read_only_those_seeds():
     full = _results({"A2": [1.0, 2.0, 3.0, 9.0], "A7": [3.0, 5.0, 4.0, -7.0]})
     full = AblationResults.of(dataclasses.replace(full.config, seeds=SEEDS), full.preset, full.episodes,
                               pd.DataFrame({"seed": list(SEEDS), "kind": "context"}),
-                              {f"{a}__seed{s}": {"engine_version": "test", "llm": "scripted"} for a in ("A2", "A7") for s in SEEDS},
+                              {f"{a}__seed{s}": {"engine_version": "test", "llm": "scripted"} for a in ("A2", "A7")
+                               for s in SEEDS},
                               full.calibration, full.calibration_info, full.root, full.baselines)
     two = full.for_seeds((200, 300))
-    assert two.config.seeds == (200, 300) and set(two.episodes.seed) == {200, 300} and set(two.generations.seed) == {200, 300}
+    assert (two.config.seeds == (200, 300) and set(two.episodes.seed) == {200, 300}
+            and set(two.generations.seed) == {200, 300})
     assert sorted(two.sidecars) == ["A2__seed200", "A2__seed300", "A7__seed200", "A7__seed300"]
     assert report.table2(two).iloc[0]["Mean ± SD"] != report.table2(full).iloc[0]["Mean ± SD"]  # seed 500 left out
     assert len(report.final_by_seed(two)) == 4  # 2 conditions x 2 seeds
@@ -142,7 +147,8 @@ def test_curriculum_movement_counts_what_the_rule_did_and_where_the_window_stood
     assert row["drop decisions"] == 3 and row["raises (plateau)"] == 1 and row["raises (score)"] == 0
     assert row["episodes at d_min (%)"] == pytest.approx(100 * 10 / len(frame)) and row["d_max"] == 0.35
     windows = pd.Series(scores).rolling(5).mean().dropna()
-    assert row["windows above drop bar (%)"] == pytest.approx(100 * (windows >= 156.75).mean()) and row["windows above drop bar (%)"] > 0
+    assert (row["windows above drop bar (%)"] == pytest.approx(100 * (windows >= 156.75).mean())
+            and row["windows above drop bar (%)"] > 0)
     assert row["windows above raise bar (%)"] == 0.0
 
 
@@ -170,7 +176,8 @@ def test_a_curve_equal_to_one_drawn_before_is_dashed_and_named_and_the_footer_na
     plt.close(fig)
     provenance = results.provenance
     assert f"seeds {list(results.config.seeds)} x {results.config.episodes} episodes" in provenance.details["runs"]
-    assert provenance.footer().endswith(plots.seeds_text(results.config.seeds)) and "LLM scripted" in provenance.footer()
+    assert (provenance.footer().endswith(plots.seeds_text(results.config.seeds))
+            and "LLM scripted" in provenance.footer())
 
 
 def test_the_legend_leaves_the_clipped_axis_note_readable():
@@ -184,8 +191,8 @@ def test_the_legend_leaves_the_clipped_axis_note_readable():
 
     from marlinkit.maestro import ablation
 
-    config = presets.ablation_config("paper", maddpg_setting="ue25_openblas", seeds=[200, 300, 400, 500, 600, 700, 800, 900],
-                                  record=False, progress=False)
+    config = presets.ablation_config("paper", maddpg_setting="ue25_openblas",
+                                     seeds=[200, 300, 400, 500, 600, 700, 800, 900], record=False, progress=False)
     results = ablation.run(config)
     fig, ax = plt.subplots(figsize=(7, 4))
     figures.learning_curves(ax, results)
@@ -209,12 +216,14 @@ def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measu
     generations = pd.DataFrame({"kind": ["context"] * 3, "fallback": [False] * 3, "llm_seconds": [2.0] * 3,
                                 "cached": [False, True, True]})
     walls = {"A2__seed200": {"wall_s": 200.0}, "A2__seed300": {"wall_s": 180.0}}
-    table = report.cost_breakdown(results.replace(episodes=episodes, generations=generations, sidecars=walls)).set_index("Component")
+    table = (report.cost_breakdown(results.replace(episodes=episodes, generations=generations, sidecars=walls))
+             .set_index("Component"))
     assert float(table.loc[report.OVERHEAD, "Total (s, all runs)"]) == 380.0 - timed
     assert float(table.loc["Total", "Total (s, all runs)"]) == 380.0  # the runs' own wall time
     assert table.loc[report.OVERHEAD, "paper total"] == "—"
     curriculum = table.loc["LLM curriculum calls"]  # replayed calls: recorded latency, milliseconds of wall time
-    assert (curriculum["Calls (all runs)"], curriculum["of them replayed"], curriculum["Model latency per call (s)"]) == (3, 2, "2.00")
+    assert (curriculum["Calls (all runs)"], curriculum["of them replayed"],
+            curriculum["Model latency per call (s)"]) == (3, 2, "2.00")
     assert "replayed" in report.caption("table5", results)
     untimed = report.cost_breakdown(results.replace(episodes=episodes, generations=generations))
     assert report.OVERHEAD not in set(untimed["Component"])  # sidecars without wall_s: no rest to count
@@ -222,7 +231,8 @@ def test_cost_breakdown_counts_the_runs_untimed_rest_so_the_total_is_their_measu
 
 def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_scores_quantified():
     results = _results({"A2": [10.0, 20.0], "A8": [30.0, 40.0]})
-    assert report.ill_conditioned(results).empty and "ill-conditioned" not in report.provenance("table2", results).text()
+    assert (report.ill_conditioned(results).empty
+            and "ill-conditioned" not in report.provenance("table2", results).text())
     df = results.episodes
     last = df["episode"].max()
     near_empty = (df["ablation"] == "A8") & (df["seed"] == 300) & (df["episode"] == last)
@@ -233,7 +243,8 @@ def test_an_ill_conditioned_calibration_is_flagged_and_its_effect_on_the_final_s
     run = df[(df["ablation"] == "A8") & (df["seed"] == 300)]
     with_it, without = run["score"].mean(), run.loc[run["episode"] != last, "score"].mean()
     note = report.provenance("table2", results).text()
-    assert f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, {without:.1f} without" in note
+    assert (f"A8 seed 300: 1 of its last {results.config.final_window}, final score {with_it:.1f} with them, "
+            f"{without:.1f} without" in note)
     assert "ill-conditioned" not in report.provenance("table6", results).text()  # evaluation rows run on the real flow
     assert figures._ranges([30, 180, 181, 182, 184]) == "30, 180-182, 184"
 
@@ -254,7 +265,8 @@ def test_an_episode_without_a_score_is_flagged_and_the_final_scores_average_the_
     assert final[("A8", 300)] == pytest.approx(scored.mean()) and np.isfinite(final.to_numpy()).all()
     note = report.provenance("table2", results).text()
     assert "1 of them with no score: max-pressure no better than fixed-time" in note
-    assert f"A8 seed 300: 1 of its last {results.config.final_window} (none scored), final score {scored.mean():.1f}" in note
+    assert (f"A8 seed 300: 1 of its last {results.config.final_window} (none scored), "
+            f"final score {scored.mean():.1f}" in note)
     assert figures._score_range(pd.Series([np.nan, -40.0, 900.0, np.nan])) == "-40 to 900, 2 without a score"
     assert figures._score_range(pd.Series([np.nan])) == "1 without a score"
 

@@ -165,7 +165,8 @@ def _reference(source, metrics, difficulty):
     namespace = {"math": math}
     exec(source, namespace)
     function = namespace["compute_reward"]
-    return [function({k: float(v[i]) for k, v in metrics.items()}, float(difficulty[i])) for i in range(len(difficulty))]
+    return [function({k: float(v[i]) for k, v in metrics.items()}, float(difficulty[i]))
+            for i in range(len(difficulty))]
 
 
 def test_the_shipped_example_is_accepted_with_exact_values():
@@ -252,7 +253,8 @@ def _uid_of(pid: int) -> list[str]:
 
 
 def test_worker_process_runs_with_hard_limits_and_a_uid_of_its_own():
-    with sandbox.RewardWorker(reward("return 0.0"), LIMITS) as first, sandbox.RewardWorker(reward("return 0.0"), LIMITS) as second:
+    with (sandbox.RewardWorker(reward("return 0.0"), LIMITS) as first,
+          sandbox.RewardWorker(reward("return 0.0"), LIMITS) as second):
         rows = _limits_of(first.pid)
         uids = _uid_of(first.pid), _uid_of(second.pid)
         isolation = first.isolation

@@ -317,7 +317,8 @@ def test_the_largest_program_the_language_allows_stays_within_the_episode_budget
     helper = "def h(x):\n    return " + " + ".join(f"(x if x > {k}.0 else -x)" for k in range(5)) + "\n\n"
     calls = lambda n: " + ".join(f"h(metrics['delay'] + {i}.0)" for i in range(n))  # noqa: E731
     program = lambda n: helper + reward(f"return -0.0001 * ({calls(n)})")  # noqa: E731
-    n = next(n for n in range(1, 100) if language.expanded_size(ast.parse(program(n + 1))) > language.MAX_EXPANDED_NODES)
+    n = next(n for n in range(1, 100)
+             if language.expanded_size(ast.parse(program(n + 1))) > language.MAX_EXPANDED_NODES)
     sandbox.check_syntax(program(n))
     with pytest.raises(sandbox.SandboxError, match="with the helpers inlined"):
         sandbox.check_syntax(program(n + 1))

@@ -20,4 +20,5 @@ def test_baseline_jobs_give_the_same_rows_in_this_process_and_in_two_workers():
         assert {k: v for k, v in mine.items() if k != "wall_s"} == {k: v for k, v in theirs.items() if k != "wall_s"}
     assert here[0]["avg_delay_s"] > here[1]["avg_delay_s"] > 0  # max-pressure: less delay than fixed-time
     with pytest.raises(ValueError, match="workers must be >= 1"):
-        presets.get("smoke", "traffic_baselines", workers=0)  # the old "in this process" value is gone, with a clear error
+        # the old "in this process" value is gone, with a clear error
+        presets.get("smoke", "traffic_baselines", workers=0)

@@ -23,7 +23,8 @@ CODE = algorithm1.SwitchConfig(rule="code")
 # at (0,3), waits one step while robot 1 passes (1,3), steps back: 7 + 2 moves + 1 wait = 10.
 # Two path: the robots take opposite sides, no interference: the single-robot distance 9.
 # Maze: one robot must back into the dead-end pocket (0,2)-(0,4) off (1,2): 9 + 4 moves + 1 wait = 14.
-OPTIMAL_LENGTH = {"single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9, "maze_like": 14}
+OPTIMAL_LENGTH = {"single_slot": 10, "symmetrical_two_slot": 10, "asymmetrical_two_slot": 10, "two_path": 9,
+                  "maze_like": 14}
 
 
 def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
@@ -42,8 +43,10 @@ def test_switch_follows_algorithm_1_on_a_scripted_performance_sequence():
 
 
 def test_code_variant_uses_the_median_and_a_plateau():
-    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.9, 0.9, 0.9], None, 0.5, CODE) == algorithm1.SAMPLING  # median 0.9
-    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.0, 0.9, 0.9], None, 0.5, CODE) == algorithm1.PLAN  # median 0 (mean 0.36 too)
+    # median 0.9
+    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.9, 0.9, 0.9], None, 0.5, CODE) == algorithm1.SAMPLING
+    # median 0 (mean 0.36 too)
+    assert algorithm1.choose_generator(20, [0.0, 0.0, 0.0, 0.9, 0.9], None, 0.5, CODE) == algorithm1.PLAN
     flat = [0.7, 0.8, 0.6, 0.7, 0.7] * 2  # median 0.7 twice in a row: a plateau below 1
     assert algorithm1.choose_generator(20, flat, None, 0.5, CODE) == algorithm1.PLAN
     assert algorithm1.choose_generator(20, flat, 1.0, 0.5, CODE) == algorithm1.PLAN
@@ -68,7 +71,8 @@ def test_plan_cache_keeps_the_better_plan():
 
 
 class ImprovingSource:
-    """A PlanSource whose first plan only waits (performance 0) and later plans are exact: a weak negotiator that improves."""
+    """A PlanSource whose first plan only waits (performance 0) and later plans are exact: a weak negotiator that
+    improves."""
 
     name = "improving"
 
@@ -139,7 +143,8 @@ def test_plan_budget_is_spent_on_episode_starts_then_reuses_cached_plans_or_keep
     assert first["generator"] == algorithm1.SAMPLING and not first["toggled"] and source.calls == 0
     second = episode()  # the forced plan episode (m <= episode < 2m): the one budgeted plan, of the start cells
     assert second["generator"] == algorithm1.PLAN and source.calls == 1 and not second["plan_cache_hit"]
-    controller.history[0].append(0.4)  # p-bar now above the cached plan's 0.0: it would re-plan, but the budget is spent
+    # p-bar now above the cached plan's 0.0: it would re-plan, but the budget is spent
+    controller.history[0].append(0.4)
     third = episode()  # -> the cached plan, as it is
     assert third["generator"] == algorithm1.PLAN and third["plan_cache_hit"] and source.calls == 1
     assert controller.plans_made == 1
@@ -156,10 +161,11 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
     monkeypatch.setenv("MARLINKIT_RECORD", "1")  # recording is an explicit choice (else a miss is an error)
-    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=50)
+    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1,
+                     plan_budget=50)
     scripted = presets.get("quick", "llm_only", llm="scripted")
-    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides, llm_only=scripted,
-                                             progress=False))
+    training = fig3_training.run(presets.get("quick", "fig3_training", plan_source="llm", **overrides,
+                                             llm_only=scripted, progress=False))
     episodes = training.results.episodes
     llm_only = episodes[episodes.system == "LLM-only"]
     assert set(episodes.system) == set(algorithm1.SYSTEMS) and len(llm_only) == presets.get("quick", "llm_only").trials
@@ -181,7 +187,8 @@ def test_training_with_an_llm_plan_source_uses_its_own_llm_only_runs(tmp_path, m
 def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_names_of_their_own(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(paths, "TRANSCRIPTS_DIR", tmp_path / "transcripts")
-    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1, plan_budget=2)
+    overrides = dict(scenarios=["single_slot"], episodes=8, n_envs=2, checkpoints=[4, 8], eval_runs=3, workers=1,
+                     plan_budget=2)
     section = lambda **given: presets.get("smoke", "fig3_training", **overrides, **given)  # noqa: E731
     training = fig3_training.run(section(plan_source="llm", negotiation="quick",
                                          llm_only=presets.get("quick", "llm_only", llm="scripted"), progress=False))
@@ -190,13 +197,17 @@ def test_another_presets_negotiation_gives_the_plans_and_the_threshold_under_nam
     assert len(llm_only) == quick.trials != presets.get("smoke", "llm_only").trials  # the quick preset's trials
     assert (tmp_path / "results" / "marlin" / "quick" / "llm_only__scripted__greedy-robots.json").exists()
     assert training.config.llm_only_performance == (("single_slot", llm_only.performance.mean()),)
-    marlin = tmp_path / "results" / "marlin" / "smoke" / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json"
-    assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]  # the quick protocol negotiated
+    marlin = (tmp_path / "results" / "marlin" / "smoke"
+              / "single_slot__marlin-negotiation-scripted-greedy-robots-quick-negotiation__seed0.json")
+    # the quick protocol negotiated
+    assert f"max_moves={quick.max_moves}" in json.loads(marlin.read_text())["config"]["plan_source"]
     assert grid.output_suffix(training.config) == "__llm__quick_negotiation"
-    assert "the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials" in fig3_training.variant_note(training)
+    assert ("the quick preset's negotiation (<= 8 moves, 1 round(s), 80 tokens, 2 LLM-only trials"
+            in fig3_training.variant_note(training))
     same = fig3_training.run(section(plan_source="llm", negotiation="smoke",
                                      llm_only=presets.get("smoke", "llm_only", llm="scripted"), progress=False))
-    assert same.config.negotiation is None and grid.output_suffix(same.config) == "__llm"  # its own preset's: no variant
+    # its own preset's: no variant
+    assert same.config.negotiation is None and grid.output_suffix(same.config) == "__llm"
     with pytest.raises(ValueError, match="needs plan_source 'llm'"):
         section(plan_source="exact", negotiation="quick")
     with pytest.raises(ValueError, match="pass its llm_only section"):
@@ -250,7 +261,8 @@ def test_table1_pairs_runs_by_seed_and_bolds_significant_cells(tmp_path):
     for seed in (0, 1):
         for run in range(30):
             base = rng.random()
-            rows.append({"scenario": "maze_like", "system": "MARL", "seed": seed, "checkpoint": 10, "run": run, "performance": base * 0.5})
+            rows.append({"scenario": "maze_like", "system": "MARL", "seed": seed, "checkpoint": 10, "run": run,
+                         "performance": base * 0.5})
             rows.append({"scenario": "maze_like", "system": "MARLIN", "seed": seed, "checkpoint": 10, "run": run,
                          "performance": base * 0.5 + 0.3 + 0.01 * rng.standard_normal()})
     table = fig3_training.table1(pd.DataFrame(rows), [10])
@@ -280,7 +292,8 @@ def test_table1_reports_spread_and_a_paired_test_over_seeds_beside_the_per_run_t
     for seed, gain in seed_effect.items():
         for run in range(40):
             base = 0.4 + 0.05 * seed + 0.1 * rng.random()
-            rows.append({"scenario": "two_path", "system": "MARL", "seed": seed, "checkpoint": 5, "run": run, "performance": base})
+            rows.append({"scenario": "two_path", "system": "MARL", "seed": seed, "checkpoint": 5, "run": run,
+                         "performance": base})
             rows.append({"scenario": "two_path", "system": "MARLIN", "seed": seed, "checkpoint": 5, "run": run,
                          "performance": base + gain + 0.01 * rng.standard_normal()})
     frame = pd.DataFrame(rows)
@@ -315,16 +328,19 @@ def test_runner_writes_tidy_records_resumes_and_repeats_exactly(tmp_path):
     assert set(episodes.system) == set(algorithm1.SYSTEMS)
     trained = episodes[episodes.system != "LLM-only"]
     assert len(trained) == 2 * 4 * 3 and set(trained.episode) == {1, 2, 3, 4} and set(trained.env_copy) == {0, 1, 2}
-    for column in ("scenario", "seed", "generator", "toggled", "performance", "return", "steps", "plan_cache_hit", "wall_time_s"):
+    for column in ("scenario", "seed", "generator", "toggled", "performance", "return", "steps", "plan_cache_hit",
+                   "wall_time_s"):
         assert column in episodes
     marlin_rows = episodes[episodes.system == "MARLIN"]
-    assert (marlin_rows[marlin_rows.episode <= 4].generator == algorithm1.SAMPLING).all()  # episodes 0..m-1 (m=5) sample
+    # episodes 0..m-1 (m=5) sample
+    assert (marlin_rows[marlin_rows.episode <= 4].generator == algorithm1.SAMPLING).all()
     np.testing.assert_array_equal(episodes[episodes.system == "LLM-only"].performance, 1.0)
     evaluations = first.evaluations
     assert len(evaluations) == 2 * 2 * 6 and set(evaluations.checkpoint) == {2, 4}
     files = sorted((tmp_path / "a").iterdir())
     stamps = {f: f.stat().st_mtime_ns for f in files}
-    again = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "a", progress=False)  # resume: nothing to redo
+    # resume: nothing to redo
+    again = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "a", progress=False)
     assert {f: f.stat().st_mtime_ns for f in sorted((tmp_path / "a").iterdir())} == stamps
     pd.testing.assert_frame_equal(again.episodes, episodes)
     repeat = grid.run_grid(grid.GridConfig(**TINY), "test", root=tmp_path / "b", progress=False)
@@ -358,10 +374,12 @@ def test_separated_plan_steps_keep_their_own_marlin_runs_and_share_marl(tmp_path
     apart = grid.run_grid(separate, "test", root=tmp_path, progress=False)
     added = {f.name for f in tmp_path.iterdir()} - names
     assert added and all("marlin-separate-plan-steps" in name for name in added)  # MARL reused, nothing overwritten
-    assert grid.output_suffix(separate) == "__separate_plan_steps" and "generated_steps='separate'" in grid.variant_note(separate)
+    assert (grid.output_suffix(separate) == "__separate_plan_steps"
+            and "generated_steps='separate'" in grid.variant_note(separate))
     again = grid.run_grid(grid.GridConfig(**tiny), "test", root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.episodes, paper.episodes)  # the paper's runs are still there, unchanged
-    marlin = lambda r: r.episodes[r.episodes.system == "MARLIN"].drop(columns="wall_time_s").reset_index(drop=True)  # noqa: E731
+    marlin = lambda r: (r.episodes[r.episodes.system == "MARLIN"]  # noqa: E731
+                        .drop(columns="wall_time_s").reset_index(drop=True))
     assert not marlin(apart).equals(marlin(paper))
 
 

@@ -46,7 +46,8 @@ class ShortPlans:
 
 
 def short_score(moves: int) -> float:
-    return play(LAYOUT, np.asarray(LAYOUT.starts), ExactJointPlanner().make_plan(LAYOUT, np.asarray(LAYOUT.starts), 50).actions[:moves])
+    return play(LAYOUT, np.asarray(LAYOUT.starts),
+                ExactJointPlanner().make_plan(LAYOUT, np.asarray(LAYOUT.starts), 50).actions[:moves])
 
 
 def episode(switch: AuthorsSwitch, reported: float | None = None) -> tuple[dict, list[bool], float]:
@@ -149,8 +150,9 @@ def test_a_cached_plan_is_replayed_only_when_it_scores_strictly_above_p_bar():
 
 
 def test_a_new_plan_not_above_p_bar_gives_only_the_first_step_and_the_policy_the_rest():
-    """follows llm_stochastic_sampling.py:264-285 and 294-300: when no cached plan beats p-bar, a new plan is made at step 0 and
-    its first action played; the later steps follow it only if it scores above p-bar, else the policy acts."""
+    """follows llm_stochastic_sampling.py:264-285 and 294-300: when no cached plan beats p-bar, a new plan is made at
+    step 0 and its first action played; the later steps follow it only if it scores above p-bar, else the policy
+    acts."""
     weak, strong = short_score(5), short_score(6)
     source = ShortPlans(5, 6)
     switch = make(source, llm_only=1.0)
@@ -173,7 +175,8 @@ def test_a_plan_episode_overwrites_the_cached_score_with_what_it_achieved():
     episode(switch, reported=0.25)  # episode 5 plays the exact plan (score 1) but reports 0.25
     assert switch.cache.get(START)[1] == 1.0, "the score changes only at the next switching start"
     info = episode(switch)[0]
-    assert switch.cache.get(START)[1] == 0.25 and info["generator"] == PLAN  # forced episode; the plan is no longer perfect
+    # forced episode; the plan is no longer perfect
+    assert switch.cache.get(START)[1] == 0.25 and info["generator"] == PLAN
 
 
 def test_the_step_25_toggle_plans_the_steps_left_plays_them_by_absolute_step_and_its_cached_score_is_overwritten():
@@ -227,7 +230,8 @@ def test_a_rarely_perfect_plan_source_ends_up_carrying_every_switching_episode()
 def test_only_the_policy_acts_after_the_last_switching_episode():
     """follows llm_stochastic_sampling.py:140-142: after episode 1625 the policy acts alone (no plan, no toggle)."""
     assert AuthorsSwitchConfig().last_switch_episode == 1625
-    switch = make(ExactJointPlanner(), llm_only=0.0, config=AuthorsSwitchConfig(toggle_probability=1.0, last_switch_episode=12))
+    switch = make(ExactJointPlanner(), llm_only=0.0,
+                  config=AuthorsSwitchConfig(toggle_probability=1.0, last_switch_episode=12))
     records = [episode(switch) for _ in range(16)]
     assert records[11][0]["generator"] == PLAN and any(records[11][1])  # episode 12: the perfect plan
     assert all(r[0]["generator"] == SAMPLING and not any(r[1]) and not r[0]["toggled"] for r in records[12:])
@@ -235,8 +239,9 @@ def test_only_the_policy_acts_after_the_last_switching_episode():
 
 def test_authors_protocol_gives_marlin_one_copy_and_marl_six_under_names_and_keys_of_their_own(tmp_path):
     config = grid.GridConfig(scenarios=("two_path",), seeds=(0,), systems=("MARL", "MARLIN"), episodes=6, n_envs=15,
-                             checkpoints=(6,), eval_runs=2, llm_only_trials=1, switch_rule="authors", protocol="authors",
-                             plan_source="exact", workers=1, mappo={"steps_per_iteration": 200, "update_epochs": 1})
+                             checkpoints=(6,), eval_runs=2, llm_only_trials=1, switch_rule="authors",
+                             protocol="authors", plan_source="exact", workers=1,
+                             mappo={"steps_per_iteration": 200, "update_epochs": 1})
     assert config.for_system("MARLIN").n_envs == 1 and config.for_system("MARL").n_envs == 6
     marlin = grid.job_config("two_path", "MARLIN", 0, config, "exact-joint-planner")
     assert marlin["n_envs"] == 1 and marlin["protocol"] == "authors" and marlin["switch"]["rule"] == "authors"
@@ -247,7 +252,8 @@ def test_authors_protocol_gives_marlin_one_copy_and_marl_six_under_names_and_key
     assert copies == {"MARL": 6, "MARLIN": 1}
     marlin_rows = results.episodes[results.episodes.system == "MARLIN"]
     assert marlin_rows.generator.tolist() == [SAMPLING] * 4 + [PLAN] * 2 and (marlin_rows.plan_steps[4:] > 0).all()
-    stacked = grid.run_grid(dataclasses.replace(config, trainer="batched", batch_runs=4), "quick", root=tmp_path / "b", progress=False)
+    stacked = grid.run_grid(dataclasses.replace(config, trainer="batched", batch_runs=4), "quick", root=tmp_path / "b",
+                            progress=False)
     assert stacked.episodes.groupby("system").env_copy.nunique().to_dict() == {"MARL": 6, "MARLIN": 1}
     assert stacked.episodes[stacked.episodes.system == "MARLIN"].generator.tolist() == marlin_rows.generator.tolist()
     with pytest.raises(ValueError, match="protocol"):
@@ -289,37 +295,45 @@ def test_surrogate_llama_draws_a_rare_perfect_plan_where_the_authors_saw_none():
     assert abs(alone.mean() - 0.333) < 0.05 and round(float(alone.mean()), 6) == held_out["llm_only"]
 
 
-def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path, monkeypatch):
+def test_authors_protocol_queue_resumes_and_its_tables_separate_the_executed_metric_from_the_policy(tmp_path,
+                                                                                                     monkeypatch):
     from marlinkit import paths, presets
     from marlinkit.marlin import authors_figures, authors_protocol
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
-    config = presets.get("smoke", "authors_protocol", scenarios=["two_path"], plan_sources=["exact"], marlin_seeds=[0, 1])
+    config = presets.get("smoke", "authors_protocol", scenarios=["two_path"], plan_sources=["exact"],
+                         marlin_seeds=[0, 1])
     order = authors_protocol.job_order(presets.get("paper", "authors_protocol"))
-    assert order[3:6] == [("surrogate_llama", "MARLIN", 0), ("surrogate_llama", "MARLIN", 1), ("surrogate_llama", "MARL", 0)]
+    assert order[3:6] == [("surrogate_llama", "MARLIN", 0), ("surrogate_llama", "MARLIN", 1),
+                          ("surrogate_llama", "MARL", 0)]
     assert len(order) == 3 + 10 + 3 + 3 + 10
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 4  # LLM-only, MARLIN 0, MARLIN 1, MARL 0
     assert authors_protocol.queue(config, "smoke", log=lambda line: None) == 0, "finished runs are not trained again"
     pooled = authors_protocol.run(config)
     assert pooled.runs.finished.all() and (tmp_path / "results" / "marlin" / "smoke" / "authors_protocol").is_dir()
-    assert len(pooled.paths) == 2 * (1 + 3 * 2) and all(path.is_file() for path in pooled.paths)  # LLM-only; 3 trained, with __eval
+    # LLM-only; 3 trained, with __eval
+    assert len(pooled.paths) == 2 * (1 + 3 * 2) and all(path.is_file() for path in pooled.paths)
     table = authors_protocol.executed_vs_policy(pooled, config)
     assert list(table.columns) == ["scenario", "episode", "system", "metric", "mean", "sd", "runs"]
     marlin = table[table.system == "MARLIN exact"].set_index(["episode", "metric"])
     curve = authors_protocol.executed_curve(pooled.episodes)
     medians = curve[(curve.system == "MARLIN")].set_index("episode").performance
-    assert marlin.loc[(6, "executed"), "mean"] == pytest.approx(medians.loc[1:12].mean())  # window 6-24..6+25, cut to the run
+    # window 6-24..6+25, cut to the run
+    assert marlin.loc[(6, "executed"), "mean"] == pytest.approx(medians.loc[1:12].mean())
     evaluated = pooled.evaluations[(pooled.evaluations.system == "MARLIN") & (pooled.evaluations.checkpoint == 12)]
-    assert marlin.loc[(12, "policy"), "mean"] == pytest.approx(evaluated.performance.mean()) and marlin.loc[(12, "policy"), "runs"] == 2
+    assert (marlin.loc[(12, "policy"), "mean"] == pytest.approx(evaluated.performance.mean())
+            and marlin.loc[(12, "policy"), "runs"] == 2)
     # from episode 5 the exact planner's perfect plans drive the executed metric; the policy alone stays far below
     assert (medians.loc[5:9] == 1.0).all() and medians.loc[1:4].max() < 0.9 and marlin.loc[(12, "policy"), "mean"] < 0.5
     claims = authors_protocol.claims(table, config)
     assert claims.executed.str.startswith("holds").all() and claims.MARL.eq("MARL").all()
     provenance = pooled.provenance
-    assert provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1" and provenance.footer().startswith("preset smoke")
+    assert (provenance.details["runs finished"] == "MARLIN exact 2/2, MARL 1/1"
+            and provenance.footer().startswith("preset smoke"))
     assert pooled.source_provenance("exact").details["plan source"].startswith("exact")
     linear = pd.Series(np.arange(1.0, 31.0), index=range(1, 31))
-    smooth = authors_figures.log_smooth(linear)  # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
+    # +-10 % of the episode: 4 -> itself, 10 -> 9..11, 30 -> 27..30 (the end)
+    smooth = authors_figures.log_smooth(linear)
     assert smooth.loc[4] == 4 and smooth.loc[10] == 10 and smooth.loc[30] == 28.5
 
 
@@ -331,7 +345,8 @@ def test_zero_share_sensitivity_trains_maze_like_with_its_own_shares_and_rates_i
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     root = authors_protocol.sensitivity_root("smoke", 10)
-    assert root.parent == tmp_path / "results" / "marlin" / "smoke" and root.name == "authors_protocol__zero_share_rows10"
+    assert (root.parent == tmp_path / "results" / "marlin" / "smoke"
+            and root.name == "authors_protocol__zero_share_rows10")
     root.mkdir(parents=True)
     (root / authors_protocol.SENSITIVITY_RATES).write_text(json.dumps({"scenarios": {"maze_like": {"rate": 0.3}}}))
     assert llama_shares(10)["maze_like"] == 0.5 / 11 and llama_shares(10)["two_path"] == llama_shares()["two_path"]

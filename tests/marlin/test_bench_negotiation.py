@@ -1,4 +1,5 @@
-"""``python -m marlinkit bench negotiation``: the MARLIN trainer asks the negotiation for plans, the cache saves calls."""
+"""``python -m marlinkit bench negotiation``: the MARLIN trainer asks the negotiation for plans, the cache saves
+calls."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from marlinkit.__main__ import main
 
 
 def test_bench_negotiation_counts_plans_of_a_real_marlin_training(capsys):
-    assert main(["bench", "negotiation", "--skip-live", "--episodes", "11", "--n-envs", "2", "--moves", "3", "--json"]) == 0
+    assert main(["bench", "negotiation", "--skip-live", "--episodes", "11", "--n-envs", "2", "--moves", "3",
+                 "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["marlin_episodes"] == 22  # 11 episodes x 2 copies, counted per copy as in Fig. 3
     # Episodes 5-9 of each copy follow plans (Algorithm 1's initialisation), so plans were asked for and

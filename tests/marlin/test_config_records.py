@@ -44,7 +44,8 @@ def test_the_paper_fig3_grids_find_their_committed_runs(variant):
     config, _, _ = fig3_training.settings(presets.get("paper", "fig3_training", **variant), plan_steps)
     config, name = source_name(config)
     present, differing = committed(config, PAPER, name)
-    expected = sum(1 if system == "LLM-only" else 2 for system in config.systems) * len(config.scenarios) * len(config.seeds)
+    expected = (sum(1 if system == "LLM-only" else 2 for system in config.systems)
+                * len(config.scenarios) * len(config.seeds))
     assert differing == [] and present == expected
 
 
@@ -67,10 +68,12 @@ def test_the_paper_fidelity_variants_find_their_committed_runs():
     assert [v.name for v in section.variants] == ["6 copies", "9 copies", "torch init"]
     for variant in section.variants:
         config = fidelity.variant_config(training, variant, section.seeds)
-        present, differing = committed(config, PAPER / "fidelity" / llm_config.slug(variant.name), grid.ExactJointPlanner.name)
+        present, differing = committed(config, PAPER / "fidelity" / llm_config.slug(variant.name),
+                                       grid.ExactJointPlanner.name)
         assert differing == [] and present == 2 * len(config.scenarios) * len(section.seeds), variant
     torch_init = fidelity.variant_config(training, section.variants[2], (0,))
-    assert torch_init.mappo == dataclasses.replace(training.mappo, init="torch") and torch_init.n_envs == training.n_envs
+    assert (torch_init.mappo == dataclasses.replace(training.mappo, init="torch")
+            and torch_init.n_envs == training.n_envs)
 
 
 def test_the_committed_authors_protocol_runs_are_found_by_todays_section():
@@ -78,7 +81,8 @@ def test_the_committed_authors_protocol_runs_are_found_by_todays_section():
     finished = [(source, system, seed, scenario) for source, system, seed in authors_protocol.job_order(config)
                 for scenario in config.scenarios
                 if authors_protocol.is_finished(config, "paper", source, system, seed, scenario)]
-    on_disk = {path.stem for path in (PAPER / grid.AUTHORS_PROTOCOL_DIR).glob("*.json") if not path.stem.endswith("__eval")}
+    on_disk = {path.stem for path in (PAPER / grid.AUTHORS_PROTOCOL_DIR).glob("*.json")
+               if not path.stem.endswith("__eval")}
     assert len(finished) == len(on_disk) >= 25  # every committed run is today's (none retrained, none orphaned)
 
 
@@ -98,7 +102,8 @@ def test_the_llm_only_section_is_recorded_as_before(preset):
     """The run's key is the section less its labels (``config_fields.key_fields``): the preset and progress labels
     are not recorded."""
     today = config_fields.key_fields(presets.get(preset, "llm_only"))
-    assert {k: list(v) if isinstance(v, tuple) else v for k, v in today.items() if k != "llm"} == LLM_ONLY_RECORDED[preset]
+    assert ({k: list(v) if isinstance(v, tuple) else v for k, v in today.items() if k != "llm"}
+            == LLM_ONLY_RECORDED[preset])
 
 
 def test_nested_settings_are_dataclasses_and_a_mapping_is_built_into_one():
@@ -109,7 +114,9 @@ def test_nested_settings_are_dataclasses_and_a_mapping_is_built_into_one():
         grid.GridConfig(mappo={"learning_rate": 1.0})
     with pytest.raises(ValueError, match=r"unknown actuation_noise setting\(s\) \['p_drop'\]"):
         grid.GridConfig(actuation_noise={"p_drop": 0.1})
-    for section in ("fig3_training", "fig5_hardware", "dynamic_env", "fidelity", "authors_protocol", "workshop", "llm_only"):
+    for section in ("fig3_training", "fig5_hardware", "dynamic_env", "fidelity", "authors_protocol", "workshop",
+                    "llm_only"):
         for preset in presets.PRESET_NAMES:
             config = presets.get(preset, section)
-            assert not [f.name for f in dataclasses.fields(config) if isinstance(getattr(config, f.name), dict)], section
+            assert not [f.name for f in dataclasses.fields(config)
+                        if isinstance(getattr(config, f.name), dict)], section

@@ -28,7 +28,8 @@ def test_fig5_checkpoints_follow_the_paper_schedule():
 
 def test_fig5_noise_reaches_policy_checkpoints_and_llm_only_plans(tmp_path):
     noise = {"p_fail": 1.0, "p_slip": 0.0}  # robots that never move: every score must be 0
-    config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2, root=tmp_path, progress=False)
+    config = presets.get("smoke", "fig5_hardware", actuation_noise=noise, llm_only_trials=2, root=tmp_path,
+                         progress=False)
     results = fig5_hardware.run(config)
     assert results.experiment == "fig5_hardware" and "SIMULATED actuation noise" in results.provenance.footer()
     assert results.paths and all(path.parent == tmp_path and path.is_file() for path in results.paths)
@@ -67,15 +68,18 @@ class RecordingPlanner:
 
 def test_after_the_layout_change_training_runs_on_the_new_layout_with_its_own_plans():
     settings = dataclasses.replace(presets.get("smoke", "fig3_training", episodes=10, n_envs=2, checkpoints=[7, 10],
-                                               layout_schedule=[[7, "maze_like"]]), plan_budget=None)  # the paper's unlimited re-planning
+                                               layout_schedule=[[7, "maze_like"]]),
+                                   plan_budget=None)  # the paper's unlimited re-planning
     source = RecordingPlanner()
     episodes, evaluations = systems.train_system("single_slot", "MARLIN", 0, settings, source)
     assert (episodes[episodes.episode <= 7].layout == "single_slot").all()
     assert (episodes[episodes.episode > 7].layout == "maze_like").all()
     assert evaluations.groupby("checkpoint").layout.first().to_dict() == {7: "single_slot", 10: "maze_like"}
     starts = tuple(np.asarray(get_layout("single_slot").starts).ravel())
-    assert get_layout("maze_like").starts == get_layout("single_slot").starts  # same start key: only the layout tells them apart
-    # Episodes 6-10 are Algorithm 1's plan episodes (m = 5): a plan from the start for each layout, though one was cached.
+    # same start key: only the layout tells them apart
+    assert get_layout("maze_like").starts == get_layout("single_slot").starts
+    # Episodes 6-10 are Algorithm 1's plan episodes (m = 5): a plan from the start for each layout, though one was
+    # cached.
     assert ("single_slot", starts) in source.asked and ("maze_like", starts) in source.asked
     plan_runs = episodes[(episodes.generator == algorithm1.PLAN) & ~episodes.toggled]
     assert set(plan_runs.episode) >= {6, 7, 8, 9, 10}

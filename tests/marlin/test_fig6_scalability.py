@@ -1,4 +1,5 @@
-"""The Fig. 6 scalability experiment: negotiated deadlocks, episodes and the runner (the crowd world itself: tests/envs/test_crowd.py)."""
+"""The Fig. 6 scalability experiment: negotiated deadlocks, episodes and the runner (the crowd world itself:
+tests/envs/test_crowd.py)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_a_pair_left_facing_counts_as_one_conflict():
 def test_llm_negotiation_counts_calls_and_tokens():
     source = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(max_moves=3, max_rounds=1))
     state = make_state([(2, 2), (2, 3)], [1, 0])
-    counts = crowd.run_episode(WORLD, 2, source, seed=0, config=crowd.EpisodeConfig(max_steps=4, max_moves=3), state=state)
+    counts = crowd.run_episode(WORLD, 2, source, seed=0, config=crowd.EpisodeConfig(max_steps=4, max_moves=3),
+                               state=state)
     assert counts["negotiations"] == 1 and counts["llm_calls"] >= 6  # at least two replies per move
     assert counts["completion_tokens"] > 0 and counts["plan_moves"] == 3
 
@@ -78,8 +80,8 @@ def test_bad_settings_raise_before_any_episode(override, message, monkeypatch):
 
 def test_the_runner_saves_resumes_and_recomputes_on_new_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    section = lambda **overrides: presets.get("smoke", "fig6_scalability", systems=["exact"], agents=[2, 4],  # noqa: E731
-                                              progress=False, **overrides)
+    section = lambda **overrides: presets.get("smoke", "fig6_scalability",  # noqa: E731
+                                              systems=["exact"], agents=[2, 4], progress=False, **overrides)
     result = fig6_scalability.run(section())
     first = result.table("episodes")
     assert list(first.agents) == [2, 4] and (tmp_path / "marlin" / "smoke").is_dir()

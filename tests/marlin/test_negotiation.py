@@ -114,7 +114,8 @@ def test_blocked_moves_are_fed_back_as_error_text_at_the_next_move():
     result, _ = plan(script, steps=2)
     assert result.stats["invalid_moves"] == 1
     assert result.actions.tolist() == [[3, 2], [1, 2]]
-    assert "Alice cannot take action @WEST from (1, 0)" in tasks[1] and "Last move: Alice @WEST, Bob @SOUTH." in tasks[1]
+    assert ("Alice cannot take action @WEST from (1, 0)" in tasks[1]
+            and "Last move: Alice @WEST, Bob @SOUTH." in tasks[1])
     assert "error" not in tasks[0]
     assert result.transcript[-1]["positions"] == [[1, 1], [1, 5]]
 
@@ -129,7 +130,8 @@ def test_collision_error_names_the_other_robot():
     assert sim["positions"] == [[1, 2], [1, 3]] and result.stats["invalid_moves"] == 2
 
 
-@pytest.mark.parametrize("junk", ["", "\x00\ufffd" * 50, "Agreed Alice Action:", "@AGREE ~AGREE", "Alice: @NORTH\n" * 40])
+@pytest.mark.parametrize("junk",
+                         ["", "\x00\ufffd" * 50, "Agreed Alice Action:", "@AGREE ~AGREE", "Alice: @NORTH\n" * 40])
 def test_nothing_the_model_writes_crashes_a_plan(junk):
     result, _ = plan(lambda messages: junk, steps=3, max_rounds=1)
     assert result.actions.shape[1] == 2 and set(result.actions.ravel()) <= set(range(core.N_ACTIONS))
@@ -139,7 +141,8 @@ def test_nothing_the_model_writes_crashes_a_plan(junk):
 def test_greedy_script_plays_the_protocol_on_every_layout_and_stall_limit_stops_early():
     for name in LAYOUT_NAMES:
         layout = get_layout(name)
-        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(stall_limit=3)).make_plan(layout, np.array(layout.starts), 50, seed=0)
+        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"),
+                             NegotiationConfig(stall_limit=3)).make_plan(layout, np.array(layout.starts), 50, seed=0)
         assert result.stats["format_ok"] == result.stats["replies"] > 0
         assert result.stats["fallbacks"] == 0 and result.stats["invalid_moves"] == 0
         # Face to face in a corridor nobody moves: three still moves end the negotiation.
@@ -192,9 +195,10 @@ def test_invalid_inputs_fail_before_any_call():
 
 def test_random_leader_is_seeded():
     def leaders(seed):
-        result = Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(leader="random")).make_plan(
-            get_layout("two_path"), np.array(get_layout("two_path").starts), 6, seed=seed)
+        result = (Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), NegotiationConfig(leader="random"))
+                  .make_plan(get_layout("two_path"), np.array(get_layout("two_path").starts), 6, seed=seed))
         return [e["speaker"] for e in result.transcript if e["kind"] == "task"]
 
     assert leaders(1) == leaders(1)
-    assert {tuple(leaders(s)) for s in range(4)} != {tuple(leaders(0))} and set(sum(map(leaders, range(4)), [])) == {"Alice", "Bob"}
+    assert ({tuple(leaders(s)) for s in range(4)} != {tuple(leaders(0))}
+            and set(sum(map(leaders, range(4)), [])) == {"Alice", "Bob"})

@@ -1,4 +1,5 @@
-"""The calibrated surrogate planner (not an LLM): determinism, calibration to the authors' LLM-only values, switching."""
+"""The calibrated surrogate planner (not an LLM): determinism, calibration to the authors' LLM-only values,
+switching."""
 
 from __future__ import annotations
 
@@ -75,8 +76,9 @@ def test_the_rates_enter_the_run_name_and_a_damaged_rates_file_is_named(tmp_path
 def test_marlin_with_the_surrogate_switches_generators_without_any_llm(tmp_path):
     settings, source, label = grid.with_plan_source(presets.get("quick", "fig3_training"), "surrogate")
     assert settings.plan_source == "surrogate" and settings.plan_budget is None and "NOT an LLM" in label
-    settings = dataclasses.replace(settings, scenarios=["maze_like"], seeds=[0], episodes=25, n_envs=4, checkpoints=[25],
-                                   eval_runs=4, llm_only_trials=5, workers=1, mappo={"update_epochs": 2, "steps_per_iteration": 200})
+    settings = dataclasses.replace(settings, scenarios=["maze_like"], seeds=[0], episodes=25, n_envs=4,
+                                   checkpoints=[25], eval_runs=4, llm_only_trials=5, workers=1,
+                                   mappo={"update_epochs": 2, "steps_per_iteration": 200})
     results = grid.run_grid(settings, "test", source=source, root=tmp_path, progress=False)
     runs = results.episodes[(results.episodes.system == "MARLIN") & (results.episodes.episode > 10)]
     share = (runs.generator == algorithm1.PLAN).mean()

@@ -48,7 +48,8 @@ def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
     results = workshop.run_training(section, "smoke", root=tmp_path)
     assert set(results.episodes.system) == {"MARL"}
     assert len(results.episodes) == training.episodes * training.n_envs
-    assert results.evaluations.groupby("checkpoint").size().to_dict() == {c: training.eval_runs for c in training.checkpoints}
+    assert (results.evaluations.groupby("checkpoint").size().to_dict()
+            == {c: training.eval_runs for c in training.checkpoints})
     again = workshop.run_training(section, "smoke", root=tmp_path)  # loaded from the result store, not retrained
     assert again.evaluations.performance.tolist() == results.evaluations.performance.tolist()
 
@@ -79,7 +80,8 @@ def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path
     if not path.exists():
         pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with MARLINKIT_RECORD=1")
     cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
-    comparison = workshop.run_comparison(SMOKE, "smoke", cache, root=tmp_path)  # a changed prompt or schedule misses here
+    # a changed prompt or schedule misses here
+    comparison = workshop.run_comparison(SMOKE, "smoke", cache, root=tmp_path)
     assert cache.hits > 0 and cache.misses == 0
     assert 0 <= comparison.thresholds["smollm2 negotiation"] <= 1
 
@@ -90,11 +92,13 @@ def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
     dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
-    assert sorted(round(line.get_ydata()[0], 6) for line in dashed) == sorted(round(v, 6) for v in comparison.thresholds.values())
+    assert (sorted(round(line.get_ydata()[0], 6) for line in dashed)
+            == sorted(round(v, 6) for v in comparison.thresholds.values()))
 
 
 def test_the_scripted_llm_runs_every_cell_that_reports_llm_calls(tmp_path):
-    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop", "scripted")  # the exercise's LLM = "scripted": a script, uncached
+    # the exercise's LLM = "scripted": a script, uncached
+    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop", "scripted")
     comparison = workshop.run_comparison(SMOKE, "smoke", backend, root=tmp_path, plan_budget=2)
     assert backend.replies > 0 and f"{backend.replies} replies computed by the script" in workshop.llm_calls(backend)
     assert comparison.thresholds["scripted negotiation"] > 0
@@ -110,10 +114,12 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
     backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop")
     assert backend.path.name.startswith("workshop_workshop_local__") and not backend.replay_only
     committed = backend.shared[0]
-    assert committed.name.startswith("workshop_workshop__") and committed.is_file(), "the teacher's recording is committed"
+    assert (committed.name.startswith("workshop_workshop__")
+            and committed.is_file()), "the teacher's recording is committed"
     ignored = subprocess.run(["git", "check-ignore", "-q", str(backend.path)], cwd=paths.REPO_ROOT).returncode
     assert ignored == 0, f"{backend.path} (live calls) must be git-ignored"
-    assert workshop.chat_backend(SMOKE, "smoke").path.name.startswith("workshop_smoke__")  # nbval: strict replay, committed
+    # nbval: strict replay, committed
+    assert workshop.chat_backend(SMOKE, "smoke").path.name.startswith("workshop_smoke__")
 
 
 @pytest.mark.parametrize("bad, parameter", [({"preset": "quik"}, "PRESET"), ({"plan_budget": 0}, "PLAN_BUDGET"),
@@ -127,7 +133,8 @@ def test_a_bad_notebook_parameter_is_a_parameter_error_naming_it_and_the_allowed
         elif "llm" in bad:
             workshop.chat_backend(SMOKE, "smoke", bad["llm"])
         else:
-            workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path, **bad)
+            workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path,
+                                    **bad)
     assert error.value.parameter == parameter and str(error.value).startswith(f"{parameter} = ")
     (line,) = error.value._render_traceback_()  # what IPython shows instead of the traceback: one line
     assert "parameters cell" in line and parameter in line
