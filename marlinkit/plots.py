@@ -135,7 +135,8 @@ def image_metadata(name: str, provenance: Provenance) -> dict[str, dict[str, str
                     "CreationDate": None, "ModDate": None, "Producer": None}}
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str, provenance: Provenance, show: bool | None = None) -> list[Path]:
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, provenance: Provenance,
+                show: bool | None = None) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` with a one-line provenance footer, the full provenance in their
     metadata and in ``name.json`` beside them; identical bytes on rerun.
 

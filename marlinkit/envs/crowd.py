@@ -184,7 +184,8 @@ def random_actions(world: CrowdMap, state: CrowdState, rng: np.random.Generator,
     return actions
 
 
-def step(world: CrowdMap, state: CrowdState, actions: np.ndarray, planned: np.ndarray, reserved: np.ndarray) -> CrowdState:
+def step(world: CrowdMap, state: CrowdState, actions: np.ndarray, planned: np.ndarray,
+         reserved: np.ndarray) -> CrowdState:
     """Advance one step. ``planned`` int64[N, 2] is the next cell of agents following a plan (-1 for the others);
     the others take ``actions`` but may not enter ``reserved`` bool[W, H] cells. Agents on the exit leave."""
     pos, old = state.pos.copy(), state.pos

@@ -63,7 +63,8 @@ class NegotiationConfig:
     max_rounds: int = 5  # rounds per move, each robot speaking once per round (the authors' limit)
     temperature: float = 0.8  # sampling temperature of every reply (the authors' value)
     max_new_tokens: int = 300  # reply length cap (the authors' value)
-    leader: Literal["first", "random"] = "first"  # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
+    # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
+    leader: Literal["first", "random"] = "first"
     worked_example: bool = True  # open each chat with one worked exchange (small models need it)
     max_wait_streak: int = 3  # rule in the prompt: no robot waits more than this many moves in a row
     max_moves: int = core.EPISODE_STEPS  # moves negotiated per plan at most; afterwards the robots wait
@@ -316,7 +317,8 @@ class Negotiation:
         parsed = parse_reply(reply.text, self.names)
         stats["replies"] += 1
         stats["format_ok"] += parsed["kind"] != "malformed"
-        transcript.append({"move": move, "speaker": speaker, "kind": kind if parsed["kind"] != "agreement" else "agreement",
+        transcript.append({"move": move, "speaker": speaker,
+                           "kind": kind if parsed["kind"] != "agreement" else "agreement",
                            "text": reply.text, "parsed": parsed})
         if parsed["kind"] != "malformed":
             return reply.text, parsed
@@ -334,7 +336,8 @@ class Negotiation:
         return reply.text, parsed
 
     def _call(self, messages, seed, move, stats) -> Reply:
-        reply = self.backend.chat([dict(m) for m in messages], self._settings(_call_seed(seed, move, stats["llm_calls"])))
+        reply = self.backend.chat([dict(m) for m in messages],
+                                  self._settings(_call_seed(seed, move, stats["llm_calls"])))
         stats["llm_calls"] += 1
         stats["prompt_tokens"] += reply.prompt_tokens
         stats["completion_tokens"] += reply.completion_tokens
@@ -371,7 +374,8 @@ class Negotiation:
             return parsed["actions"]
         # As in the authors' code, nothing moves without an agreement block.
         stats["fallbacks"] += 1
-        transcript.append({"move": move, "speaker": "system", "kind": "fallback", "text": "no agreement: both robots @WAIT"})
+        transcript.append({"move": move, "speaker": "system", "kind": "fallback",
+                           "text": "no agreement: both robots @WAIT"})
         return [0, 0]
 
 

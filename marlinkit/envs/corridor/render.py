@@ -67,13 +67,15 @@ def _draw_trajectory(ax: Axes, trajectory: np.ndarray) -> None:
             if np.array_equal(start, end):
                 continue  # a WAIT or a blocked move: nothing to draw
             ax.annotate("", xy=end, xytext=start, zorder=4,
-                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 0, "shrinkB": 0, "mutation_scale": 8})
+                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 0, "shrinkB": 0,
+                                    "mutation_scale": 8})
         ax.add_patch(Rectangle(path[-1] - 0.09, 0.18, 0.18, facecolor="white", edgecolor=color, linewidth=1.6, zorder=5))
 
 
 def legend_handles() -> list:
     """Legend entries shared by every panel."""
-    handles = [Patch(facecolor=WALL_COLOR, label="wall"), Patch(facecolor=FREE_COLOR, edgecolor=GRID_COLOR, label="free cell")]
+    handles = [Patch(facecolor=WALL_COLOR, label="wall"),
+               Patch(facecolor=FREE_COLOR, edgecolor=GRID_COLOR, label="free cell")]
     for robot, color in enumerate(ROBOT_COLORS):
         handles.append(Line2D([], [], marker="o", linestyle="", markersize=8, markerfacecolor=color,
                               markeredgecolor="white", label=f"robot {robot} start"))
@@ -93,7 +95,8 @@ def draw_all_layouts(trajectories: dict | None = None) -> Figure:
         trajectory = (trajectories or {}).get(name)
         short = layout.title.replace(" Corridor", "")
         draw_layout(layout, ax, trajectory, title=textwrap.fill(f"({letter}) {short}", width=16))
-    fig.legend(handles=legend_handles(), loc="lower center", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.035))
+    fig.legend(handles=legend_handles(), loc="lower center", ncol=3, fontsize=7, frameon=False,
+               bbox_to_anchor=(0.5, 0.035))
     fig.subplots_adjust(bottom=0.17, top=0.9, wspace=0.35)
     return fig
 

@@ -210,7 +210,8 @@ class RewardWorker:
         except (ValueError, RecursionError) as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
             self._fail("execution", f"malformed reply: not JSON ({type(error).__name__})")
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            self._fail("execution", f"malformed reply: expected an object with a boolean 'ok', got {type(reply).__name__}")
+            self._fail("execution", "malformed reply: expected an object with a boolean 'ok', got "
+                                    f"{type(reply).__name__}")
         if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))[:500]
             if error == "MemoryError":
