@@ -109,7 +109,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {name: _LOADED[name] for name in
 _WORKSHOP_CLASS = _LOADED[WORKSHOP_PRESET]["workshop"]
 
 def check_preset(preset: str) -> str:
-    """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid ones."""
+    """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid
+    ones."""
     if preset not in PRESETS:
         raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(PRESET_NAMES)}")
     return preset

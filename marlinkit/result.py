@@ -83,7 +83,8 @@ def files(found: Iterable[str | Path]) -> tuple[Path, ...]:
 
 
 def folders(found: Iterable[Path], most: int = 3) -> str:
-    """The folders holding ``found``, each shown relative to the repository when it sits inside it (at most ``most``)."""
+    """The folders holding ``found``, each shown relative to the repository when it sits inside it (at most
+    ``most``)."""
     shown = []
     for folder in sorted({Path(path).parent for path in found}):
         try:

@@ -163,7 +163,8 @@ class CrowdState(NamedTuple):
 
 
 def reset(world: CrowdMap, n_agents: int, rng: np.random.Generator) -> CrowdState:
-    """``n_agents`` agents on distinct start cells drawn with ``rng`` (all of them when ``n_agents`` equals the starts)."""
+    """``n_agents`` agents on distinct start cells drawn with ``rng`` (all of them when ``n_agents`` equals the
+    starts)."""
     if not 1 <= n_agents <= len(world.starts):
         raise ValueError(f"n_agents must be in 1..{len(world.starts)} (the map's start cells), got {n_agents}")
     chosen = np.sort(rng.choice(len(world.starts), size=n_agents, replace=False))
@@ -172,7 +173,8 @@ def reset(world: CrowdMap, n_agents: int, rng: np.random.Generator) -> CrowdStat
 
 
 def random_actions(world: CrowdMap, state: CrowdState, rng: np.random.Generator, exit_bias: float = 0.0) -> np.ndarray:
-    """One move per agent, int64[N] corridor action ids 1-4: uniform, or with probability ``exit_bias`` a step towards the exit."""
+    """One move per agent, int64[N] corridor action ids 1-4: uniform, or with probability ``exit_bias`` a step towards
+    the exit."""
     n = len(state.pos)
     actions = rng.integers(1, core.N_ACTIONS, size=n)
     greedy = rng.random(n) < exit_bias

@@ -115,7 +115,8 @@ PLAIN_MADDPG_SCORE = {"mean": SETTINGS["plain_maddpg"].target, "final": SETTINGS
 
 
 def rule_config(setting: str = "paper", score_scale: float = 165.0) -> "CurriculumConfig":
-    """The difficulty rule of a named setting (:data:`SETTINGS`) on a score whose max-pressure level is ``score_scale``."""
+    """The difficulty rule of a named setting (:data:`SETTINGS`) on a score whose max-pressure level is
+    ``score_scale``."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown curriculum setting {setting!r}; choose from {sorted(SETTINGS)}")
     overrides = SETTINGS[setting].overrides()

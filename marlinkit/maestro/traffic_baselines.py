@@ -78,7 +78,8 @@ def episode(job: dict) -> dict:
 
 
 def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
-    """Both controllers x engines x episode lengths on the real flow (fixed-time 30 s cycling of the 4 phases, no yellow)."""
+    """Both controllers x engines x episode lengths on the real flow (fixed-time 30 s cycling of the 4 phases, no
+    yellow)."""
     return [dict(controller=controller, seconds=seconds, engine=engine,
                  min_green_s=config.max_pressure_min_green_s if controller == "max-pressure" else 0)
             for engine in engines for seconds in config.episode_lengths
@@ -123,7 +124,8 @@ def run(cfg: Config) -> Result:
 
 
 def baseline_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The notebook's table: metrics per engine/controller/length, with the measured fixed-time reference where it applies."""
+    """The notebook's table: metrics per engine/controller/length, with the measured fixed-time reference where it
+    applies."""
     table = rows[["engine", "controller", "seconds", "throughput", "vehicles", "avg_travel_time_s", "avg_delay_s",
                   "avg_wait_s", "avg_queue", "wall_s"]].copy()
     ref = [REFERENCE[e]["avg_travel_time_s"] if (c == "fixed-time" and s == 3600) else None

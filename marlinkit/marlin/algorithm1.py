@@ -39,7 +39,8 @@ class SwitchConfig:
     window: int = 5
     """Past episodes in the performance average (paper: 5)."""
     rule: Literal["paper", "code"] = "paper"
-    """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a plateau."""
+    """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a
+    plateau."""
     toggle_probability: float = 0.1
     """Chance per episode and copy of switching generator at ``toggle_step`` (paper: 10 %)."""
     toggle_step: int = core.EPISODE_STEPS // 2

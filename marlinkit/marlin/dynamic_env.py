@@ -47,7 +47,8 @@ class Config(grid.GridConfig):
     """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "systems", "layout_schedule", "checkpoints")
-    """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode and episodes instead)."""
+    """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode
+    and episodes instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (self.scenario,))

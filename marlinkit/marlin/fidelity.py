@@ -150,7 +150,8 @@ def variants_summary(table: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFram
 
 
 def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], window: int = 5):
-    """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I points."""
+    """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I
+    points."""
     import matplotlib.pyplot as plt
 
     scenarios = _scenarios(runs)
@@ -239,7 +240,8 @@ def matched_table(results: grid.Results, n_envs: int, paper_copies: list[int], w
 
 
 def figure(results: grid.Results, n_envs: int, paper_copies: list[int], window: int = 5):
-    """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed copies."""
+    """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed
+    copies."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS

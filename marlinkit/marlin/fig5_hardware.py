@@ -53,7 +53,8 @@ class Config(grid.GridConfig):
     checkpoint_every: int = 250
     """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
     actuation_noise: ActuationNoise | None = field(default_factory=ActuationNoise)
-    """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its fields)."""
+    """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its
+    fields)."""
     preset: str | None = label()
     """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
     root: Path | str | None = label()
@@ -62,7 +63,8 @@ class Config(grid.GridConfig):
     """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "checkpoints")
-    """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set checkpoint_start and checkpoint_every instead)."""
+    """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set
+    checkpoint_start and checkpoint_every instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (FIG5_SCENARIO,))

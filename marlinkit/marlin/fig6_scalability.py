@@ -147,7 +147,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw_map(world: crowd.CrowdMap, ax=None):
-    """The map as in paper Fig. 6: grey start cells, the green exit, the examined corridors in blue (``render``'s style)."""
+    """The map as in paper Fig. 6: grey start cells, the green exit, the examined corridors in blue (``render``'s
+    style)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
 

@@ -313,7 +313,8 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
 
 
 def curve_source(curve: str) -> str:
-    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> (alone)``), else the name itself (``MARL``)."""
+    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> (alone)``), else the name itself
+    (``MARL``)."""
     if curve.startswith("MARLIN (") and curve.endswith(")"):
         return curve[len("MARLIN ("):-1]
     return curve.removesuffix(" (alone)")

@@ -84,7 +84,8 @@ def save_run(store: ResultStore, out: dict[str, Any]) -> str:
 
 
 def find_leader(store: ResultStore, cfg: Config, ablation: str, seed: int, calibration: Calibration) -> Leader | None:
-    """The finished run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is none."""
+    """The finished run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is
+    none."""
     leader = leader_of(ablation)
     if leader is None or not store.is_complete(name := run_name(leader, f"seed{seed}"),
                                                run_config(cfg, leader, seed, calibration)):
