@@ -205,7 +205,8 @@ class MADDPG(SeededStreams):
         single = obs.dim() == 2
         logits = self.actor(obs.reshape(-1, 1, self.obs_dim)).view(len(self.seeds), self.n, self.n_actions)
         if explore:
-            generators = self.generators if generator is None else generator if isinstance(generator, list) else [generator]
+            generators = (self.generators if generator is None
+                          else generator if isinstance(generator, list) else [generator])
             logits = logits + torch.stack([sample_gumbel((self.n, self.n_actions), g) for g in generators])
         actions = logits.argmax(-1).numpy()
         return actions[0] if single else actions

@@ -222,7 +222,8 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
     processes = configs * math.ceil(seeds_per_config / stacked)
     batched = processes * episodes * (batch["batched_s_per_seed_episode"] * stacked + stacked * llm)
     # A7 following A2: its simulation and training are A2's, its LLM time its own
-    following = alone - (configs - trained_configs(True)) * seeds_per_config * episodes * batch["alone_s_per_seed_episode"] / paper.workers
+    following = alone - ((configs - trained_configs(True)) * seeds_per_config * episodes
+                         * batch["alone_s_per_seed_episode"] / paper.workers)
     return {"ablation_12_seeds_alone_h": alone / 3600, "ablation_12_seeds_batched_h": batched / 3600,
             "ablation_12_seeds_alone_following_h": following / 3600,
             "ablation_12_seeds_note": (f"{configs} configs x {seeds_per_config} seeds x {episodes} episodes of "

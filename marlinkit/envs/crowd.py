@@ -308,7 +308,8 @@ class EpisodeConfig:
         if not 0.0 <= self.exit_bias <= 1.0:
             raise ValueError(f"exit_bias must be in [0, 1], got {self.exit_bias}")
         if self.cooldown < 0 or self.max_negotiations < 0:
-            raise ValueError(f"cooldown and max_negotiations must be >= 0, got {self.cooldown}, {self.max_negotiations}")
+            raise ValueError(f"cooldown and max_negotiations must be >= 0, got {self.cooldown}, "
+                             f"{self.max_negotiations}")
 
 
 COUNTS = ("conflicts", "negotiations", "resolved", "deferred", "plan_moves", "llm_calls", "prompt_tokens",

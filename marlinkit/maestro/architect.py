@@ -241,7 +241,8 @@ class CurriculumArchitect:
         A small model keeps the JSON format far better when the example is a previous assistant turn
         than when it sits inside the request text.
         """
-        example = json.dumps({k: v for k, v in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
+        example = json.dumps({k: v for k, v
+                              in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
                               if k not in EXAMPLE_OMITS})
         shot = (f"Difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}] (higher d: more vehicles, more left turns, a "
                 "stronger peak). Reply with the traffic context as one JSON object.")

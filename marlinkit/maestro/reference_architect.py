@@ -68,7 +68,8 @@ def _profile_sum(profile: dict, duration_s: int) -> float:
     t = np.arange(duration_s, dtype=float)
     if profile.get("kind", "constant") == "constant":
         return float(duration_s)
-    factor = 1.0 + (profile["peak_factor"] - 1.0) * np.exp(-0.5 * ((t - profile["peak_time_s"]) / profile["peak_width_s"]) ** 2)
+    factor = 1.0 + (profile["peak_factor"] - 1.0) * np.exp(-0.5 * ((t - profile["peak_time_s"])
+                                                                   / profile["peak_width_s"]) ** 2)
     return float(factor.sum())
 
 

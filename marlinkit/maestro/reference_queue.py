@@ -154,7 +154,8 @@ def timing(configs: dict[str, ablation.Config]) -> dict[str, dict[str, float]]:
             out[engine] = {"wall_s_per_episode_incl_start_and_calibration": round(wall / episodes, 2),
                            "loop_s_per_episode": round(float(table[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()),
                                                        3),
-                           "loop_s_per_episode_with_updates": round(float(late[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()), 3),
+                           "loop_s_per_episode_with_updates":
+                               round(float(late[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()), 3),
                            **{f"{c}_per_episode": round(float(table[c].mean()), 3) for c in ablation.TIMING_COLUMNS}}
     return out
 

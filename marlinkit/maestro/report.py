@@ -73,7 +73,8 @@ def ill_conditioned(results: AblationResults, fraction: float = ILL_CONDITIONED_
     df = results.episodes
     gap = df["max_pressure_return"] - df["fixed_time_return"]
     bad = gap < fraction * gap.median()
-    out = df.loc[bad, ["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return", "score"]]
+    out = df.loc[bad, ["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return",
+                       "score"]]
     out.insert(6, "gap", gap[bad])
     out["in final window"] = in_final_window(results)[bad]
     return out.reset_index(drop=True)
@@ -207,9 +208,11 @@ def table2(results: AblationResults, random: np.ndarray | None = None) -> pd.Dat
         levels = {f"Random phase switcher ({len(random)} draws)": random, "Fixed-time 30 s": [0.0],
                   "Max-pressure": [results.config.target_paper]}
         for name, values in levels.items():
-            rows.append({"Condition": name, "Curric.": "—", "Reward": "—", "Mean ± SD": "—", "CV (%)": "—", "SR": "—",
+            rows.append({"Condition": name, "Curric.": "—", "Reward": "—", "Mean ± SD": "—", "CV (%)": "—",
+                         "SR": "—",
                          "Best": "—", "Worst": "—", **{f"Eval real, {p}": _mean_sd(values) for p in EVAL_POLICIES},
-                         "paper Mean ± SD": "— ± —", "paper CV (%)": "—", "paper SR": "—", "paper Best": "—",
+                         "paper Mean ± SD": "— ± —", "paper CV (%)": "—", "paper SR": "—",
+                         "paper Best": "—",
                          "paper Worst": "—"})
     return pd.DataFrame(rows)
 
@@ -237,7 +240,8 @@ def table3(results: AblationResults) -> pd.DataFrame:
 
 def _effect_label(d: float) -> str:
     size = abs(d)
-    return "—" if not np.isfinite(size) else "Large" if size >= 0.8 else "Medium" if size >= 0.5 else "Small" if size >= 0.2 else "Negligible"
+    return ("—" if not np.isfinite(size) else "Large" if size >= 0.8 else "Medium" if size >= 0.5
+            else "Small" if size >= 0.2 else "Negligible")
 
 
 def table4(results: AblationResults) -> pd.DataFrame:
@@ -281,9 +285,9 @@ CAPTIONS = {
                "ddof=1). CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / "
                "SD. Eval real, greedy / stochastic: the evaluation score on the real flow (the argmax of the actor, "
                "the paper's deterministic protocol; or its Gumbel-softmax sample), averaged over the final window's "
-               "evaluations, Mean ± SD over seeds. Baseline rows are scored on that same real-flow episode: the random "
-               "phase switcher (a uniform phase request every second, one seeded draw per row of its SD), fixed-time "
-               "(0) and max-pressure (165) by the scale's construction. "
+               "evaluations, Mean ± SD over seeds. Baseline rows are scored on that same real-flow episode: the "
+               "random phase switcher (a uniform phase request every second, one seeded draw per row of its SD), "
+               "fixed-time (0) and max-pressure (165) by the scale's construction. "
                "Paper columns: its Table 2 (episode return, not our score: levels and CV are not comparable)."),
     "table3": ("Table 3: final score per seed and condition, with the paper's Table 3 rows below.",
                "score: see Table 2."),
@@ -392,7 +396,8 @@ def table6(results: AblationResults) -> pd.DataFrame:
                    "seeds": len(frame)}
             for key, label in {"score": "Eval score", **_METRICS}.items():
                 values = frame[f"eval_{key}_{policy}"]
-                row[label] = f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1 else f"{values.mean():.1f}"
+                row[label] = (f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1
+                              else f"{values.mean():.1f}")
             row[VS_PAPER] = NOT_COMPARABLE
             row.update({f"paper {label} (seed 200)": _paper_traffic(a, key) for key, label in _METRICS.items()})
             rows.append(row)
@@ -415,7 +420,8 @@ def table7(results: AblationResults) -> pd.DataFrame:
                                      f"({int(np.sum(values >= threshold))}/{len(values)})",
                      "paper Sharpe": _fmt(paper["sharpe"]), "paper Sortino": _fmt(paper["sortino"]),
                      "paper VaR": _fmt(paper["var_5"]), "paper MDD": _fmt(paper["max_drawdown"]),
-                     "paper success": "—" if paper["success_rate"] is None else f"{100 * paper['success_rate']:.0f}%"})
+                     "paper success": "—" if paper["success_rate"] is None
+                     else f"{100 * paper['success_rate']:.0f}%"})
     return pd.DataFrame(rows)
 
 

@@ -51,7 +51,8 @@ class AblationResults(Result):
         root = Path(root)
         found = [root / f"{name}{suffix}" for name in sidecars for suffix in (".csv", ".json", ".generations.jsonl")]
         found += [root / "ablation_calibration.csv", root / "ablation_calibration.json"]
-        engine = f"{config.engine} ({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})"
+        engine = (f"{config.engine} "
+                  f"({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})")
         label = learners_label(config, preset)
         provenance = Provenance(preset, engine, "; ".join(filter(None, (f"LLM {sidecar_llms(sidecars)}", label))),
                                 config.seeds, {"runs": runs_note(config), "score": scale_note(config),

@@ -212,7 +212,8 @@ def learning_figure(axes, df) -> None:
         color, marker = style[setting]
         evaluated = run.dropna(subset=["eval_score_stochastic"])
         seeds = sorted(df.loc[df["setting"] == setting, "seed"].unique())
-        label = None if setting in labelled else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+        label = (None if setting in labelled
+                 else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})")
         labelled.add(setting)
         for policy, line in (("stochastic", "-"), ("greedy", "--")):
             axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], line, marker=marker, ms=3,

@@ -104,9 +104,8 @@ def run(cfg: Config) -> Result:
     for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(config, engines)),
                             ("traffic_difficulty",
                              lambda: [job for engine in engines for seed in config.difficulty_seeds
-                                                            for job in difficulty_jobs(list(config.difficulties),
-                                                                                       engine=engine,
-                                                                                       seconds=config.difficulty_seconds, seed=seed)])):
+                                      for job in difficulty_jobs(list(config.difficulties), engine=engine,
+                                                                 seconds=config.difficulty_seconds, seed=seed)])):
         def compute() -> pd.DataFrame:  # called at once, in this iteration
             return pd.DataFrame(executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", config.workers,
                                                    progress=False))

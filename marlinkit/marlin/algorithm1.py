@@ -214,7 +214,8 @@ class AuthorsSwitchConfig:
     """After this 1-based episode the policy alone acts (no plans, no toggles)."""
 
     def __post_init__(self):
-        if self.rule != "authors" or self.m < 1 or self.window < 1 or self.plateau_length < 2 or not 0 <= self.toggle_probability <= 1:
+        if (self.rule != "authors" or self.m < 1 or self.window < 1 or self.plateau_length < 2
+                or not 0 <= self.toggle_probability <= 1):
             raise ValueError(f"invalid authors' switch settings {self}")
 
 
@@ -307,7 +308,8 @@ class AuthorsSwitch:
         self.cache = AuthorsPlanCache()
         self.rng = np.random.default_rng((seed, 1))
         self.plans_made = 0
-        self.copies = [_CopyState(deque([0.0] * config.window, maxlen=config.window), deque(maxlen=config.plateau_length))
+        self.copies = [_CopyState(deque([0.0] * config.window, maxlen=config.window),
+                                  deque(maxlen=config.plateau_length))
                        for _ in range(n_envs)]
 
     def set_layout(self, layout: Layout, llm_only: float) -> None:
@@ -346,7 +348,8 @@ class AuthorsSwitch:
             s.first = SAMPLING
             return
         s.locked = False
-        if s.last_performance is not None and s.use_plan and s.last_performance != s.plan_score and s.plan_key is not None:
+        if (s.last_performance is not None and s.use_plan and s.last_performance != s.plan_score
+                and s.plan_key is not None):
             self.cache.update(s.plan_key, s.last_performance)
         s.p_bar = float(np.median(s.recent))
         s.p_bars.append(s.p_bar)

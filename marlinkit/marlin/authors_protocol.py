@@ -203,7 +203,8 @@ def run(cfg: Config) -> Pooled:
         evaluations.append(marl_paper_evaluations)
         written += marl_paper_files
     counts = pd.DataFrame(counts)
-    table = counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"]).reset_index()
+    table = (counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"])
+             .reset_index())
     table = table.rename(columns={"sum": "finished", "count": "planned"})
     episodes = pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame()
     tables = {"episodes": episodes,
@@ -287,7 +288,8 @@ def executed_vs_policy(pooled: Pooled, config: Config) -> pd.DataFrame:
     evaluations = pooled.evaluations.groupby(["plan_source", "scenario", "system", "seed",
                                               "checkpoint"]).performance.mean()
     last_switch = AuthorsSwitchConfig().last_switch_episode
-    checkpoints = [c for c in config.checkpoints if c < config.episodes][:3] if config.episodes > 1600 else list(config.checkpoints)[:3]
+    checkpoints = ([c for c in config.checkpoints if c < config.episodes][:3] if config.episodes > 1600
+                   else list(config.checkpoints)[:3])
     rows = []
     for (source, scenario, system), series in curve.groupby(level=[0, 1, 2], sort=False):
         if system != "MARLIN" and source != config.plan_sources[0]:
@@ -302,8 +304,10 @@ def executed_vs_policy(pooled: Pooled, config: Config) -> pd.DataFrame:
                          "mean": window_mean(series, e),
                          "sd": float(run_means.std(ddof=1)) if len(run_means) > 1 else np.nan,
                          "runs": int(per_run.shape[1])})
-            at = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel([3, 4]) else None
-            at = at.xs(e, level="checkpoint") if at is not None and e in at.index.get_level_values("checkpoint") else None
+            at = (evaluations.loc[(source, scenario, system)]
+                  if (source, scenario, system) in evaluations.index.droplevel([3, 4]) else None)
+            at = (at.xs(e, level="checkpoint")
+                  if at is not None and e in at.index.get_level_values("checkpoint") else None)
             if at is not None:
                 rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "policy",
                              "mean": float(at.mean()),
@@ -339,7 +343,8 @@ def episodes_to_level(pooled: Pooled, config: Config, level: float = LEVEL) -> p
         # the window's mean belongs to e, WINDOW_AFTER episodes before its end
         smooth.index = smooth.index - WINDOW_AFTER
         reached = smooth[smooth >= level]
-        points = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel(3) else pd.Series(dtype=float)
+        points = (evaluations.loc[(source, scenario, system)]
+                  if (source, scenario, system) in evaluations.index.droplevel(3) else pd.Series(dtype=float))
         policy = points[points >= level]
         n_runs = pooled.episodes[(pooled.episodes.plan_source == source) & (pooled.episodes.scenario == scenario)
                                  & (pooled.episodes.system == system)].seed.nunique()
@@ -371,7 +376,8 @@ def claims(table: pd.DataFrame, config: Config, reach: pd.DataFrame | None = Non
                 for metric in ("executed", "policy"):
                     at = here[(here.episode == episode) & (here.metric == metric)].set_index("system")["mean"]
                     if marlin in at and reference in at:
-                        row[metric] = f"{'holds' if holds(at[marlin], at[reference]) else 'does not hold'} ({at[marlin]:.3f} vs {at[reference]:.3f})"
+                        row[metric] = (f"{'holds' if holds(at[marlin], at[reference]) else 'does not hold'} "
+                                       f"({at[marlin]:.3f} vs {at[reference]:.3f})")
                     else:
                         row[metric] = "no finished runs"
                 rows.append(row)
@@ -421,7 +427,8 @@ def paper_protocol_marl(config: Config, preset: str,
             job = grid.job_config(scenario, "MARL", seed, grid_config, grid.ExactJointPlanner.name)
             if store.is_complete(name, job) and store.is_complete(name + "__eval", job):
                 episodes.append(store.load(name).assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
-                evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
+                evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL,
+                                                                      plan_source=config.plan_sources[0]))
                 read += [path for table in (name, name + "__eval")
                          for path in (store.table_path(table), store.sidecar_path(table))]
     if not episodes:

@@ -91,7 +91,8 @@ def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10
         reached = after[after >= level]
         system_evaluations = results.evaluations[results.evaluations.system == system]
         evaluations = system_evaluations.groupby("checkpoint").performance.mean()
-        end_per_seed = system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()].groupby("seed").performance.mean()
+        end_per_seed = (system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()]
+                        .groupby("seed").performance.mean())
         rows.append({"system": system,
                      f"before (last {window})": curve[(curve.index > change_episode - window)
                                                       & (curve.index <= change_episode)].mean(),

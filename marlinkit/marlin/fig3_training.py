@@ -262,7 +262,8 @@ def table1_caption(config: Config) -> str:
 def table1_details(table: pd.DataFrame, config: Config) -> dict[str, str]:
     """What each of Table I's tests takes as its unit, so that neither p-value is over-read (the table's provenance)."""
     runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
-    spread = f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1 else f"one seed {list(config.seeds)}: no spread"
+    spread = (f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1
+              else f"one seed {list(config.seeds)}: no spread")
     return {"mean": f"mean performance at the checkpoint ({spread})",
             "p_value": (f"paired t-test over {runs} evaluation runs (pairs share seed and run; bold: p < "
                         f"{SIGNIFICANCE}); its unit is one evaluation run of the trained policies, so it measures the "

@@ -106,7 +106,8 @@ def fig5_table(results: grid.Results) -> pd.DataFrame:
     grouped = evaluations.groupby(["system", "checkpoint"]).performance
     table = grouped.agg(median="median", q25=lambda p: p.quantile(0.25), q75=lambda p: p.quantile(0.75), mean="mean",
                         runs="size")
-    per_seed = evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean().groupby(["system", "checkpoint"])
+    per_seed = (evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean()
+                .groupby(["system", "checkpoint"]))
     table["seeds"] = per_seed.size()
     table["seed_sd"] = per_seed.std(ddof=1)
     return table.reset_index()

@@ -142,7 +142,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                       all_left=("agents_inside", lambda v: 100 * (v == 0).mean())).reset_index()
     out = out.rename(columns={"all_left": "all left (% of episodes)"})
     totals = grouped[["resolved", "negotiations"]].sum()
-    out["resolved (% of negotiations)"] = 100 * (totals.resolved / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
+    out["resolved (% of negotiations)"] = 100 * (totals.resolved
+                                                 / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
     return out
 
 
@@ -193,7 +194,8 @@ def figure(summary_table: pd.DataFrame, max_steps: int):
               ("resolved", "deadlocks resolved", "deadlocks resolved per episode"),
               ("llm_calls", "LLM calls", "LLM calls per episode"),
               ("steps", "steps until all left", f"steps (cut at {max_steps})"))
-    styles = {"exact": {"lw": 3.5, "alpha": 0.45, "marker": "o", "ms": 8, "mfc": "none", "zorder": 2, "color": "#1f77b4"},
+    styles = {"exact": {"lw": 3.5, "alpha": 0.45, "marker": "o", "ms": 8, "mfc": "none", "zorder": 2,
+                        "color": "#1f77b4"},
               "llm": {"lw": 1.2, "ls": "--", "marker": "s", "ms": 3.5, "zorder": 3, "color": "#d62728"}}
     fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.5))
     for ax, (column, title, ylabel) in zip(axes, panels):

@@ -74,7 +74,8 @@ def move_to_commands(move: str, heading: float, config: DriveConfig = DriveConfi
     turn = _wrap(target - heading)
     commands = []
     if not math.isclose(turn, 0.0, abs_tol=1e-9):
-        commands.append(VelocityCommand(0.0, math.copysign(config.angular_speed_rad_s, turn), abs(turn) / config.angular_speed_rad_s))
+        commands.append(VelocityCommand(0.0, math.copysign(config.angular_speed_rad_s, turn),
+                                        abs(turn) / config.angular_speed_rad_s))
     commands.append(VelocityCommand(config.linear_speed_m_s, 0.0, config.cell_size_m / config.linear_speed_m_s))
     return commands, target
 

@@ -115,7 +115,8 @@ def system_prompt(layout: Layout, me: int, leader: int, config: NegotiationConfi
     scenario = SCENARIOS.get(layout.name, "A custom corridor: use the free cells listed above.")
     parts = [
         f"""**Instructions**
-You are {names[me]}, a robot. {names[leader]} is the leader. Together with {other}, decide the next action of each robot so both reach their goals.
+You are {names[me]}, a robot. {names[leader]} is the leader. Together with {other}, decide the next action of each \
+robot so both reach their goals.
 
 **Available Actions**
 Each action moves a robot by one cell:
@@ -288,7 +289,8 @@ class Negotiation:
                                "positions": pos.tolist()})
             joint = self._negotiate_move(prompts, leader, task, seed, move, stats, transcript)
             result = core.step(arrays, state, np.asarray([joint]))
-            errors = [move_error(self.names, i, joint[i], pos[i], (pos if i == 0 else result.state.pos[0])[1 - i], layout)
+            errors = [move_error(self.names, i, joint[i], pos[i], (pos if i == 0 else result.state.pos[0])[1 - i],
+                                 layout)
                       for i in range(2) if result.blocked[0, i]]
             stats["invalid_moves"] += len(errors)
             state = core.CorridorState(result.state.pos, state.t)

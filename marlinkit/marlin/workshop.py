@@ -235,7 +235,8 @@ def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBa
 def llm_calls(backend: ChatBackend) -> str:
     """One line on where this run's replies came from: the model, the committed transcript, or a script."""
     if not isinstance(backend, TranscriptCache):
-        return f"{llm_config.label(backend)}: {getattr(backend, 'replies', 0)} replies computed by the script (no model, no transcript)"
+        return (f"{llm_config.label(backend)}: {getattr(backend, 'replies', 0)} replies computed by the script "
+                "(no model, no transcript)")
     replayed = backend.hits + backend.copied
     return (f"{llm_config.label(backend)}: {backend.misses} calls to the model, {replayed} replies replayed "
             "from data/transcripts/ "
@@ -282,7 +283,8 @@ def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Pat
         alone = alone_runs.episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
-        trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems), llm_only_performance={section.scenario: thresholds[label]}),
+        trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems),
+                                                    llm_only_performance={section.scenario: thresholds[label]}),
                                 preset, source, root / folder, progress)
         written += [*alone_runs.files, *trained.files]
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes),

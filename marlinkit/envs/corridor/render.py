@@ -40,7 +40,8 @@ def draw_layout(layout: str | Layout, ax: Axes | None = None, trajectory=None, t
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=color, edgecolor=GRID_COLOR, linewidth=0.8))
     for robot, color in enumerate(ROBOT_COLORS):
         gx, gy = layout.goals[robot]
-        ax.add_patch(Rectangle((gx - 0.42, gy - 0.42), 0.84, 0.84, fill=False, edgecolor=color, linewidth=1.6, linestyle="--"))
+        ax.add_patch(Rectangle((gx - 0.42, gy - 0.42), 0.84, 0.84, fill=False, edgecolor=color, linewidth=1.6,
+                               linestyle="--"))
         sx, sy = layout.starts[robot]
         ax.add_patch(Circle((sx, sy), 0.26, facecolor=color, edgecolor="white", linewidth=0.8, zorder=3))
         ax.text(sx, sy, str(robot), ha="center", va="center", fontsize=8, color="white", fontweight="bold")
@@ -69,7 +70,8 @@ def _draw_trajectory(ax: Axes, trajectory: np.ndarray) -> None:
             ax.annotate("", xy=end, xytext=start, zorder=4,
                         arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 0, "shrinkB": 0,
                                     "mutation_scale": 8})
-        ax.add_patch(Rectangle(path[-1] - 0.09, 0.18, 0.18, facecolor="white", edgecolor=color, linewidth=1.6, zorder=5))
+        ax.add_patch(Rectangle(path[-1] - 0.09, 0.18, 0.18, facecolor="white", edgecolor=color, linewidth=1.6,
+                               zorder=5))
 
 
 def legend_handles() -> list:

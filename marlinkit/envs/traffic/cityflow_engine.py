@@ -324,7 +324,8 @@ class CityFlowEngine(Engine):
         """
         out = {}
         length = self._road_length
-        running = self._fast.is_running if self._fast is not None else (lambda i: self._vehicle_name(i) in self._running)
+        running = (self._fast.is_running if self._fast is not None
+                   else (lambda i: self._vehicle_name(i) in self._running))
         for i in indices:
             if not running(i):
                 continue

@@ -87,8 +87,9 @@ def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str 
     ctx = TrafficContext.from_dict(context) if context is not None else None
     if difficulty is not None:
         ctx = context_for_difficulty(difficulty, seed=seed, duration_s=seconds)
-    env = TrafficSignalEnv(TrafficEnvConfig(engine=engine, data_dir=data_dir, flow=flow, context=ctx, episode_seconds=seconds,
-                                            yellow_s=yellow_s, min_green_s=min_green_s, seed=seed))
+    env = TrafficSignalEnv(TrafficEnvConfig(engine=engine, data_dir=data_dir, flow=flow, context=ctx,
+                                            episode_seconds=seconds, yellow_s=yellow_s, min_green_s=min_green_s,
+                                            seed=seed))
     try:
         start = time.perf_counter()
         env.reset(seed=seed)

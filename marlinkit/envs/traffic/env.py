@@ -75,7 +75,8 @@ def make_engine(name: str, network: Network) -> Engine:
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
     if not available_engines()[name]:
-        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
+        hint = ("pip install eclipse-sumo libsumo" if name == "sumo"
+                else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README")
         raise ValueError(f"engine {name!r} is not installed here ({hint})")
     if name == "sumo":
         return SumoEngine(network)
@@ -88,7 +89,8 @@ def _signal_table() -> np.ndarray:
     """The 6 signal features of every (phase, elapsed seconds up to the cap, changing), one row each
     (row ``(phase * (cap + 1) + elapsed) * 2 + changing``): a lookup per agent instead of arithmetic
     every second. Computed in float32 like the observation, so values are the same as computing them."""
-    phase, elapsed, changing = (a.ravel() for a in np.meshgrid(np.arange(4), np.arange(ELAPSED_CAP_S + 1), np.arange(2), indexing="ij"))
+    phase, elapsed, changing = (a.ravel() for a in np.meshgrid(np.arange(4), np.arange(ELAPSED_CAP_S + 1), np.arange(2),
+                                                               indexing="ij"))
     table = np.zeros((phase.size, 6), dtype=np.float32)
     table[np.arange(phase.size), phase] = 1.0
     table[:, 4] = elapsed

@@ -97,7 +97,8 @@ def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = N
     thread.join(max(0.0, (deadline if deadline is not None else time.monotonic() + limits.deadline_seconds)
                     - time.monotonic()))
     if thread.is_alive():
-        raise SandboxError("syntax", f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
+        raise SandboxError("syntax",
+                           f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
     if "error" in result:
         raise SandboxError("syntax", result["error"])
     return result["program"]

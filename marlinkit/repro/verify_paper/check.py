@@ -24,7 +24,8 @@ def code_age(runs: list[CommittedRun], numerics_entries) -> tuple[list[str], boo
     without the record were last committed before the last change to their numerics path (git history);
     ``numerics_entries(run)``: the runner modules whose imports make a run's numerics path."""
     note = provenance.history_note()
-    changes = provenance.last_changes(["marlinkit", *sorted({repo_relative(r.folder) for r in runs})]) if note is None or "shallow" in note else {}
+    changes = (provenance.last_changes(["marlinkit", *sorted({repo_relative(r.folder) for r in runs})])
+               if note is None or "shallow" in note else {})
     lines = [f"code age: {note}"] if note else []
     families: dict[str, list[CommittedRun]] = {}
     for run in runs:
@@ -238,7 +239,8 @@ def _compare_generations(run: CommittedRun, recomputed: str, episodes: int, with
     old = [r for r in old if r.get("episode", 0) < episodes]
     new = [json.loads(line) for line in recomputed.splitlines() if line.strip()]
     if len(old) != len(new):
-        return "differs", f"generation log: {len(old)} committed records in the prefix's episodes, {len(new)} recomputed"
+        return "differs", (f"generation log: {len(old)} committed records in the prefix's episodes, "
+                           f"{len(new)} recomputed")
     for index, (a, b) in enumerate(zip(old, new), 1):
         a, b = without_timing(a), without_timing(b)
         if a != b:

@@ -83,7 +83,8 @@ def _untracked(roots: list[Path]) -> set[Path]:
     return {(paths.REPO_ROOT / line).resolve() for line in (listed or "").splitlines() if line}
 
 
-def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) -> tuple[list[CommittedRun], list[tuple[str, str]]]:
+def discover(results_root: Path, sweep_root: Path | None,
+             preset: str = PRESET) -> tuple[list[CommittedRun], list[tuple[str, str]]]:
     """Every committed run of ``preset`` under ``results_root`` (``<paper>/<preset>/...``) and the sweep's runs in
     ``sweep_root``; and the result files not recomputed, each with why (an unknown kind fails the check). Sidecars
     git does not track are runs not committed yet: left out, and counted."""
