@@ -24,8 +24,7 @@ training / LLM curriculum calls / LLM reward calls by ``report.cost_breakdown`` 
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
 The ``paper`` ablation's time is projected from it: simulation, evaluation and LLM time per
 episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting per episode plus the measured time per
-update times
-the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
+update times the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
 committed transcripts (the bench never records); its measured time is then the replay's, and
 the recorded model latency per call is reported beside it.
 

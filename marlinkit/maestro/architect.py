@@ -64,8 +64,8 @@ RUNNER_FIELDS = ("duration_s", "seed")
 #: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
 EXAMPLE_OMITS = ("vehicle",)
 #: The fields the worked example shows, in its order.
-EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext) if f.name not in RUNNER_FIELDS
-                       + EXAMPLE_OMITS)
+EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext)
+                       if f.name not in RUNNER_FIELDS + EXAMPLE_OMITS)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
 _WHITESPACE = re.compile(r"\s*")
 _OPEN_FENCE = re.compile(r"```(?:[a-zA-Z]+)?[ \t]*\n")

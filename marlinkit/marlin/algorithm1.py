@@ -332,8 +332,8 @@ class AuthorsSwitch:
         state's key and becomes the current plan."""
         self.plans_made += 1
         plan = self.source.make_plan(self.layout, positions, steps_left, seed=self.seed * 1_000_003 + self.plans_made)
-        score = float(plan.performance) if steps_left == core.EPISODE_STEPS else score_from(self.layout, positions,
-                                                                                            plan.actions)
+        score = (float(plan.performance) if steps_left == core.EPISODE_STEPS
+                 else score_from(self.layout, positions, plan.actions))
         if score > 0:
             self.cache.offer(s.start_key, plan.actions, score)
             s.plan, s.plan_score, s.plan_key = plan.actions, score, s.start_key

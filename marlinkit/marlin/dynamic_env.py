@@ -98,13 +98,13 @@ def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10
                                                       & (curve.index <= change_episode)].mean(),
                      f"after (first {window})": after.iloc[:window].mean(),
                      f"end (last {window})": after.iloc[-window:].mean(),
-                     f"episodes after change to median >= {level}": int(reached.index[0] - change_episode)
-                     if len(reached) else None,
+                     f"episodes after change to median >= {level}":
+                         int(reached.index[0] - change_episode) if len(reached) else None,
                      "eval at change (old layout)": evaluations.get(change_episode, np.nan),
                      "eval at end (new layout)": evaluations.iloc[-1],
                      "eval at end: SD over seeds": end_per_seed.std(ddof=1), "seeds": len(end_per_seed),
-                     "plan episodes after change (%)": 100
-                     * (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
+                     "plan episodes after change (%)":
+                         100 * (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
     return pd.DataFrame(rows)
 
 

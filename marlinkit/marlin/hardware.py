@@ -63,8 +63,8 @@ def _wrap(angle: float) -> float:
     return math.pi if math.isclose(wrapped, -math.pi) else wrapped
 
 
-def move_to_commands(move: str, heading: float, config: DriveConfig = DriveConfig()) -> tuple[list[VelocityCommand],
-                                                                                              float]:
+def move_to_commands(move: str, heading: float,
+                     config: DriveConfig = DriveConfig()) -> tuple[list[VelocityCommand], float]:
     """Commands for one high-level move from ``heading``; returns them and the new heading."""
     if move == WAIT:
         return [VelocityCommand(0.0, 0.0, config.wait_s)], heading

@@ -13,8 +13,7 @@
   the number of distinct flows and of environments open at once in a CityFlow process.
 
 ``marlinkit.envs.traffic.env.make_engine`` opens one by name. Both read the same 192 observed lanes (the 12 incoming
-lanes of each of the 16 intersections,
-see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
+lanes of each of the 16 intersections, see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
 
 Signals are coded per intersection: ``k`` in 0..3 is phase k green (``PHASES``), ``4 + k`` is the
 change interval after phase k (SUMO: yellow on the links phase k served; CityFlow: the

@@ -40,8 +40,7 @@ nothing, and only the traffic (the flow, or a curriculum context's seed) varies 
 
 Deviations from the paper: the paper used CityFlow; SUMO is the default here (CityFlow is not on
 PyPI; ``make cityflow`` builds it) and numbers differ between engines. The paper's appendix with exact features and
-reward
-weights is not public; the features above follow its list and the weights are ours.
+reward weights is not public; the features above follow its list and the weights are ours.
 
 libsumo runs one simulation per process, so two SUMO environments cannot be open at once in
 one process; PettingZoo's ``parallel_seed_test`` (two live copies) cannot run in-process and the

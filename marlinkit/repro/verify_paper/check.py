@@ -105,15 +105,15 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
     if not committed:
         raise FileNotFoundError(f"no committed {PRESET} runs under {runs_root} or {args.sweep_root}")
     checkable = [r for r in committed if epochs.here_can_check(r)]  # a closed epoch's runs on their own vendor
-    chosen = {f: r for f, r in choose(checkable, seed_choice).items() if not args.family
-              or any(t in f for t in args.family)}
+    chosen = {f: r for f, r in choose(checkable, seed_choice).items()
+              if not args.family or any(t in f for t in args.family)}
     print(f"verify {PRESET}: {len(committed)} committed runs in {len({r.family for r in committed})} families; one run "
           f"per family chosen by seed choice {seed_choice}"
-          + (" (today's UTC day number; --seed-choice N or SEED_CHOICE=N repeats a choice)" if args.seed_choice is None
-             else "")
+          + (" (today's UTC day number; --seed-choice N or SEED_CHOICE=N repeats a choice)"
+             if args.seed_choice is None else "")
           + f"; prefixes of {args.episodes} MARLIN and {args.maestro_episodes} MAESTRO episodes in "
             f"{repo_relative(scratch)}/, "
-          "strict replay", flush=True)
+            "strict replay", flush=True)
     os.environ.pop("MARLINKIT_RECORD", None)  # strict replay, here and in every worker
     # the workers replay from a copy of the transcripts: a live call could only add records there (and is counted
     # there alone, whatever else writes to the committed transcripts meanwhile)
