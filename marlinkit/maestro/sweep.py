@@ -170,8 +170,8 @@ def load(out: Path = DEFAULT_OUT):
     for policy in ("stochastic", "greedy"):
         df[f"eval_score_{policy}"] = calibrated_score(df[f"eval_return_{policy}"], df["fixed_time_return"],
                                                       df["max_pressure_return"])
-        df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"] / df["fixed_time_avg_delay_s"]
-                                                         - 1)
+        df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"]
+                                                         / df["fixed_time_avg_delay_s"] - 1)
     return df
 
 

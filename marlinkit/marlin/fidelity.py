@@ -133,8 +133,8 @@ def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], win
                 rows.append({"scenario": scenario, "paper_episode": episode, "variant": name, "n_envs": config.n_envs,
                              "init": config.mappo.init, "seeds": 0 if values is None else int(values.notna().sum()),
                              "ours_MARL": mean,
-                             "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1
-                             else np.nan,
+                             "ours_seed_sd": (float(values.std(ddof=1)) if values is not None and len(values) > 1
+                                              else np.nan),
                              "paper_MARL": paper, "difference": mean - paper})
     return pd.DataFrame(rows)
 
@@ -233,8 +233,8 @@ def matched_table(results: grid.Results, n_envs: int, paper_copies: list[int], w
                 rows.append({"scenario": scenario, "paper_episode": episode, "paper_copies": copies,
                              "copy_episodes": episode * copies, "our_episode": matched,
                              "ours_MARL": mean,
-                             "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1
-                             else np.nan,
+                             "ours_seed_sd": (float(values.std(ddof=1)) if values is not None and len(values) > 1
+                                              else np.nan),
                              "paper_MARL": paper, "difference": mean - paper})
     return pd.DataFrame(rows)
 
