@@ -61,7 +61,8 @@ def readme_index(entries: list[Entry]) -> str:
     for e in entries:
         notebook = f"`{e.notebook}`" if e.notebook else "—"
         function = f"`{e.function}`" if e.function else "—"
-        output = f"`{e.outputs[0]}`" + (f" (+{len(e.outputs) - 1})" if len(e.outputs) > 1 else "") if e.outputs else "—"
+        output = (f"`{e.outputs[0]}`" + (f" (+{len(e.outputs) - 1})" if len(e.outputs) > 1 else "")
+                  if e.outputs else "—")
         lines.append(f"| {e.paper} | {e.label}: {e.title} | {notebook} | {function} | {output} |")
     return "\n".join(lines)
 

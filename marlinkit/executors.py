@@ -156,7 +156,8 @@ def unguarded_script_line() -> int | None:
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     frame = sys._getframe(1)
-    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
+    while frame is not None and not (frame.f_code.co_name == "<module>"
+                                     and frame.f_globals.get("__name__") == "__main__"):
         frame = frame.f_back
     if frame is None or not path or frame.f_code.co_filename != path:
         return None

@@ -54,7 +54,8 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    """The records of a JSONL result file (a generation log); a damaged line raises ``ResultFileError`` naming file:line."""
+    """The records of a JSONL result file (a generation log); a damaged line raises ``ResultFileError`` naming
+    file:line."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:

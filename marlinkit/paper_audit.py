@@ -93,7 +93,8 @@ def _read_by(fn: Callable[[Inputs], float], inputs: Inputs) -> list[str]:
     return [k for k in inputs if k in recorder.read]
 
 
-def recomputed_range(fn: Callable[[Inputs], float], inputs: Inputs, samples: int, seed: int) -> tuple[float, float, float]:
+def recomputed_range(fn: Callable[[Inputs], float], inputs: Inputs, samples: int,
+                     seed: int) -> tuple[float, float, float]:
     """fn at the printed inputs, and its min/max over every input moved within its rounding (+-0.005).
 
     Corners of the box when the statistic reads at most 12 inputs, plus ``samples`` uniform points inside.

@@ -101,12 +101,14 @@ MARLIN_TABLE1_RUNS = 50
 #: LLM-only performance of Llama 3.1 8B Instruct hard-coded in the authors' public code: Algorithm 1's
 #: threshold when no measured value is given, the reference marks of the LLM-only boxes, and the
 #: calibration target of the surrogate planner (``marlinkit.marlin.surrogate_planner``).
-AUTHORS_LLM_ONLY: dict[str, float] = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429, "symmetrical_two_slot": 0.429,
+AUTHORS_LLM_ONLY: dict[str, float] = {"asymmetrical_two_slot": 0.821, "single_slot": 0.429,
+                                      "symmetrical_two_slot": 0.429,
                                       "two_path": 0.357, "maze_like": 0.333}
 #: How often the authors' Llama 3.1 8B plans were perfect: the share of rows at performance 1.0 among the forced plan
 #: episodes 5-9 of their published MARLIN training logs. With the LLM-only mean above, the two calibration targets of
 #: the ``surrogate_llama`` plan source (``marlinkit.marlin.surrogate_planner.LlamaSurrogatePlanner``).
-AUTHORS_PERFECT_PLAN_SHARE: dict[str, float] = {"asymmetrical_two_slot": 0.55, "symmetrical_two_slot": 0.33, "single_slot": 0.12,
+AUTHORS_PERFECT_PLAN_SHARE: dict[str, float] = {"asymmetrical_two_slot": 0.55, "symmetrical_two_slot": 0.33,
+                                                "single_slot": 0.12,
                                                 "two_path": 0.09, "maze_like": 0.0}
 #: Rows per episode that the authors' published MARLIN training logs pool in a corridor (runs x copies): 2 to 12. With
 #: the five forced plan episodes, the bounds on the number of rows behind each share above.

@@ -116,7 +116,8 @@ def add_footer(fig: plt.Figure, text: str) -> None:
 
         FigureCanvasAgg(fig)
     renderer = fig.canvas.get_renderer()
-    while footer.get_window_extent(renderer).width > fig.bbox.width and footer.get_fontsize() > SMALLEST_FOOTER_FONTSIZE:
+    while (footer.get_window_extent(renderer).width > fig.bbox.width
+           and footer.get_fontsize() > SMALLEST_FOOTER_FONTSIZE):
         footer.set_fontsize(footer.get_fontsize() - 0.5)
     boxes = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
     bottoms = [box.y0 for box in boxes if box is not None]  # lowest edge of the axes with their labels, in pixels
@@ -135,7 +136,8 @@ def image_metadata(name: str, provenance: Provenance) -> dict[str, dict[str, str
                     "CreationDate": None, "ModDate": None, "Producer": None}}
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str, provenance: Provenance, show: bool | None = None) -> list[Path]:
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, provenance: Provenance,
+                show: bool | None = None) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` with a one-line provenance footer, the full provenance in their
     metadata and in ``name.json`` beside them; identical bytes on rerun.
 
@@ -189,7 +191,8 @@ def save_table(table: pd.DataFrame, out_dir: Path, name: str, caption: str, prov
     footer = provenance.footer()
     atomic_write_text(csv_path, table.to_csv(index=False))
     shown = table.astype(object).where(table.notna(), None)  # a missing cell prints as MISSING, not "nan"
-    markdown = _NEGATIVE_ZERO.sub(r" \1", shown.to_markdown(index=False, floatfmt=markdown_floatfmt, missingval=MISSING))
+    markdown = _NEGATIVE_ZERO.sub(r" \1", shown.to_markdown(index=False, floatfmt=markdown_floatfmt,
+                                                           missingval=MISSING))
     atomic_write_text(md_path, f"{caption}\n\n{markdown}\n\n{footer}\n")
     body = latex_table if latex_table is not None else table.to_latex(index=False, escape=True, na_rep=MISSING)
     atomic_write_text(tex_path, f"% {caption}\n% {footer}\n{body}")

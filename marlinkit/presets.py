@@ -109,7 +109,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {name: _LOADED[name] for name in
 _WORKSHOP_CLASS = _LOADED[WORKSHOP_PRESET]["workshop"]
 
 def check_preset(preset: str) -> str:
-    """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid ones."""
+    """Return ``preset`` if it is known, else raise a :class:`~marlinkit.errors.ParameterError` naming the valid
+    ones."""
     if preset not in PRESETS:
         raise ParameterError("PRESET", preset, f"unknown preset; choose one of {', '.join(PRESET_NAMES)}")
     return preset
@@ -122,7 +123,8 @@ def experiments() -> dict[str, ModuleType]:
     from marlinkit.marlin import (authors_protocol, dynamic_env, fidelity, fig1_scenarios, fig3_training, fig5_hardware,
                                   fig6_scalability, llm_only, workshop)
 
-    modules = (fig3_training, fig5_hardware, dynamic_env, llm_only, fig6_scalability, fig1_scenarios, workshop, paper_audit,
+    modules = (fig3_training, fig5_hardware, dynamic_env, llm_only, fig6_scalability, fig1_scenarios, workshop,
+               paper_audit,
                ablation, traffic_baselines, fidelity, authors_protocol)
     return {module.__name__.rsplit(".", 1)[1]: module for module in modules}
 
@@ -177,7 +179,8 @@ def get(preset: str, section: str, **overrides: Any):
     values.update(given)
     if "preset" in known:  # a label: names the results folder, never a run's key
         values.setdefault("preset", preset)
-    named = values.get("negotiation") if "negotiation" in known else None  # a grid negotiating by another preset's protocol
+    # a grid negotiating by another preset's protocol
+    named = values.get("negotiation") if "negotiation" in known else None
     if isinstance(named, str) and named not in PRESET_NAMES:
         raise ParameterError("NEGOTIATION", named, f"negotiation names a preset: one of {', '.join(PRESET_NAMES)}")
     if "llm_only" in known and values.get("llm_only") is None:  # the grid's negotiation protocol, by preset

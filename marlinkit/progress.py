@@ -107,7 +107,8 @@ class Progress:
     def line(self) -> str:
         elapsed = time.perf_counter() - self.start
         label = os.environ.get(LABEL_ENV)
-        text = f"{label + ': ' if label else ''}{self.desc} {self.done}/{self.total} {self.unit}, elapsed {duration(elapsed)}"
+        text = (f"{label + ': ' if label else ''}{self.desc} {self.done}/{self.total} {self.unit}, "
+                f"elapsed {duration(elapsed)}")
         if 0 < self.done < self.total:
             text += f", expected ~{duration(elapsed * self.total / self.done)} in all"
         if self._part and self.done < self.total:

@@ -3,7 +3,8 @@
 Each experiment module (``marlinkit.marlin.fig3_training``, ``marlinkit.maestro.ablation``, ...) takes its section's
 frozen ``Config`` (everything the run depends on, nested sections included; its ``preset`` label names the results
 folder and the outputs, and is not part of any run's key: :data:`marlinkit.config_fields.LABEL`) and returns a
-:class:`Result` (or a subclass that adds typed fields of its own, such as the ablation's calibration). Whatever the experiment, a reader finds the same four things on it:
+:class:`Result` (or a subclass that adds typed fields of its own, such as the ablation's calibration). Whatever the
+experiment, a reader finds the same four things on it:
 
 - ``tables``: its numbers, as named DataFrames (one row per episode, trial, evaluation or run);
 - ``paths``: the result files it wrote or read back (tables, sidecars, transcripts, generation logs);
@@ -52,7 +53,8 @@ class Result:
         if bad:
             raise TypeError(f"{self.experiment}: every table must be a DataFrame under a str name; got {bad}")
         if not isinstance(self.provenance, Provenance):
-            raise TypeError(f"{self.experiment}: provenance must be a plots.Provenance, got {type(self.provenance).__name__}")
+            raise TypeError(f"{self.experiment}: provenance must be a plots.Provenance, got "
+                            f"{type(self.provenance).__name__}")
         object.__setattr__(self, "tables", MappingProxyType(dict(self.tables)))
         object.__setattr__(self, "paths", files(self.paths))
 
@@ -65,7 +67,8 @@ class Result:
     def summary(self) -> str:
         """A few readable lines: what ran, its tables with their sizes, how many files, and the footer line."""
         shapes = ", ".join(f"{name} ({len(table)} rows)" for name, table in self.tables.items()) or "none"
-        return "\n".join([f"{self.experiment} at preset {self.preset}: {type(self.config).__module__}.{type(self.config).__name__}",
+        return "\n".join([f"{self.experiment} at preset {self.preset}: "
+                          f"{type(self.config).__module__}.{type(self.config).__name__}",
                           f"tables: {shapes}",
                           f"files: {len(self.paths)}" + (f" in {folders(self.paths)}" if self.paths else ""),
                           f"provenance: {self.provenance.footer()}"])
@@ -80,7 +83,8 @@ def files(found: Iterable[str | Path]) -> tuple[Path, ...]:
 
 
 def folders(found: Iterable[Path], most: int = 3) -> str:
-    """The folders holding ``found``, each shown relative to the repository when it sits inside it (at most ``most``)."""
+    """The folders holding ``found``, each shown relative to the repository when it sits inside it (at most
+    ``most``)."""
     shown = []
     for folder in sorted({Path(path).parent for path in found}):
         try:

@@ -116,7 +116,8 @@ class ResultStore:
         }
         atomic_write_text(self.sidecar_path(name), json.dumps(sidecar, indent=2, sort_keys=True, default=str))
 
-    def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame], **extra: Any) -> pd.DataFrame:
+    def cached(self, name: str, config: dict[str, Any], compute: Callable[[], pd.DataFrame],
+               **extra: Any) -> pd.DataFrame:
         """The run's table: loaded when complete with this configuration, else ``compute()``-d and saved.
 
         The one cache-or-compute step of every runner that computes a run in this process. The table is

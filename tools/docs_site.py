@@ -150,7 +150,8 @@ def configuration_pages() -> dict[str, str]:
              for g in order}
     overview = ["# Configuration reference", "",
                 "Every setting of every experiment, read from the `Config` dataclasses' field docstrings when the",
-                "site is built, so these pages cannot drift from the code. A preset (`marlinkit/settings/presets.toml`,",
+                "site is built, so these pages cannot drift from the code. A preset "
+                "(`marlinkit/settings/presets.toml`,",
                 "resolved by `marlinkit/presets.py`) is a set of values for these fields.", ""]
     for g in order:
         overview.append(f"- [{titles[g]}]({g}.md): " + ", ".join(f"`{c.__qualname__}`" for c in groups[g]))

@@ -35,7 +35,8 @@ def separate_generated_steps(rewards, values, dones, next_value, gamma: float, l
     value-loss gradient) and its advantage the mean of the others' (exactly 0 after the batch's standardisation).
     The window's last step bootstraps from V whatever comes next, so the step after the window needs no flag.
     """
-    following = np.concatenate([generated[1:], np.zeros_like(generated[:1])])[..., None]  # [T, B, 1]: the next step is generated
+    # [T, B, 1]: the next step is generated
+    following = np.concatenate([generated[1:], np.zeros_like(generated[:1])])[..., None]
     advantages, returns = compute_gae(rewards, values, dones, next_value, gamma, lam, cut=following)
     rows = np.broadcast_to(generated[..., None], values.shape)
     returns[rows] = values[rows]

@@ -130,7 +130,8 @@ def policy_objective(q_pi: torch.Tensor, logits: torch.Tensor, logit_reg: float)
     return (-q_pi.mean(-1) + logit_reg * (logits ** 2).mean((-2, -1))).sum()
 
 
-def actor_loss(actor: StackedMLP, critic: StackedMLP, obs, flat_obs, actions, gumbels, cfg: MADDPGConfig) -> torch.Tensor:
+def actor_loss(actor: StackedMLP, critic: StackedMLP, obs, flat_obs, actions, gumbels,
+               cfg: MADDPGConfig) -> torch.Tensor:
     """Every agent's :func:`policy_objective` at once: agent i's own action a straight-through
     Gumbel-softmax sample of pi_i, the others' from the buffer; the frozen critics differentiated
     in the own action only (:class:`~marlinkit.algos.stacked_mlp._OwnActionLayer`)."""
@@ -204,7 +205,8 @@ class MADDPG(SeededStreams):
         single = obs.dim() == 2
         logits = self.actor(obs.reshape(-1, 1, self.obs_dim)).view(len(self.seeds), self.n, self.n_actions)
         if explore:
-            generators = self.generators if generator is None else generator if isinstance(generator, list) else [generator]
+            generators = (self.generators if generator is None
+                          else generator if isinstance(generator, list) else [generator])
             logits = logits + torch.stack([sample_gumbel((self.n, self.n_actions), g) for g in generators])
         actions = logits.argmax(-1).numpy()
         return actions[0] if single else actions
@@ -231,7 +233,8 @@ class MADDPG(SeededStreams):
         if mode == "loop" and seeds > 1:
             raise ValueError("the per-agent loop path runs one seed")
         size, rows = batch["obs"].shape[1], seeds * n
-        per_agent = lambda x: x.transpose(1, 2).reshape(rows, size, *x.shape[3:])  # noqa: E731  (S, B, N, ...) -> (S*N, B, ...)
+        # (S, B, N, ...) -> (S*N, B, ...)
+        per_agent = lambda x: x.transpose(1, 2).reshape(rows, size, *x.shape[3:])  # noqa: E731
         obs, next_obs = per_agent(batch["obs"]), per_agent(batch["next_obs"])  # (S*N, B, O)
         actions = F.one_hot(batch["actions"], self.n_actions).float()  # (S, B, N, A)
         flat_obs, flat_next = batch["obs"].reshape(seeds, size, -1), batch["next_obs"].reshape(seeds, size, -1)
@@ -316,7 +319,8 @@ def run_episode(env, learner: MADDPG, seed: int, explore: bool, buffer: ReplayBu
     return run_episodes([env], learner, [seed], explore, None if buffer is None else [buffer], step_count, generator)[0]
 
 
-def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, buffers: list[ReplayBuffer] | None = None,
+def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool,
+                 buffers: list[ReplayBuffer] | None = None,
                  step_count: int = 0, generator: torch.Generator | list[torch.Generator] | None = None
                  ) -> list[dict[str, float]]:
     """One episode in each of ``envs`` (one per stacked seed of ``learner``), stepped in lockstep.
@@ -359,7 +363,8 @@ def run_episodes(envs: list, learner: MADDPG, seeds: list[int], explore: bool, b
                     updates += 1
         train_s += (acted - started) + (time.perf_counter() - updating)
         obs = np.stack(next_obs)
-    return [{"return": float(r), "steps": steps, "updates": updates, "sim_s": sim_s, "train_s": train_s} for r in returns]
+    return [{"return": float(r), "steps": steps, "updates": updates, "sim_s": sim_s,
+             "train_s": train_s} for r in returns]
 
 
 def _step_all(envs: list, agents: list[str], actions: np.ndarray) -> tuple[list, list, list]:

@@ -23,8 +23,8 @@ into a temporary folder; its per-episode timing columns are split into simulatio
 training / LLM curriculum calls / LLM reward calls by ``report.cost_breakdown`` (Table 5's
 grouping: evaluation episodes count as simulation, running the generated reward as LLM reward).
 The ``paper`` ablation's time is projected from it: simulation, evaluation and LLM time per
-episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting per episode plus the measured time per update times
-the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
+episode as measured (LLM reward time in the A7 runs only), MADDPG time as acting per episode plus the measured time per
+update times the updates a full run makes, for all runs on ``workers`` cores. A non-scripted LLM only replays
 committed transcripts (the bench never records); its measured time is then the replay's, and
 the recorded model latency per call is reported beside it.
 
@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", type=int, default=4,
                         help="MAESTRO episodes timed for the split (default: 4, the first with updates at paper "
                              "settings is the 3rd; 0: skip)")
-    parser.add_argument("--preset", default="paper", help="preset whose maestro settings the episodes use (default: paper)")
+    parser.add_argument("--preset", default="paper",
+                        help="preset whose maestro settings the episodes use (default: paper)")
     parser.add_argument("--llm", default="scripted", help="LLM setting of the timed run (default: scripted, no model)")
     parser.add_argument("--batch-seeds", type=int, default=4, help="seeds stacked in part 3 (default: 4; 0: skip)")
     parser.add_argument("--batch-episodes", type=int, default=4,
@@ -95,7 +96,8 @@ def paper_updates_per_run() -> int:
 
     paper = presets.ablation_config("paper")
     mcfg = ablation.maddpg_config(paper, paper.seeds[0])
-    first = max(mcfg.learning_starts, mcfg.batch_size, 1)  # run_episode's condition, at the first multiple of update_every
+    # run_episode's condition, at the first multiple of update_every
+    first = max(mcfg.learning_starts, mcfg.batch_size, 1)
     return len(range(-(-first // mcfg.update_every) * mcfg.update_every, paper.episodes * paper.episode_seconds + 1,
                      mcfg.update_every))
 
@@ -139,8 +141,8 @@ def episode_split(preset: str, episodes: int, llm: str, seed: int = 200) -> dict
             "maddpg_acting_s_per_episode": acting, "maddpg_s_per_update": per_update,
             "paper_updates_per_run": updates,
             "paper_projection_h": run_s * runs / paper.workers / 3600 if same_shape and run_s is not None else None,
-            "paper_projection_note": (f"{runs} runs x {paper.episodes} episodes, {paper.workers} at a time; LLM time per "
-                                      f"episode as in these {episodes} episodes" if same_shape else
+            "paper_projection_note": (f"{runs} runs x {paper.episodes} episodes, {paper.workers} at a time; LLM time "
+                                      f"per episode as in these {episodes} episodes" if same_shape else
                                       "needs --preset paper (its episode length and MADDPG settings)")}
 
 
@@ -219,15 +221,17 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
     processes = configs * math.ceil(seeds_per_config / stacked)
     batched = processes * episodes * (batch["batched_s_per_seed_episode"] * stacked + stacked * llm)
     # A7 following A2: its simulation and training are A2's, its LLM time its own
-    following = alone - (configs - trained_configs(True)) * seeds_per_config * episodes * batch["alone_s_per_seed_episode"] / paper.workers
+    following = alone - ((configs - trained_configs(True)) * seeds_per_config * episodes
+                         * batch["alone_s_per_seed_episode"] / paper.workers)
     return {"ablation_12_seeds_alone_h": alone / 3600, "ablation_12_seeds_batched_h": batched / 3600,
             "ablation_12_seeds_alone_following_h": following / 3600,
             "ablation_12_seeds_note": (f"{configs} configs x {seeds_per_config} seeds x {episodes} episodes of "
-                                       f"{batch['batch_episode_seconds']} s; alone {paper.workers} runs at a time, stacked "
-                                       f"{processes} processes of {stacked} seeds one after another; MADDPG+simulation "
-                                       f"per seed-episode from part 3 (its first {batch['batch_episodes']} episodes, "
-                                       f"so fewer updates per episode than a 200-episode run's 3.55), LLM per episode as "
-                                       "replayed in part 2; measured on a loaded shared machine")}
+                                       f"{batch['batch_episode_seconds']} s; alone {paper.workers} runs at a time, "
+                                       f"stacked {processes} processes of {stacked} seeds one after another; "
+                                       "MADDPG+simulation per seed-episode from part 3 (its first "
+                                       f"{batch['batch_episodes']} episodes, so fewer updates per episode than a "
+                                       "200-episode run's 3.55), LLM per episode as replayed in part 2; measured on a "
+                                       "loaded shared machine")}
 
 
 def command(args: argparse.Namespace) -> dict[str, Any]:
@@ -244,7 +248,8 @@ def command(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--batch-seeds must be >= 0, --batch-episodes and --batch-seconds >= 1")
     if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
         eval_every = presets.ablation_config(args.preset).eval_every
-        presets.ablation_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm, record=False)
+        presets.ablation_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm,
+                                record=False)
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
@@ -268,7 +273,8 @@ def command(args: argparse.Namespace) -> dict[str, Any]:
     result["speedup"] = result["batched_updates_per_s"] / result["loop_updates_per_s"]
     # the same batched update with its products in NumPy's pinned OpenBLAS (MADDPGConfig.products), same batches
     learner = MADDPG(N_AGENTS, obs_dim, N_PHASES, dataclasses.replace(config, products="openblas"))
-    result["openblas_updates_per_s"], result["openblas_cpu_s_per_update"] = time_updates(learner, batches, noises, "batched")
+    result["openblas_updates_per_s"], result["openblas_cpu_s_per_update"] = time_updates(learner, batches, noises,
+                                                                                         "batched")
     result["openblas_speedup"] = result["batched_cpu_s_per_update"] / result["openblas_cpu_s_per_update"]
     gflop = update_gflop(learner, batch_size)
     result["update_gflop"] = gflop

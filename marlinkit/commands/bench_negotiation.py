@@ -66,7 +66,8 @@ def command(args: argparse.Namespace) -> dict[str, Any]:
                       plan_performance=plan.performance, note_live="includes the first call's model load")
     training = presets.get("quick", "fig3_training", episodes=args.episodes, checkpoints=[args.episodes], eval_runs=1,
                            n_envs=args.n_envs)
-    training = dataclasses.replace(training, plan_budget=None)  # the paper's unlimited re-planning: count what the cache alone saves
+    # the paper's unlimited re-planning: count what the cache alone saves
+    training = dataclasses.replace(training, plan_budget=None)
     counting = _Counting(Negotiation(ScriptedBackend(greedy_robots, "greedy-robots"), config))
     episodes, _ = systems.train_system(args.scenario, "MARLIN", 0, training, source=counting)
     copy_episodes = len(episodes)

@@ -53,7 +53,8 @@ def plan_source(plan_source: str | None, record: bool = False):
     if plan_source.startswith("negotiation:"):
         llm = plan_source.split(":")[1]
         for preset in presets.PRESET_NAMES:
-            source = llm_trials.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training", record=record)
+            source = llm_trials.negotiator(presets.get(preset, "llm_only"), llm, purpose="marlin_training",
+                                           record=record)
             if source.name == plan_source:
                 return source
     raise ValueError(f"no plan source of today's code is named {plan_source!r}")
@@ -64,7 +65,8 @@ def marlin_config(run_config: dict[str, Any]):
     from marlinkit.marlin.grid import GridConfig
 
     fields = {f.name for f in dataclasses.fields(GridConfig)}
-    values = {k: v for k, v in run_config.items() if k in fields and k not in ("seed", "system", "scenario", "plan_source")}
+    values = {k: v for k, v in run_config.items()
+              if k in fields and k not in ("seed", "system", "scenario", "plan_source")}
     scenario = run_config["scenario"]
     if "switch" in run_config:
         values["switch_rule"] = run_config["switch"]["rule"]
@@ -105,7 +107,8 @@ def maestro_config(run: CommittedRun, preset: str = PRESET):
     from marlinkit import presets
     from marlinkit.maestro import ablation, curriculum, sweep
 
-    named = {k: run.sidecar["config"][k] for k in ("llm", "engine") if k in run.sidecar["config"]}  # they name folders too
+    # they name folders too
+    named = {k: run.sidecar["config"][k] for k in ("llm", "engine") if k in run.sidecar["config"]}
     for rule in curriculum.SETTINGS:
         for setting in (None, *sweep.SETTINGS):
             try:

@@ -163,7 +163,8 @@ class CrowdState(NamedTuple):
 
 
 def reset(world: CrowdMap, n_agents: int, rng: np.random.Generator) -> CrowdState:
-    """``n_agents`` agents on distinct start cells drawn with ``rng`` (all of them when ``n_agents`` equals the starts)."""
+    """``n_agents`` agents on distinct start cells drawn with ``rng`` (all of them when ``n_agents`` equals the
+    starts)."""
     if not 1 <= n_agents <= len(world.starts):
         raise ValueError(f"n_agents must be in 1..{len(world.starts)} (the map's start cells), got {n_agents}")
     chosen = np.sort(rng.choice(len(world.starts), size=n_agents, replace=False))
@@ -172,7 +173,8 @@ def reset(world: CrowdMap, n_agents: int, rng: np.random.Generator) -> CrowdStat
 
 
 def random_actions(world: CrowdMap, state: CrowdState, rng: np.random.Generator, exit_bias: float = 0.0) -> np.ndarray:
-    """One move per agent, int64[N] corridor action ids 1-4: uniform, or with probability ``exit_bias`` a step towards the exit."""
+    """One move per agent, int64[N] corridor action ids 1-4: uniform, or with probability ``exit_bias`` a step towards
+    the exit."""
     n = len(state.pos)
     actions = rng.integers(1, core.N_ACTIONS, size=n)
     greedy = rng.random(n) < exit_bias
@@ -184,7 +186,8 @@ def random_actions(world: CrowdMap, state: CrowdState, rng: np.random.Generator,
     return actions
 
 
-def step(world: CrowdMap, state: CrowdState, actions: np.ndarray, planned: np.ndarray, reserved: np.ndarray) -> CrowdState:
+def step(world: CrowdMap, state: CrowdState, actions: np.ndarray, planned: np.ndarray,
+         reserved: np.ndarray) -> CrowdState:
     """Advance one step. ``planned`` int64[N, 2] is the next cell of agents following a plan (-1 for the others);
     the others take ``actions`` but may not enter ``reserved`` bool[W, H] cells. Agents on the exit leave."""
     pos, old = state.pos.copy(), state.pos
@@ -305,7 +308,8 @@ class EpisodeConfig:
         if not 0.0 <= self.exit_bias <= 1.0:
             raise ValueError(f"exit_bias must be in [0, 1], got {self.exit_bias}")
         if self.cooldown < 0 or self.max_negotiations < 0:
-            raise ValueError(f"cooldown and max_negotiations must be >= 0, got {self.cooldown}, {self.max_negotiations}")
+            raise ValueError(f"cooldown and max_negotiations must be >= 0, got {self.cooldown}, "
+                             f"{self.max_negotiations}")
 
 
 COUNTS = ("conflicts", "negotiations", "resolved", "deferred", "plan_moves", "llm_calls", "prompt_tokens",

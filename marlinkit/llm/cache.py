@@ -278,6 +278,6 @@ class TranscriptCache:
         nearest = nearest_prompt_diff(messages[-1]["content"], sampling, list(self._records.values()))
         return TranscriptMiss(
             f"transcript miss in strict replay: {self.path} ({len(self._records)} recorded calls) has no reply for "
-            f"call {calls} of this run to {self.name}:{self.model} (key {key}, {len(messages)} messages, seed {settings.seed}, "
-            f"temperature {settings.temperature}, max_new_tokens {settings.max_new_tokens}); its last message begins "
-            f"{_short(messages[-1]['content'], 120)!r}.\n{nearest}\n{RECORD_HINT}")
+            f"call {calls} of this run to {self.name}:{self.model} (key {key}, {len(messages)} messages, seed "
+            f"{settings.seed}, temperature {settings.temperature}, max_new_tokens {settings.max_new_tokens}); its last "
+            f"message begins {_short(messages[-1]['content'], 120)!r}.\n{nearest}\n{RECORD_HINT}")

@@ -81,7 +81,8 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
 
         url, _, model = arg.partition("#")
         return OpenAIBackend(url or None, model or None)
-    raise ParameterError("LLM", value, "unknown LLM setting; use one of: smollm2 | scripted | transformers:/path/to/model "
+    raise ParameterError("LLM", value, "unknown LLM setting; use one of: smollm2 | scripted | "
+                                       "transformers:/path/to/model "
                          f"| openai:http://host:port/v1#model (or set ${ENV_VAR})")
 
 

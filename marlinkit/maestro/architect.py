@@ -64,7 +64,8 @@ RUNNER_FIELDS = ("duration_s", "seed")
 #: Left out of the prompt's example (the schema still allows them): shorter replies, fewer truncations.
 EXAMPLE_OMITS = ("vehicle",)
 #: The fields the worked example shows, in its order.
-EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext) if f.name not in RUNNER_FIELDS + EXAMPLE_OMITS)
+EXAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(TrafficContext)
+                       if f.name not in RUNNER_FIELDS + EXAMPLE_OMITS)
 _FENCE = re.compile(r"```(?:[a-zA-Z]+)?\s*\n(.*?)```", re.DOTALL)
 _WHITESPACE = re.compile(r"\s*")
 _OPEN_FENCE = re.compile(r"```(?:[a-zA-Z]+)?[ \t]*\n")
@@ -83,9 +84,11 @@ class ArchitectConfig:
     temperature_adaptive: float = 0.2  # llm_adaptive context sampling (low: SmolLM2-135M breaks JSON when hotter)
     temperature_free: float = 0.5  # llm (A8) context sampling: hotter, i.e. less constrained
     temperature_reward: float = 0.2  # reward-code sampling (low, as for contexts)
-    context_tokens: int = 200  # reply cap of a context (the example context is ~150 tokens; the rest is cut, see read_json_object)
+    # reply cap of a context (the example context is ~150 tokens; the rest is cut, see read_json_object)
+    context_tokens: int = 200
     reward_tokens: int = 320  # reply cap of a reward function (the example is ~200 tokens)
-    reward_stop: tuple[str, ...] = ("\n```\n",)  # a closing fence and a new line end a reward reply (an opening fence has a language tag)
+    # a closing fence and a new line end a reward reply (an opening fence has a language tag)
+    reward_stop: tuple[str, ...] = ("\n```\n",)
 
     def __post_init__(self):
         check_choices(self)
@@ -177,7 +180,8 @@ def expected_vehicles(context: TrafficContext, network: Network) -> float:
 
 def summary_text(stats: Mapping[str, float]) -> str:
     """Statistics for a prompt, rounded so that replays match across tiny float differences."""
-    return ", ".join(f"{key} {value:.1f}" if isinstance(value, float) else f"{key} {value}" for key, value in stats.items())
+    return ", ".join(f"{key} {value:.1f}" if isinstance(value, float) else f"{key} {value}"
+                     for key, value in stats.items())
 
 
 def _llm_fields(context: TrafficContext) -> dict[str, Any]:
@@ -229,24 +233,27 @@ class CurriculumArchitect:
               "of the major axis), major_axis (\"EW\" or \"NS\"), time_profile (kind \"constant\" or \"peak\", "
               "peak_time_s, peak_width_s, peak_factor 1-4), vehicle (length, min_gap, max_speed, accel, decel)")
 
-    def messages(self, difficulty: float, stats: Mapping[str, float], duration_s: int, feedback: str = "") -> list[dict[str, str]]:
-        """The chat: a worked exchange (the deterministic context for d as the model's own earlier reply), then the request.
+    def messages(self, difficulty: float, stats: Mapping[str, float], duration_s: int,
+                 feedback: str = "") -> list[dict[str, str]]:
+        """The chat: a worked exchange (the deterministic context for d as the model's own earlier reply), then the
+        request.
 
         A small model keeps the JSON format far better when the example is a previous assistant turn
         than when it sits inside the request text.
         """
-        example = json.dumps({k: v for k, v in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
+        example = json.dumps({k: v for k, v
+                              in _llm_fields(context_for_difficulty(difficulty, duration_s=duration_s)).items()
                               if k not in EXAMPLE_OMITS})
         shot = (f"Difficulty d = {difficulty:.2f} on [{D_MIN}, {D_MAX}] (higher d: more vehicles, more left turns, a "
                 "stronger peak). Reply with the traffic context as one JSON object.")
         if self.config.mode == "llm_adaptive":
-            request = (f"Recent training: {summary_text(stats)}. Design the next training context for d = {difficulty:.2f}: "
-                       "keep the total demand within 25% of your previous context and vary the pattern (major axis, "
-                       "asymmetry, turn shares, peak). Reply with one JSON object.")
+            request = (f"Recent training: {summary_text(stats)}. Design the next training context for d = "
+                       f"{difficulty:.2f}: keep the total demand within 25% of your previous context and vary the "
+                       "pattern (major axis, asymmetry, turn shares, peak). Reply with one JSON object.")
         else:
             request = (f"Recent training: {summary_text(stats)}. Invent a new, semantically rich traffic scenario for "
-                       f"d = {difficulty:.2f} (for example a commuter peak with a bottleneck on one artery). Reply with "
-                       "one JSON object.")
+                       f"d = {difficulty:.2f} (for example a commuter peak with a bottleneck on one artery). Reply "
+                       "with one JSON object.")
         return [{"role": "system", "content": f"{self.SYSTEM}\nFields: {self.FIELDS}."},
                 {"role": "user", "content": shot}, {"role": "assistant", "content": example},
                 {"role": "user", "content": request + feedback}]
@@ -258,7 +265,8 @@ class CurriculumArchitect:
         Keys outside the schema must be dropped before (:meth:`read_reply`); here they are an error.
         """
         if not isinstance(data, dict):
-            raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")  # noqa: TRY004 (a bad reply, retried like the others)
+            # TRY004: a bad reply, retried like the others
+            raise ValueError(f"a context must be a JSON object, got {type(data).__name__}")  # noqa: TRY004
         data = {**data, "duration_s": duration_s, "seed": seed}
         try:
             context = TrafficContext.from_dict(data)
@@ -299,7 +307,8 @@ class CurriculumArchitect:
         feedback = ""
         for attempt in range(cfg.max_attempts):
             messages = self.messages(difficulty, stats, duration_s, feedback)
-            reply, error, wall = _call(self.backend, messages, _settings(temperature, cfg.context_tokens, seed * 1009 + attempt))
+            reply, error, wall = _call(self.backend, messages,
+                                       _settings(temperature, cfg.context_tokens, seed * 1009 + attempt))
             context, note = None, ""
             if reply is not None:
                 try:

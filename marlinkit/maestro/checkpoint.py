@@ -83,7 +83,8 @@ def save(path: Path, learner, buffer, config_hash: str, **extra: Any) -> None:
     state.update({k: getattr(learner, k).state_dict() for k in _NETWORKS})
     state.update(generator=learner.generator.get_state(), rng=learner.rng.bit_generator.state,
                  buffer_chunks=chunks, buffer_size=buffer.size, buffer_pos=buffer.pos,
-                 python_random=random.getstate(), numpy_random=np.random.get_state(), torch_random=torch.get_rng_state())
+                 python_random=random.getstate(), numpy_random=np.random.get_state(),
+                 torch_random=torch.get_rng_state())
     atomic_write(path, lambda handle: torch.save(state, handle))
     listed = {chunk["file"] for chunk in chunks}
     for stale in path.parent.glob(f"{path.name}.rows-*"):  # rows of an older layout or a whole rewrite
@@ -107,7 +108,8 @@ def _load_rows(path: Path, chunk: dict[str, Any], buffer) -> None:
     if not rows.exists():
         raise CheckpointError(f"checkpoint {path} lists the replay rows {rows.name}, which are missing: {advice}")
     if _sha256(rows) != chunk["sha256"]:
-        raise CheckpointError(f"checkpoint rows {rows} are damaged (their SHA-256 differs from the one recorded): {advice}")
+        raise CheckpointError(f"checkpoint rows {rows} are damaged (their SHA-256 differs from the one "
+                              f"recorded): {advice}")
     saved = torch.load(rows, weights_only=True, mmap=True)  # copied from the file's pages, not a second copy in memory
     for k in _BUFFER:
         getattr(buffer, k)[chunk["start"]: chunk["end"]] = saved[k].numpy()

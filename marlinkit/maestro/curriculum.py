@@ -67,7 +67,8 @@ class CurriculumConfig:
 
     def __post_init__(self):
         if not 0 <= self.d_min < self.d_max <= 1 or not self.d_min <= self.d_initial <= self.d_max:
-            raise ValueError(f"need 0 <= d_min <= d_initial <= d_max <= 1, got {self.d_min}, {self.d_initial}, {self.d_max}")
+            raise ValueError(f"need 0 <= d_min <= d_initial <= d_max <= 1, got {self.d_min}, {self.d_initial}, "
+                             f"{self.d_max}")
         for name in ("window", "up_windows", "plateau_episodes", "regen_interval", "max_failures"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -114,7 +115,8 @@ PLAIN_MADDPG_SCORE = {"mean": SETTINGS["plain_maddpg"].target, "final": SETTINGS
 
 
 def rule_config(setting: str = "paper", score_scale: float = 165.0) -> "CurriculumConfig":
-    """The difficulty rule of a named setting (:data:`SETTINGS`) on a score whose max-pressure level is ``score_scale``."""
+    """The difficulty rule of a named setting (:data:`SETTINGS`) on a score whose max-pressure level is
+    ``score_scale``."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown curriculum setting {setting!r}; choose from {sorted(SETTINGS)}")
     overrides = SETTINGS[setting].overrides()
@@ -155,7 +157,8 @@ def initial_difficulty(config: CurriculumConfig = CurriculumConfig()) -> Difficu
     return DifficultyState(difficulty=config.d_initial)
 
 
-def update_difficulty(state: DifficultyState, episode_return: float, config: CurriculumConfig = CurriculumConfig()) -> DifficultyState:
+def update_difficulty(state: DifficultyState, episode_return: float,
+                      config: CurriculumConfig = CurriculumConfig()) -> DifficultyState:
     """Section 4.2 after one training episode with cumulative return ``episode_return``.
 
     Raise by ``up_step`` after ``up_windows`` consecutive window means above ``up_ratio * target``;
@@ -228,7 +231,8 @@ def initial_reward_state(difficulty: DifficultyState) -> RewardState:
     return RewardState(pending=True, trigger="initial", generated_at=difficulty.difficulty)
 
 
-def regeneration_trigger(state: RewardState, difficulty: DifficultyState, config: CurriculumConfig = CurriculumConfig()) -> str | None:
+def regeneration_trigger(state: RewardState, difficulty: DifficultyState,
+                         config: CurriculumConfig = CurriculumConfig()) -> str | None:
     """The Section 4.3 trigger that fires now, if any: "stagnation", "difficulty" or "interval"."""
     if difficulty.event == "plateau" and difficulty.changed:
         return "stagnation"
@@ -239,7 +243,8 @@ def regeneration_trigger(state: RewardState, difficulty: DifficultyState, config
     return None
 
 
-def advance_rewards(state: RewardState, difficulty: DifficultyState, config: CurriculumConfig = CurriculumConfig()) -> RewardState:
+def advance_rewards(state: RewardState, difficulty: DifficultyState,
+                    config: CurriculumConfig = CurriculumConfig()) -> RewardState:
     """After each episode's difficulty update: count the episode and open an event if a trigger fires."""
     if state.pending:
         raise ValueError("a regeneration event is still open; record its attempts first")

@@ -156,7 +156,8 @@ class Calibration:
 
     def __post_init__(self):
         if not self.target_return > self.zero_return:
-            raise ValueError(f"calibration needs target_return > zero_return, got {self.target_return} <= {self.zero_return}")
+            raise ValueError(f"calibration needs target_return > zero_return, got {self.target_return} <= "
+                             f"{self.zero_return}")
 
     def score(self, episode_return):
         return calibrated_score(episode_return, self.zero_return, self.target_return, self.target_paper)
@@ -199,7 +200,8 @@ def calibrate(cfg: EpisodeSettings, store: ResultStore) -> tuple[Calibration, di
         result = executors.run_jobs(_calibration_job, [(cfg,)], cfg.executor, 1, cfg.ray_address, progress=False,
                                     fresh_process=True)[0]
         table = pd.DataFrame([{"controller": k, **v} for k, v in result.items() if isinstance(v, dict)])
-        store.save("ablation_calibration", table, config, engine_version=result["engine_version"], context=result["context"],
+        store.save("ablation_calibration", table, config, engine_version=result["engine_version"],
+                   context=result["context"],
                    seed=result["seed"])
     table = store.load("ablation_calibration").set_index("controller")
     try:

@@ -60,7 +60,8 @@ def baseline_levels(ax, results: AblationResults, random: np.ndarray | None = No
     target = results.config.target_paper
     ax.axhline(target, color="k", ls=":", lw=1,
                label=f"max-pressure ({target:.0f})" if short else f"{target:.0f} = max-pressure on the same traffic")
-    ax.axhline(0.0, color="grey", ls=":", lw=1, label="fixed-time (0)" if short else "0 = fixed-time on the same traffic")
+    ax.axhline(0.0, color="grey", ls=":", lw=1,
+               label="fixed-time (0)" if short else "0 = fixed-time on the same traffic")
     if random is not None and len(random):
         mean, sd = float(np.mean(random)), float(np.std(random, ddof=1)) if len(random) > 1 else 0.0
         ax.axhline(mean, color="#9467bd", ls="-.", lw=1, label=random_label(random))
@@ -94,7 +95,8 @@ def learning_curves(ax, results: AblationResults, column: str = "score", band: s
         ax.set_ylim(low - pad, high + pad)
         runs = "; ".join(f"{a} seed {s}, episodes {_ranges(g['episode'])} ({_score_range(g['score'])})"
                          for (a, s), g in bad.groupby(["ablation", "seed"]))
-        outside = "; ".join(f"{a} mean leaves the axis at episodes {_ranges(mean.index[(mean < low - pad) | (mean > high + pad)])} "
+        outside = "; ".join(f"{a} mean leaves the axis at episodes "
+                            f"{_ranges(mean.index[(mean < low - pad) | (mean > high + pad)])} "
                             f"({mean[(mean < low - pad) | (mean > high + pad)].min():.0f} to "
                             f"{mean[(mean < low - pad) | (mean > high + pad)].max():.0f})"
                             for a, mean in drawn.items() if ((mean < low - pad) | (mean > high + pad)).any())
@@ -179,7 +181,8 @@ def final_boxplot(ax, results: AblationResults, random: np.ndarray | None = None
         label_ys.append(spread)
         for seed, x, y, label_y in zip(rows["seed"], xs, ys, spread):
             flag = (a, seed) in flagged
-            ax.annotate(f"{seed}{' *' if flag else ''}", (x, y), xytext=(k + 0.3, label_y), textcoords="data", fontsize=7,
+            ax.annotate(f"{seed}{' *' if flag else ''}", (x, y), xytext=(k + 0.3, label_y), textcoords="data",
+                        fontsize=7,
                         va="center", color=COLORS[a], fontweight="bold" if flag else "normal",
                         arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.5})
     ax.set_xlim(0.5, len(names) + 0.6)
@@ -304,11 +307,14 @@ def framework_diagram(ax, results: AblationResults) -> None:
     _box(ax, (0.5, 0.86), f"LLM architect (outer loop)\n{results.llm}", "#fde0c5", 0.5)
     _box(ax, (0.2, 0.6), f"CurriculumArchitect\nllm_adaptive / llm\n{n_ctx} context replies", "#fff2cc")
     _box(ax, (0.8, 0.6), f"RewardSynthesizer (A7)\nsandbox: {' -> '.join(STAGES)}\n{n_rew} reward replies", "#fff2cc")
-    _box(ax, (0.2, 0.3), f"Hangzhou 4x4, 16 agents\n{results.engine}\n{results.config.episode_seconds} s episodes", "#dae8fc")
-    _box(ax, (0.8, 0.3), f"MADDPG (inner loop)\n(1-w(d)) r_env + w(d)*{c.llm_scale:g}*r_LLM\nw in [{c.w_min}, {c.w_max}]", "#d5e8d4")
+    _box(ax, (0.2, 0.3), f"Hangzhou 4x4, 16 agents\n{results.engine}\n{results.config.episode_seconds} s episodes",
+         "#dae8fc")
+    _box(ax, (0.8, 0.3), f"MADDPG (inner loop)\n(1-w(d)) r_env + w(d)*{c.llm_scale:g}*r_LLM\nw in "
+                         f"[{c.w_min}, {c.w_max}]", "#d5e8d4")
     _box(ax, (0.5, 0.08), f"difficulty rules (4.2): window {c.window}, up > {c.up_ratio * c.target:.2f}, "
                           f"down < {c.down_ratio * c.target:.2f}, plateau {c.plateau_episodes} eps\n"
-                          f"score = 165 x (R - fixed-time) / (max-pressure - fixed-time), both on the same traffic", "#eeeeee", 0.8, 0.1)
+                          f"score = 165 x (R - fixed-time) / (max-pressure - fixed-time), both on the same traffic",
+                          "#eeeeee", 0.8, 0.1)
     _arrow(ax, (0.35, 0.82), (0.22, 0.67), "difficulty + stats", offset=(-0.03, 0.0), ha="right")
     _arrow(ax, (0.65, 0.82), (0.78, 0.67), "d, stats, goal", offset=(0.03, 0.0), ha="left")
     _arrow(ax, (0.2, 0.53), (0.2, 0.37), "TrafficContext JSON", offset=(0.015, 0.0), ha="left")

@@ -44,7 +44,8 @@ MODEL = "surrogate-not-an-LLM-v1"
 LLM_SCALE = 170.0
 _NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 _D = re.compile(rf"d = ({_NUMBER})")
-_STAT = re.compile(rf"(window mean score \(target ({_NUMBER})\)|last score|throughput|avg delay s|avg queue) ({_NUMBER})")
+_STAT = re.compile(rf"(window mean score \(target ({_NUMBER})\)|last score|throughput|avg delay s|avg "
+                   rf"queue) ({_NUMBER})")
 
 
 def prompt_statistics(text: str) -> dict[str, float]:
@@ -67,7 +68,8 @@ def _profile_sum(profile: dict, duration_s: int) -> float:
     t = np.arange(duration_s, dtype=float)
     if profile.get("kind", "constant") == "constant":
         return float(duration_s)
-    factor = 1.0 + (profile["peak_factor"] - 1.0) * np.exp(-0.5 * ((t - profile["peak_time_s"]) / profile["peak_width_s"]) ** 2)
+    factor = 1.0 + (profile["peak_factor"] - 1.0) * np.exp(-0.5 * ((t - profile["peak_time_s"])
+                                                                   / profile["peak_width_s"]) ** 2)
     return float(factor.sum())
 
 
@@ -86,11 +88,13 @@ def context_reply(example: dict, difficulty: float, free: bool, rng: np.random.G
     out["major_axis"] = str(rng.choice(["EW", "NS"]))
     right = example["route_mix"]["right"]
     if free:
-        out["approach_rates_vph"] = {side: round(float(rng.uniform(150.0, 250.0)), 1) for side in example["approach_rates_vph"]}
+        out["approach_rates_vph"] = {side: round(float(rng.uniform(150.0, 250.0)), 1)
+                                     for side in example["approach_rates_vph"]}
         out["asymmetry"] = round(float(rng.uniform(0.0, 1.5)), 3)
         left, right = float(rng.uniform(0.10, 0.35)), float(rng.uniform(0.10, 0.25))
         if rng.random() < 0.3:
-            out["time_profile"] = {"kind": "constant", "peak_time_s": duration / 2, "peak_width_s": duration / 4, "peak_factor": 1.0}
+            out["time_profile"] = {"kind": "constant", "peak_time_s": duration / 2, "peak_width_s": duration / 4,
+                                   "peak_factor": 1.0}
         else:
             out["time_profile"] = {"kind": "peak", "peak_time_s": round(float(rng.uniform(0.2, 0.8)) * duration, 1),
                                    "peak_width_s": round(float(rng.uniform(0.1, 0.4)) * duration, 1),

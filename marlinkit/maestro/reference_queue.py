@@ -96,7 +96,8 @@ def in_progress(cfg: ablation.Config) -> dict[str, dict[str, Any]]:
         out[path.name.removesuffix(".checkpoint.pt")] = {
             "episodes": len(table), "mean_d": round(float(table["difficulty"].mean()), 3),
             "mean_d_100_199": round(float(late.mean()), 3) if len(late) else float("nan"),
-            "max_d": float(table["difficulty"].max()), "last_5_mean_score": round(float(table["score"].tail(5).mean()), 2),
+            "max_d": float(table["difficulty"].max()),
+            "last_5_mean_score": round(float(table["score"].tail(5).mean()), 2),
             "events": table["difficulty_event"].value_counts().to_dict() if "difficulty_event" in table else {}}
     return out
 
@@ -151,8 +152,10 @@ def timing(configs: dict[str, ablation.Config]) -> dict[str, dict[str, float]]:
             table = results.episodes
             late = table[table["episode"] >= 3] if episodes > 3 else table
             out[engine] = {"wall_s_per_episode_incl_start_and_calibration": round(wall / episodes, 2),
-                           "loop_s_per_episode": round(float(table[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()), 3),
-                           "loop_s_per_episode_with_updates": round(float(late[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()), 3),
+                           "loop_s_per_episode": round(float(table[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()),
+                                                       3),
+                           "loop_s_per_episode_with_updates":
+                               round(float(late[list(ablation.TIMING_COLUMNS)].sum(axis=1).mean()), 3),
                            **{f"{c}_per_episode": round(float(table[c].mean()), 3) for c in ablation.TIMING_COLUMNS}}
     return out
 

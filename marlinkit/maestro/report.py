@@ -73,7 +73,8 @@ def ill_conditioned(results: AblationResults, fraction: float = ILL_CONDITIONED_
     df = results.episodes
     gap = df["max_pressure_return"] - df["fixed_time_return"]
     bad = gap < fraction * gap.median()
-    out = df.loc[bad, ["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return", "score"]]
+    out = df.loc[bad, ["ablation", "seed", "episode", "difficulty", "fixed_time_return", "max_pressure_return",
+                       "score"]]
     out.insert(6, "gap", gap[bad])
     out["in final window"] = in_final_window(results)[bad]
     return out.reset_index(drop=True)
@@ -199,15 +200,19 @@ def table2(results: AblationResults, random: np.ndarray | None = None) -> pd.Dat
                      "CV (%)": _fmt(100 * nan_if_undefined(stats.coefficient_of_variation, values)),
                      "SR": _fmt(sharpe), "Best": _fmt(values.max()), "Worst": _fmt(values.min()),
                      **{f"Eval real, {p}": _mean_sd(evaluated[f"eval_score_{p}"]) for p in EVAL_POLICIES},
-                     "paper Mean ± SD": f"{_fmt(paper['mean'])} ± {_fmt(paper['sd'])}", "paper CV (%)": _fmt(paper["cv_pct"]),
-                     "paper SR": _fmt(paper["sharpe"]), "paper Best": _fmt(paper["best"]), "paper Worst": _fmt(paper["worst"])})
+                     "paper Mean ± SD": f"{_fmt(paper['mean'])} ± {_fmt(paper['sd'])}",
+                     "paper CV (%)": _fmt(paper["cv_pct"]),
+                     "paper SR": _fmt(paper["sharpe"]), "paper Best": _fmt(paper["best"]),
+                     "paper Worst": _fmt(paper["worst"])})
     if random is not None:
         levels = {f"Random phase switcher ({len(random)} draws)": random, "Fixed-time 30 s": [0.0],
                   "Max-pressure": [results.config.target_paper]}
         for name, values in levels.items():
-            rows.append({"Condition": name, "Curric.": "—", "Reward": "—", "Mean ± SD": "—", "CV (%)": "—", "SR": "—",
+            rows.append({"Condition": name, "Curric.": "—", "Reward": "—", "Mean ± SD": "—", "CV (%)": "—",
+                         "SR": "—",
                          "Best": "—", "Worst": "—", **{f"Eval real, {p}": _mean_sd(values) for p in EVAL_POLICIES},
-                         "paper Mean ± SD": "— ± —", "paper CV (%)": "—", "paper SR": "—", "paper Best": "—",
+                         "paper Mean ± SD": "— ± —", "paper CV (%)": "—", "paper SR": "—",
+                         "paper Best": "—",
                          "paper Worst": "—"})
     return pd.DataFrame(rows)
 
@@ -235,7 +240,8 @@ def table3(results: AblationResults) -> pd.DataFrame:
 
 def _effect_label(d: float) -> str:
     size = abs(d)
-    return "—" if not np.isfinite(size) else "Large" if size >= 0.8 else "Medium" if size >= 0.5 else "Small" if size >= 0.2 else "Negligible"
+    return ("—" if not np.isfinite(size) else "Large" if size >= 0.8 else "Medium" if size >= 0.5
+            else "Small" if size >= 0.2 else "Negligible")
 
 
 def table4(results: AblationResults) -> pd.DataFrame:
@@ -267,44 +273,47 @@ def table4(results: AblationResults) -> pd.DataFrame:
 CAPTIONS = {
     "table1": ("Table 1: traffic metrics of each condition's evaluation episodes on the real flow in the final window, "
                "seed {seed}, beside the paper's Table 1 (not comparable in level).",
-               "Primary metrics: delay, queue, throughput; % vs A2; fixed-time and max-pressure run on the same evaluation "
-               "episode. Paper columns: its Table 1 (CityFlow, its own episodes and flow: vehicles and seconds of another "
-               "scale, hence 'not comparable'; it gives no queue), percentages as the paper prints them."),
-    "table2": ("Table 2: final score per condition, mean ± SD, CV and Sharpe ratio over seeds, beside the paper's Table 2.",
-               "score = 165 x (R - R_fixed) / (R_maxpressure - R_fixed), an affine map of our training-episode return R "
-               "(165 = max-pressure, 0 = fixed-time 30 s, both run on the same traffic: the episode's context and SUMO "
-               "seed), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with ddof=1). "
-               "CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / SD. "
-               "Eval real, greedy / stochastic: the evaluation score on the real flow (the argmax of the actor, the "
-               "paper's deterministic protocol; or its Gumbel-softmax sample), averaged over the final window's "
-               "evaluations, Mean ± SD over seeds. Baseline rows are scored on that same real-flow episode: the random "
-               "phase switcher (a uniform phase request every second, one seeded draw per row of its SD), fixed-time "
-               "(0) and max-pressure (165) by the scale's construction. "
+               "Primary metrics: delay, queue, throughput; % vs A2; fixed-time and max-pressure run on the same "
+               "evaluation episode. Paper columns: its Table 1 (CityFlow, its own episodes and flow: vehicles and "
+               "seconds of another scale, hence 'not comparable'; it gives no queue), percentages as the paper "
+               "prints them."),
+    "table2": ("Table 2: final score per condition, mean ± SD, CV and Sharpe ratio over seeds, beside the "
+               "paper's Table 2.",
+               "score = 165 x (R - R_fixed) / (R_maxpressure - R_fixed), an affine map of our training-episode return "
+               "R (165 = max-pressure, 0 = fixed-time 30 s, both run on the same traffic: the episode's context and "
+               "SUMO seed), averaged over the last {window} episodes of each seed; Mean ± SD over seeds (SD with "
+               "ddof=1). CV = SD / mean, undefined (—) when the mean score is <= 0; SR (Sharpe) = (mean - A2 mean) / "
+               "SD. Eval real, greedy / stochastic: the evaluation score on the real flow (the argmax of the actor, "
+               "the paper's deterministic protocol; or its Gumbel-softmax sample), averaged over the final window's "
+               "evaluations, Mean ± SD over seeds. Baseline rows are scored on that same real-flow episode: the "
+               "random phase switcher (a uniform phase request every second, one seeded draw per row of its SD), "
+               "fixed-time (0) and max-pressure (165) by the scale's construction. "
                "Paper columns: its Table 2 (episode return, not our score: levels and CV are not comparable)."),
     "table3": ("Table 3: final score per seed and condition, with the paper's Table 3 rows below.",
                "score: see Table 2."),
-    "table4": ("Table 4: two-sided Mann-Whitney U test, Cohen's d and the seeds 80% power needs, per pair of conditions.",
+    "table4": ("Table 4: two-sided Mann-Whitney U test, Cohen's d and the seeds 80% power needs, per pair "
+               "of conditions.",
                "U = min(U_X, U_Y), U_X counting pairs with x > y (ties 1/2); p exact when no ties, else the exact "
-               "tie-correct permutation p; Bonferroni over the {pairs} pairs. Cohen's d = (mean Y - mean X) / pooled SD "
-               "(ddof=1): positive when the second-named condition scores higher. Seeds for 80% power: per condition, "
-               "two-sided t-test at alpha 0.05, computed from our d; the paper's number comes from its own d, so equal "
-               "counts are no agreement."),
-    "table6": ("Table 6: evaluation score and traffic metrics, mean ± SD over seeds for both evaluated policies, beside the "
-               "paper's seed-200 levels (not comparable).",
-               "The paper gives seed 200 only, from its own CityFlow episodes and flow (vehicles and seconds of another "
-               "scale, hence 'not comparable')."),
+               "tie-correct permutation p; Bonferroni over the {pairs} pairs. Cohen's d = (mean Y - mean X) / pooled "
+               "SD (ddof=1): positive when the second-named condition scores higher. Seeds for 80% power: per "
+               "condition, two-sided t-test at alpha 0.05, computed from our d; the paper's number comes from its own "
+               "d, so equal counts are no agreement."),
+    "table6": ("Table 6: evaluation score and traffic metrics, mean ± SD over seeds for both evaluated policies, "
+               "beside the paper's seed-200 levels (not comparable).",
+               "The paper gives seed 200 only, from its own CityFlow episodes and flow (vehicles and seconds of "
+               "another scale, hence 'not comparable')."),
     "table7": ("Table 7: risk metrics of the final score over seeds, beside the paper's Table 7.",
                "The paper's finance names for seed-level numbers. Sharpe = (mean - A2 mean) / SD; Sortino = (mean - A2 "
                "mean) / downside deviation, sqrt(sum(min(0, x - own mean)^2) / (n - 1)); VaR (5%) = the empirical 5 % "
-               "quantile (inverted CDF: the worst seed for n < 20); max drawdown = mean - worst seed (not a peak-to-trough "
-               "of a time series); success = share of seeds with score >= 0.95 x 165."),
-    "table5": ("Table 5: wall time per component summed over all runs, per run and as a share, beside the paper's hours; "
-               "a total is this run's measured wall time, in which a call replayed from the transcript cache takes "
-               "milliseconds, so calls x latency can exceed it.",
+               "quantile (inverted CDF: the worst seed for n < 20); max drawdown = mean - worst seed (not a "
+               "peak-to-trough of a time series); success = share of seeds with score >= 0.95 x 165."),
+    "table5": ("Table 5: wall time per component summed over all runs, per run and as a share, beside the paper's "
+               "hours; a total is this run's measured wall time, in which a call replayed from the transcript cache "
+               "takes milliseconds, so calls x latency can exceed it.",
                "Model latency per call: the model's latency as recorded in the transcript (non-fallback calls). "
-               "Simulation includes the evaluation and calibration (fixed-time, max-pressure) episodes; LLM reward calls "
-               "include evaluating the generated reward code; 'other' is the runs' wall time that no episode times "
-               "(process start, model load, checkpoints). The paper's hours: 200 episodes on a GPU."),
+               "Simulation includes the evaluation and calibration (fixed-time, max-pressure) episodes; LLM reward "
+               "calls include evaluating the generated reward code; 'other' is the runs' wall time that no episode "
+               "times (process start, model load, checkpoints). The paper's hours: 200 episodes on a GPU."),
 }
 
 
@@ -317,7 +326,8 @@ def provenance(name: str, results: AblationResults) -> "Provenance":
     """The provenance of table ``name``: the results', with the table's definitions (and the ill-conditioned
     episodes, where they matter) in its details."""
     groups = seed_groups(final_by_seed(results))
-    definitions = CAPTIONS[name][1].format(window=results.config.final_window, pairs=len(groups) * (len(groups) - 1) // 2)
+    definitions = CAPTIONS[name][1].format(window=results.config.final_window,
+                                           pairs=len(groups) * (len(groups) - 1) // 2)
     details = {"definitions": definitions}
     if name in ("table2", "table3", "table4", "table7") and (note := ill_conditioned_note(results)):
         details["ill-conditioned episodes"] = note
@@ -359,13 +369,15 @@ def cost_breakdown(results: AblationResults) -> pd.DataFrame:
         frame = calls.get(name)
         rows.append({"Component": name, "Calls (all runs)": len(frame) if frame is not None else "—",
                      "of them replayed": replayed[name] if frame is not None else "—",
-                     "Model latency per call (s)": _fmt(frame["llm_seconds"].mean()) if frame is not None and len(frame) else "—",
+                     "Model latency per call (s)": (_fmt(frame["llm_seconds"].mean())
+                                                    if frame is not None and len(frame) else "—"),
                      "Total (s, all runs)": _fmt(seconds, 1), "Per run (s)": _fmt(seconds / runs, 1),
                      "Percentage": f"{100 * seconds / total:.1f}%",
                      "paper total": f"{pv.MAESTRO_COST_HOURS[name]:.2f} h" if name in pv.MAESTRO_COST_HOURS else "—",
                      "paper percentage": (f"{100 * pv.MAESTRO_COST_HOURS[name] / paper_total:.1f}%"
                                           if name in pv.MAESTRO_COST_HOURS else "—")})
-    rows.append({"Component": "Total", "Calls (all runs)": "—", "of them replayed": "—", "Model latency per call (s)": "—",
+    rows.append({"Component": "Total", "Calls (all runs)": "—", "of them replayed": "—",
+                 "Model latency per call (s)": "—",
                  "Total (s, all runs)": _fmt(total, 1), "Per run (s)": _fmt(total / runs, 1), "Percentage": "100%",
                  "paper total": f"{paper_total:.2f} h", "paper percentage": "100%"})
     return pd.DataFrame(rows)
@@ -379,11 +391,13 @@ def table6(results: AblationResults) -> pd.DataFrame:
     rows = []
     for a, frame in final.groupby("ablation"):
         for policy in policies:
-            row = {"Condition": ABLATIONS[a].label, "policy": policy + (" (reported)" if policy == results.config.eval_policy else ""),
+            row = {"Condition": ABLATIONS[a].label,
+                   "policy": policy + (" (reported)" if policy == results.config.eval_policy else ""),
                    "seeds": len(frame)}
             for key, label in {"score": "Eval score", **_METRICS}.items():
                 values = frame[f"eval_{key}_{policy}"]
-                row[label] = f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1 else f"{values.mean():.1f}"
+                row[label] = (f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1
+                              else f"{values.mean():.1f}")
             row[VS_PAPER] = NOT_COMPARABLE
             row.update({f"paper {label} (seed 200)": _paper_traffic(a, key) for key, label in _METRICS.items()})
             rows.append(row)
@@ -406,7 +420,8 @@ def table7(results: AblationResults) -> pd.DataFrame:
                                      f"({int(np.sum(values >= threshold))}/{len(values)})",
                      "paper Sharpe": _fmt(paper["sharpe"]), "paper Sortino": _fmt(paper["sortino"]),
                      "paper VaR": _fmt(paper["var_5"]), "paper MDD": _fmt(paper["max_drawdown"]),
-                     "paper success": "—" if paper["success_rate"] is None else f"{100 * paper['success_rate']:.0f}%"})
+                     "paper success": ("—" if paper["success_rate"] is None
+                                       else f"{100 * paper['success_rate']:.0f}%")})
     return pd.DataFrame(rows)
 
 
@@ -422,7 +437,8 @@ def acceptance(results: AblationResults) -> pd.DataFrame:
         lambda r: "; ".join(pd.Series([rejection_stage(x) for x in r]).value_counts().head(3).index))
     out = out.merge(reasons.rename("top rejection stages").reset_index(), on=["kind", "mode"], how="left")
     retired = gen[gen["kind"] == "retire"].groupby("mode").size()  # accepted rewards retired in training
-    out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0 for k, m in zip(out["kind"], out["mode"])]
+    out["retired in training"] = [int(retired.get(m, 0)) if k == "reward" else 0
+                                  for k, m in zip(out["kind"], out["mode"])]
     return out.fillna({"top rejection stages": "—"})
 
 

@@ -44,19 +44,23 @@ class AblationResults(Result):
     """The folder the runs sit in (``data/results/maestro/<preset>/...``)."""
 
     @classmethod
-    def of(cls, config: Config, preset: str, episodes: pd.DataFrame, generations: pd.DataFrame, sidecars: dict[str, dict],
+    def of(cls, config: Config, preset: str, episodes: pd.DataFrame, generations: pd.DataFrame,
+           sidecars: dict[str, dict],
            calibration: Calibration, calibration_info: dict, root: Path, baselines: pd.DataFrame) -> "AblationResults":
         """The results of ``config``'s runs under ``root``; their files and provenance are read from the sidecars."""
         root = Path(root)
         found = [root / f"{name}{suffix}" for name in sidecars for suffix in (".csv", ".json", ".generations.jsonl")]
         found += [root / "ablation_calibration.csv", root / "ablation_calibration.json"]
-        engine = f"{config.engine} ({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})"
+        engine = (f"{config.engine} "
+                  f"({', '.join(sorted({s['engine_version'] for s in sidecars.values() if 'engine_version' in s}))})")
         label = learners_label(config, preset)
         provenance = Provenance(preset, engine, "; ".join(filter(None, (f"LLM {sidecar_llms(sidecars)}", label))),
                                 config.seeds, {"runs": runs_note(config), "score": scale_note(config),
                                                **({"learners": label} if label else {})})
-        return cls(EXPERIMENT, preset, config, {"episodes": episodes, "generations": generations, "baselines": baselines},
-                   tuple(path for path in found if path.exists()), provenance, sidecars, calibration, calibration_info, root)
+        return cls(EXPERIMENT, preset, config,
+                   {"episodes": episodes, "generations": generations, "baselines": baselines},
+                   tuple(path for path in found if path.exists()), provenance, sidecars, calibration, calibration_info,
+                   root)
 
     @property
     def episodes(self) -> pd.DataFrame:

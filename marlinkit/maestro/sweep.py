@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="runs in parallel, one process each")
     parser.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
                         help=f"episodes between resumable checkpoints (default: {CHECKPOINT_EVERY}; 0: none)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder of the per-run CSVs (default: {DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"folder of the per-run CSVs (default: {DEFAULT_OUT})")
 
 
 def run_path(out: Path, setting: str, seed: int) -> Path:
@@ -169,7 +170,8 @@ def load(out: Path = DEFAULT_OUT):
     for policy in ("stochastic", "greedy"):
         df[f"eval_score_{policy}"] = calibrated_score(df[f"eval_return_{policy}"], df["fixed_time_return"],
                                                       df["max_pressure_return"])
-        df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"] / df["fixed_time_avg_delay_s"] - 1)
+        df[f"eval_delay_vs_fixed_pct_{policy}"] = 100 * (df[f"eval_avg_delay_s_{policy}"]
+                                                         / df["fixed_time_avg_delay_s"] - 1)
     return df
 
 
@@ -191,7 +193,8 @@ def learner_levels(out: Path = DEFAULT_OUT, setting: str = "ue25", last: int = 2
             "final": round(float(score[final].groupby(runs.loc[final, "seed"]).mean().mean()), 2)}
 
 
-#: The figure's marker per setting (in the order of the settings drawn), beside a colour of the qualitative tab10 palette.
+#: The figure's marker per setting (in the order of the settings drawn), beside a colour of the qualitative tab10
+#: palette.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
@@ -209,10 +212,12 @@ def learning_figure(axes, df) -> None:
         color, marker = style[setting]
         evaluated = run.dropna(subset=["eval_score_stochastic"])
         seeds = sorted(df.loc[df["setting"] == setting, "seed"].unique())
-        label = None if setting in labelled else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+        label = (None if setting in labelled
+                 else f"{setting} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})")
         labelled.add(setting)
         for policy, line in (("stochastic", "-"), ("greedy", "--")):
-            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], line, marker=marker, ms=3, color=color,
+            axes[0].plot(evaluated["episode"], evaluated[f"eval_score_{policy}"], line, marker=marker, ms=3,
+                         color=color,
                          lw=1.0, label=label if policy == "stochastic" else None)
         axes[1].plot(run["episode"], run["train_avg_delay_s"], color=color, lw=0.8, marker=marker, ms=3, markevery=10,
                      label=label)
@@ -220,7 +225,8 @@ def learning_figure(axes, df) -> None:
     axes[0].axhline(0, color="grey", ls=":", lw=1)
     axes[0].set_ylabel("evaluation score\n(0 fixed-time, 165 max-pressure)")
     axes[1].axhline(df["fixed_time_avg_delay_s"].iloc[0], color="grey", ls=":", lw=1, label="fixed-time (eval episode)")
-    axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1, label="max-pressure (eval episode)")
+    axes[1].axhline(df["max_pressure_avg_delay_s"].iloc[0], color="k", ls=":", lw=1,
+                    label="max-pressure (eval episode)")
     axes[1].set_ylabel("avg delay (s) of the training episode\n(its own traffic)")
     for ax in axes:
         ax.set_xlabel("training episode")
@@ -250,7 +256,8 @@ def over_seeds(df, last: int = 20, goal_pct: float = -25.0):
     longest = df.groupby("setting")["episode"].max() + 1
     grouped = per_run.groupby("setting")
     out = grouped.agg(seeds=("seed", "size"), episodes=("episodes", "min"),
-                      delay_mean=("eval_avg_delay_s_stochastic", "mean"), delay_sd=("eval_avg_delay_s_stochastic", "std"),
+                      delay_mean=("eval_avg_delay_s_stochastic", "mean"),
+                      delay_sd=("eval_avg_delay_s_stochastic", "std"),
                       delay_worst=("eval_avg_delay_s_stochastic", "max"),
                       vs_fixed_pct_mean=("eval_delay_vs_fixed_pct_stochastic", "mean"),
                       vs_fixed_pct_worst=("eval_delay_vs_fixed_pct_stochastic", "max"),
@@ -265,7 +272,8 @@ def chosen_default(table, seeds: int = 4, episodes: int = 200, goal_pct: float =
     among the settings run over at least ``seeds`` seeds for ``episodes`` episodes (the paper's 4 seeds at its
     length) whose every seed is ``goal_pct`` % or more ahead of fixed-time, the one with the lowest mean delay
     (None when no setting qualifies)."""
-    full = table[(table["seeds"] >= seeds) & (table["episodes"] >= episodes) & (table["vs_fixed_pct_worst"] <= goal_pct)]
+    full = table[(table["seeds"] >= seeds) & (table["episodes"] >= episodes)
+                 & (table["vs_fixed_pct_worst"] <= goal_pct)]
     return None if full.empty else str(full.loc[full["delay_mean"].idxmin(), "setting"])
 
 

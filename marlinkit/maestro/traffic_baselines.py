@@ -57,10 +57,11 @@ class Config:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         unknown = sorted(set(self.engines) - set(available_engines()))
         if unknown or not self.engines:
-            raise ValueError(f"engines must be a non-empty subset of {sorted(available_engines())}, got {list(self.engines)}")
+            raise ValueError(f"engines must be a non-empty subset of {sorted(available_engines())}, got "
+                             f"{list(self.engines)}")
         if not self.episode_lengths or min(self.episode_lengths) < 1 or self.difficulty_seconds < 1:
-            raise ValueError(f"episode_lengths and difficulty_seconds must be >= 1 s, got {list(self.episode_lengths)}, "
-                             f"{self.difficulty_seconds}")
+            raise ValueError("episode_lengths and difficulty_seconds must be >= 1 s, got "
+                             f"{list(self.episode_lengths)}, {self.difficulty_seconds}")
         if not all(0.0 <= d <= 1.0 for d in self.difficulties):
             raise ValueError(f"difficulties must lie in [0, 1], got {list(self.difficulties)}")
         executors.check_executor("local", self.workers)
@@ -77,7 +78,8 @@ def episode(job: dict) -> dict:
 
 
 def baseline_jobs(config: Config, engines: list[str]) -> list[dict]:
-    """Both controllers x engines x episode lengths on the real flow (fixed-time 30 s cycling of the 4 phases, no yellow)."""
+    """Both controllers x engines x episode lengths on the real flow (fixed-time 30 s cycling of the 4 phases, no
+    yellow)."""
     return [dict(controller=controller, seconds=seconds, engine=engine,
                  min_green_s=config.max_pressure_min_green_s if controller == "max-pressure" else 0)
             for engine in engines for seconds in config.episode_lengths
@@ -93,16 +95,17 @@ def run(cfg: Config) -> Result:
     engines = [e for e in config.engines if available_engines()[e]]
     skipped = [e for e in config.engines if e not in engines]
     if skipped and preset != ENGINES_OPTIONAL_PRESET:
-        raise ValueError(f"preset {preset!r} compares the engines {list(config.engines)} but {skipped} is not installed "
-                         "here: run `make cityflow` (see the README, 'Adding CityFlow')")
+        raise ValueError(f"preset {preset!r} compares the engines {list(config.engines)} but {skipped} is not "
+                         "installed here: run `make cityflow` (see the README, 'Adding CityFlow')")
     store = ResultStore(paths.results_dir("maestro", preset))
     # the sweep once ran on SUMO only: its engines are in the key
     run_config = {**key_fields(config), "engines": engines, "difficulty_engines": engines}
     tables = {}
     for name, make_jobs in (("traffic_baselines", lambda: baseline_jobs(config, engines)),
-                            ("traffic_difficulty", lambda: [job for engine in engines for seed in config.difficulty_seeds
-                                                            for job in difficulty_jobs(list(config.difficulties), engine=engine,
-                                                                                       seconds=config.difficulty_seconds, seed=seed)])):
+                            ("traffic_difficulty",
+                             lambda: [job for engine in engines for seed in config.difficulty_seeds
+                                      for job in difficulty_jobs(list(config.difficulties), engine=engine,
+                                                                 seconds=config.difficulty_seconds, seed=seed)])):
         def compute() -> pd.DataFrame:  # called at once, in this iteration
             return pd.DataFrame(executors.run_jobs(episode, [(job,) for job in make_jobs()], "local", config.workers,
                                                    progress=False))
@@ -115,17 +118,20 @@ def run(cfg: Config) -> Result:
                             details={"engines": "the paper used CityFlow; numbers never carry across engines"})
     written = [path for name in tables for path in (store.table_path(name), store.sidecar_path(name))]
     return Result("traffic_baselines", preset, config,
-                  {"baselines": tables["traffic_baselines"], "difficulty": tables["traffic_difficulty"]}, tuple(written), provenance)
+                  {"baselines": tables["traffic_baselines"], "difficulty": tables["traffic_difficulty"]},
+                  tuple(written), provenance)
 
 
 def baseline_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The notebook's table: metrics per engine/controller/length, with the measured fixed-time reference where it applies."""
+    """The notebook's table: metrics per engine/controller/length, with the measured fixed-time reference where it
+    applies."""
     table = rows[["engine", "controller", "seconds", "throughput", "vehicles", "avg_travel_time_s", "avg_delay_s",
                   "avg_wait_s", "avg_queue", "wall_s"]].copy()
     ref = [REFERENCE[e]["avg_travel_time_s"] if (c == "fixed-time" and s == 3600) else None
            for e, c, s in zip(rows["engine"], rows["controller"], rows["seconds"])]
     table["reference_travel_time_s"] = ref
-    table["travel_time_vs_reference_pct"] = [100 * (t / r - 1) if r else None for t, r in zip(table["avg_travel_time_s"], ref)]
+    table["travel_time_vs_reference_pct"] = [100 * (t / r - 1) if r else None
+                                             for t, r in zip(table["avg_travel_time_s"], ref)]
     table["reference_throughput"] = [REFERENCE[e]["throughput"] if r else None for e, r in zip(rows["engine"], ref)]
     return table.round(2)
 
@@ -151,8 +157,8 @@ def plot_difficulty(rows: pd.DataFrame):
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     n_seeds = rows["seed"].nunique()
-    fig.suptitle(f"Fixed-time (30 s phases) under the difficulty -> context map, {int(rows['seconds'].iloc[0])} s episodes, "
-                 f"{n_seeds} seed(s) per engine", fontsize=10)
+    fig.suptitle(f"Fixed-time (30 s phases) under the difficulty -> context map, {int(rows['seconds'].iloc[0])} s "
+                 f"episodes, {n_seeds} seed(s) per engine", fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 

@@ -39,7 +39,8 @@ class SwitchConfig:
     window: int = 5
     """Past episodes in the performance average (paper: 5)."""
     rule: Literal["paper", "code"] = "paper"
-    """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a plateau."""
+    """"paper": mean below the LLM-only value or perfect plan; "code": the authors' code, median below it or a
+    plateau."""
     toggle_probability: float = 0.1
     """Chance per episode and copy of switching generator at ``toggle_step`` (paper: 10 %)."""
     toggle_step: int = core.EPISODE_STEPS // 2
@@ -98,7 +99,8 @@ class PlanCache:
 class Algorithm1:
     """The generator switch of every copy; called by the trainer each step as ``generator(state, sampled)``."""
 
-    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig, seed: int,
+    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig,
+                 seed: int,
                  plan_budget: int | None = None):
         self.layout, self.source, self.config, self.llm_only = layout, source, config, llm_only
         self.cache = PlanCache()
@@ -139,7 +141,8 @@ class Algorithm1:
             hit = True
         if not hit:
             self.plans_made += 1
-            new = self.source.make_plan(self.layout, positions, core.EPISODE_STEPS - step, seed=self.seed * 1_000_003 + self.plans_made)
+            new = self.source.make_plan(self.layout, positions, core.EPISODE_STEPS - step,
+                                        seed=self.seed * 1_000_003 + self.plans_made)
             plan = self.cache.offer(key, new)
         self.cache_hit[copy] = self.cache_hit[copy] or hit
         self.plan[copy], self.plan_start[copy] = plan.actions, step
@@ -152,7 +155,8 @@ class Algorithm1:
             if step == 0:
                 cached = self.cache.get(plan_key(self.layout, state.pos[c]))
                 self.generator[c] = choose_generator(self.episode[c], self.history[c],
-                                                     None if cached is None else cached.performance, self.llm_only, self.config)
+                                                     None if cached is None else cached.performance, self.llm_only,
+                                                     self.config)
                 self.cache_hit[c] = False
                 if self.generator[c] == PLAN and not self._load_plan(c, state.pos[c], step):
                     self.generator[c] = SAMPLING
@@ -180,7 +184,8 @@ class Algorithm1:
         for c, p in enumerate(performance):
             self.history[c].append(float(p))
             self.episode[c] += 1
-            info.append({"generator": self.first_generator[c], "toggled": self.toggled[c], "plan_cache_hit": self.cache_hit[c]})
+            info.append({"generator": self.first_generator[c], "toggled": self.toggled[c],
+                         "plan_cache_hit": self.cache_hit[c]})
         return info
 
 
@@ -209,7 +214,8 @@ class AuthorsSwitchConfig:
     """After this 1-based episode the policy alone acts (no plans, no toggles)."""
 
     def __post_init__(self):
-        if self.rule != "authors" or self.m < 1 or self.window < 1 or self.plateau_length < 2 or not 0 <= self.toggle_probability <= 1:
+        if (self.rule != "authors" or self.m < 1 or self.window < 1 or self.plateau_length < 2
+                or not 0 <= self.toggle_probability <= 1):
             raise ValueError(f"invalid authors' switch settings {self}")
 
 
@@ -217,7 +223,8 @@ def score_from(layout: Layout, positions: np.ndarray, actions: np.ndarray) -> fl
     """The score of ``actions`` played from ``positions``, each robot's progress counted from there (not from the
     layout's start): ``1 - d_end / d_from`` clipped at 0, and 1 for a robot that starts or ends on its goal."""
     arrays = core.layout_arrays(layout)
-    state = core.CorridorState(np.asarray(positions, np.int64).reshape(1, core.N_AGENTS, 2).copy(), np.zeros(1, np.int64))
+    state = core.CorridorState(np.asarray(positions, np.int64).reshape(1, core.N_AGENTS, 2).copy(),
+                               np.zeros(1, np.int64))
     for joint in np.asarray(actions, np.int64):
         state = core.step(arrays, state, joint[None]).state
     d_from = np.abs(np.asarray(positions).reshape(core.N_AGENTS, 2) - arrays.goals).sum(-1)
@@ -292,7 +299,8 @@ class AuthorsSwitch:
     length the robots WAIT.
     """
 
-    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: AuthorsSwitchConfig, seed: int,
+    def __init__(self, layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: AuthorsSwitchConfig,
+                 seed: int,
                  plan_budget: int | None = None):
         if plan_budget is not None:
             raise ValueError("the authors' switch re-plans without limit: plan_budget must be None")
@@ -300,7 +308,8 @@ class AuthorsSwitch:
         self.cache = AuthorsPlanCache()
         self.rng = np.random.default_rng((seed, 1))
         self.plans_made = 0
-        self.copies = [_CopyState(deque([0.0] * config.window, maxlen=config.window), deque(maxlen=config.plateau_length))
+        self.copies = [_CopyState(deque([0.0] * config.window, maxlen=config.window),
+                                  deque(maxlen=config.plateau_length))
                        for _ in range(n_envs)]
 
     def set_layout(self, layout: Layout, llm_only: float) -> None:
@@ -323,7 +332,8 @@ class AuthorsSwitch:
         state's key and becomes the current plan."""
         self.plans_made += 1
         plan = self.source.make_plan(self.layout, positions, steps_left, seed=self.seed * 1_000_003 + self.plans_made)
-        score = float(plan.performance) if steps_left == core.EPISODE_STEPS else score_from(self.layout, positions, plan.actions)
+        score = (float(plan.performance) if steps_left == core.EPISODE_STEPS
+                 else score_from(self.layout, positions, plan.actions))
         if score > 0:
             self.cache.offer(s.start_key, plan.actions, score)
             s.plan, s.plan_score, s.plan_key = plan.actions, score, s.start_key
@@ -338,7 +348,8 @@ class AuthorsSwitch:
             s.first = SAMPLING
             return
         s.locked = False
-        if s.last_performance is not None and s.use_plan and s.last_performance != s.plan_score and s.plan_key is not None:
+        if (s.last_performance is not None and s.use_plan and s.last_performance != s.plan_score
+                and s.plan_key is not None):
             self.cache.update(s.plan_key, s.last_performance)
         s.p_bar = float(np.median(s.recent))
         s.p_bars.append(s.p_bar)
@@ -400,11 +411,13 @@ class AuthorsSwitch:
             s.recent.append(float(p))
             s.last_performance = float(p)
             s.episode += 1
-            info.append({"generator": s.first, "toggled": s.toggled, "plan_cache_hit": s.cache_hit, "plan_steps": s.plan_steps})
+            info.append({"generator": s.first, "toggled": s.toggled, "plan_cache_hit": s.cache_hit,
+                         "plan_steps": s.plan_steps})
         return info
 
 
-def make_switch(layout: Layout, source: PlanSource, n_envs: int, llm_only: float, config: SwitchConfig | AuthorsSwitchConfig,
+def make_switch(layout: Layout, source: PlanSource, n_envs: int, llm_only: float,
+                config: SwitchConfig | AuthorsSwitchConfig,
                 seed: int, plan_budget: int | None = None) -> Algorithm1 | AuthorsSwitch:
     """MARLIN's generator switch for ``config``: ``AuthorsSwitch`` for the authors' rule, else ``Algorithm1``."""
     kind = AuthorsSwitch if isinstance(config, AuthorsSwitchConfig) else Algorithm1

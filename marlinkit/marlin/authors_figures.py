@@ -75,7 +75,8 @@ def _format_column(top, bottom, column: int, scenario: str, episodes: int, handl
         ax.tick_params(labelsize=7)
         if episodes > last_switch:
             handles["tail"] = ax.axvline(last_switch, color="black", lw=0.7, ls=":",
-                                         label=f"after episode {last_switch}: the policy alone acts (the authors' switch)")
+                                         label=f"after episode {last_switch}: the policy alone acts (the "
+                                               "authors' switch)")
     top.set_ylim(-0.02, 1.05)
     bottom.set_ylim(-0.02, 1.02)
     top.set_title(get_layout(scenario).title.removesuffix(" Corridor"), fontsize=8)

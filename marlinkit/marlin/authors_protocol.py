@@ -85,7 +85,8 @@ class Config:
         object.__setattr__(self, "training", typed(GridConfig, self.training, "training"))
         bad = sorted(set(self.plan_sources) - {"surrogate_llama", "exact", "surrogate"})
         if bad:
-            raise ValueError(f"plan_sources must be non-LLM sources ('surrogate_llama', 'exact', 'surrogate'), got {bad}")
+            raise ValueError("plan_sources must be non-LLM sources ('surrogate_llama', 'exact', "
+                             f"'surrogate'), got {bad}")
         if not self.marlin_seeds or not self.marl_seeds:
             raise ValueError("marlin_seeds and marl_seeds must not be empty")
         self.grid("MARLIN", self.marlin_seeds[0], self.plan_sources[0])  # the grid's own checks, before compute
@@ -145,12 +146,13 @@ def queue(config: Config, preset: str, limit_s: float | None = None, log=print) 
             log(f"{time.strftime('%H:%M:%S')} time limit reached before unit {index}/{len(order)}")
             break
         unit_started, cpu_started = time.perf_counter(), time.process_time()
-        log(f"{time.strftime('%H:%M:%S')} unit {index}/{len(order)}: {source} {system} seed {seed} ({len(config.scenarios)} corridors)")
+        log(f"{time.strftime('%H:%M:%S')} unit {index}/{len(order)}: {source} {system} seed {seed} "
+            f"({len(config.scenarios)} corridors)")
         grid_config, plan_source, _ = grid.with_plan_source(config.grid(system, seed, source))
         grid.run_grid(grid_config, preset, source=plan_source, progress=False)
         trained += 1
-        log(f"{time.strftime('%H:%M:%S')} unit {index}/{len(order)} done: {time.perf_counter() - unit_started:.0f} s wall, "
-            f"{time.process_time() - cpu_started:.0f} CPU-s")
+        log(f"{time.strftime('%H:%M:%S')} unit {index}/{len(order)} done: {time.perf_counter() - unit_started:.0f} s "
+            f"wall, {time.process_time() - cpu_started:.0f} CPU-s")
     return trained
 
 
@@ -158,7 +160,8 @@ def queue(config: Config, preset: str, limit_s: float | None = None, log=print) 
 class Pooled(grid.GridResult):
     """The ``authors_protocol`` :class:`~marlinkit.result.Result`: tables ``episodes`` (one row per executed episode
     and copy: plan_source, scenario, system, seed, episode, performance, ...), ``evaluations`` (one row per checkpoint
-    evaluation run of the policy alone) and ``runs`` (finished and planned runs per plan source, scenario and system)."""
+    evaluation run of the policy alone) and ``runs`` (finished and planned runs per plan source, scenario and
+    system)."""
 
     @property
     def runs(self) -> pd.DataFrame:
@@ -182,7 +185,8 @@ def run(cfg: Config) -> Pooled:
         for scenario in config.scenarios:
             finished = is_finished(config, preset, source, system, seed, scenario)
             sources = [source] if system != "MARL" else list(config.plan_sources)  # MARL: one set, beside every source
-            counts += [{"plan_source": shown, "scenario": scenario, "system": system, "seed": seed, "finished": finished}
+            counts += [{"plan_source": shown, "scenario": scenario, "system": system, "seed": seed,
+                        "finished": finished}
                        for shown in sources]
             if not finished:
                 continue
@@ -199,10 +203,12 @@ def run(cfg: Config) -> Pooled:
         evaluations.append(marl_paper_evaluations)
         written += marl_paper_files
     counts = pd.DataFrame(counts)
-    table = counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"]).reset_index()
+    table = (counts.groupby(["plan_source", "scenario", "system"], sort=False).finished.agg(["sum", "count"])
+             .reset_index())
     table = table.rename(columns={"sum": "finished", "count": "planned"})
     episodes = pd.concat(episodes, ignore_index=True) if episodes else pd.DataFrame()
-    tables = {"episodes": episodes, "evaluations": pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(),
+    tables = {"episodes": episodes,
+              "evaluations": pd.concat(evaluations, ignore_index=True) if evaluations else pd.DataFrame(),
               "runs": table}
     return Pooled(EXPERIMENT, preset, config, tables, tuple(written), provenance(config, episodes, table, preset))
 
@@ -210,7 +216,8 @@ def run(cfg: Config) -> Pooled:
 def provenance(config: Config, episodes: pd.DataFrame, runs_table: pd.DataFrame, preset: str,
                plan_source: str | None = None) -> Provenance:
     """The provenance of the figures and tables: preset, engine, the plan source (``plan_source``'s, else all the
-    section's) and the seeds of the finished runs on the footer line; the protocol and the finished runs in its details."""
+    section's) and the seeds of the finished runs on the footer line; the protocol and the finished runs in its
+    details."""
     summary = ", ".join(f"{system_label(r.system, r.plan_source)} {r.finished}/{r.planned}"
                         for r in finished_runs(runs_table, config).itertuples())
     paper_marl = episodes[episodes.system == PAPER_MARL] if not episodes.empty else pd.DataFrame()
@@ -278,9 +285,11 @@ def executed_vs_policy(pooled: Pooled, config: Config) -> pd.DataFrame:
         return pd.DataFrame(columns=["scenario", "episode", "system", "metric", "mean", "sd", "runs"])
     curve = executed_curve(pooled.episodes).set_index(["plan_source", "scenario", "system", "episode"]).performance
     runs_ = per_run_episodes(pooled.episodes)
-    evaluations = pooled.evaluations.groupby(["plan_source", "scenario", "system", "seed", "checkpoint"]).performance.mean()
+    evaluations = pooled.evaluations.groupby(["plan_source", "scenario", "system", "seed",
+                                              "checkpoint"]).performance.mean()
     last_switch = AuthorsSwitchConfig().last_switch_episode
-    checkpoints = [c for c in config.checkpoints if c < config.episodes][:3] if config.episodes > 1600 else list(config.checkpoints)[:3]
+    checkpoints = ([c for c in config.checkpoints if c < config.episodes][:3] if config.episodes > 1600
+                   else list(config.checkpoints)[:3])
     rows = []
     for (source, scenario, system), series in curve.groupby(level=[0, 1, 2], sort=False):
         if system != "MARLIN" and source != config.plan_sources[0]:
@@ -291,21 +300,29 @@ def executed_vs_policy(pooled: Pooled, config: Config) -> pd.DataFrame:
         label = system_label(system, source)
         for e in checkpoints:
             run_means = per_run.loc[e - WINDOW_BEFORE:e + WINDOW_AFTER].mean()
-            rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "executed", "mean": window_mean(series, e),
-                         "sd": float(run_means.std(ddof=1)) if len(run_means) > 1 else np.nan, "runs": int(per_run.shape[1])})
-            at = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel([3, 4]) else None
-            at = at.xs(e, level="checkpoint") if at is not None and e in at.index.get_level_values("checkpoint") else None
+            rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "executed",
+                         "mean": window_mean(series, e),
+                         "sd": float(run_means.std(ddof=1)) if len(run_means) > 1 else np.nan,
+                         "runs": int(per_run.shape[1])})
+            at = (evaluations.loc[(source, scenario, system)]
+                  if (source, scenario, system) in evaluations.index.droplevel([3, 4]) else None)
+            at = (at.xs(e, level="checkpoint")
+                  if at is not None and e in at.index.get_level_values("checkpoint") else None)
             if at is not None:
-                rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "policy", "mean": float(at.mean()),
+                rows.append({"scenario": scenario, "episode": e, "system": label, "metric": "policy",
+                             "mean": float(at.mean()),
                              "sd": float(at.std(ddof=1)) if len(at) > 1 else np.nan, "runs": int(len(at))})
         if series.index.max() > last_switch:
             tail = per_run.loc[last_switch + 1:].mean()
-            rows.append({"scenario": scenario, "episode": config.episodes, "system": label, "metric": "policy_alone_after_1625",
-                         "mean": float(series.loc[last_switch + 1:].mean()), "sd": float(tail.std(ddof=1)) if len(tail) > 1 else np.nan,
+            rows.append({"scenario": scenario, "episode": config.episodes, "system": label,
+                         "metric": "policy_alone_after_1625",
+                         "mean": float(series.loc[last_switch + 1:].mean()),
+                         "sd": float(tail.std(ddof=1)) if len(tail) > 1 else np.nan,
                          "runs": int(per_run.shape[1])})
     order = {s: i for i, s in enumerate(config.scenarios)}
     table = pd.DataFrame(rows)
-    return table.sort_values(["scenario", "episode", "metric", "system"], key=lambda c: c.map(order) if c.name == "scenario" else c,
+    return table.sort_values(["scenario", "episode", "metric", "system"],
+                             key=lambda c: c.map(order) if c.name == "scenario" else c,
                              kind="stable").reset_index(drop=True)
 
 
@@ -323,9 +340,11 @@ def episodes_to_level(pooled: Pooled, config: Config, level: float = LEVEL) -> p
             continue
         series = group.set_index("episode").performance
         smooth = series.rolling(WINDOW_BEFORE + WINDOW_AFTER + 1, min_periods=WINDOW_BEFORE + WINDOW_AFTER + 1).mean()
-        smooth.index = smooth.index - WINDOW_AFTER  # the window's mean belongs to e, WINDOW_AFTER episodes before its end
+        # the window's mean belongs to e, WINDOW_AFTER episodes before its end
+        smooth.index = smooth.index - WINDOW_AFTER
         reached = smooth[smooth >= level]
-        points = evaluations.loc[(source, scenario, system)] if (source, scenario, system) in evaluations.index.droplevel(3) else pd.Series(dtype=float)
+        points = (evaluations.loc[(source, scenario, system)]
+                  if (source, scenario, system) in evaluations.index.droplevel(3) else pd.Series(dtype=float))
         policy = points[points >= level]
         n_runs = pooled.episodes[(pooled.episodes.plan_source == source) & (pooled.episodes.scenario == scenario)
                                  & (pooled.episodes.system == system)].seed.nunique()
@@ -352,16 +371,19 @@ def claims(table: pd.DataFrame, config: Config, reach: pd.DataFrame | None = Non
             marlin = system_label("MARLIN", source)
             for claim, episode, holds in (("learns faster", episodes[0], lambda a, b: a > b),
                                           ("ends at or above MARL", episodes[-1], lambda a, b: a >= b)):
-                row = {"scenario": scenario, "plan_source": source, "claim": f"{claim} (episode {episode})", "MARL": reference}
+                row = {"scenario": scenario, "plan_source": source, "claim": f"{claim} (episode {episode})",
+                       "MARL": reference}
                 for metric in ("executed", "policy"):
                     at = here[(here.episode == episode) & (here.metric == metric)].set_index("system")["mean"]
                     if marlin in at and reference in at:
-                        row[metric] = f"{'holds' if holds(at[marlin], at[reference]) else 'does not hold'} ({at[marlin]:.3f} vs {at[reference]:.3f})"
+                        row[metric] = (f"{'holds' if holds(at[marlin], at[reference]) else 'does not hold'} "
+                                       f"({at[marlin]:.3f} vs {at[reference]:.3f})")
                     else:
                         row[metric] = "no finished runs"
                 rows.append(row)
             if reach is not None:
-                row = {"scenario": scenario, "plan_source": source, "claim": f"learns faster (first episode at {LEVEL})", "MARL": reference}
+                row = {"scenario": scenario, "plan_source": source,
+                       "claim": f"learns faster (first episode at {LEVEL})", "MARL": reference}
                 at = reach[reach.scenario == scenario].set_index("system")
                 for metric in ("executed", "policy"):
                     if marlin in at.index and reference in at.index:
@@ -378,7 +400,8 @@ def claims(table: pd.DataFrame, config: Config, reach: pd.DataFrame | None = Non
 def finished_runs(runs_table: pd.DataFrame, config: Config) -> pd.DataFrame:
     """Finished and planned runs per system (MARLIN per plan source, MARL once), over all corridors (``runs_table``:
     a :class:`Pooled` result's table ``runs``)."""
-    runs_ = runs_table[(runs_table.system == "MARLIN") | ((runs_table.system == "MARL") & (runs_table.plan_source == config.plan_sources[0]))]
+    runs_ = runs_table[(runs_table.system == "MARLIN")
+                       | ((runs_table.system == "MARL") & (runs_table.plan_source == config.plan_sources[0]))]
     return runs_.groupby(["system", "plan_source"], sort=False)[["finished", "planned"]].sum().reset_index()
 
 
@@ -404,8 +427,10 @@ def paper_protocol_marl(config: Config, preset: str,
             job = grid.job_config(scenario, "MARL", seed, grid_config, grid.ExactJointPlanner.name)
             if store.is_complete(name, job) and store.is_complete(name + "__eval", job):
                 episodes.append(store.load(name).assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
-                evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL, plan_source=config.plan_sources[0]))
-                read += [path for table in (name, name + "__eval") for path in (store.table_path(table), store.sidecar_path(table))]
+                evaluations.append(store.load(name + "__eval").assign(system=PAPER_MARL,
+                                                                      plan_source=config.plan_sources[0]))
+                read += [path for table in (name, name + "__eval")
+                         for path in (store.table_path(table), store.sidecar_path(table))]
     if not episodes:
         return pd.DataFrame(), pd.DataFrame(), []
     return pd.concat(episodes, ignore_index=True), pd.concat(evaluations, ignore_index=True), read

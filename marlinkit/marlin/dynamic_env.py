@@ -47,7 +47,8 @@ class Config(grid.GridConfig):
     """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "systems", "layout_schedule", "checkpoints")
-    """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode and episodes instead)."""
+    """Fields set from the others: ``presets.get`` refuses them as overrides (set scenario, new_layout, change_episode
+    and episodes instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (self.scenario,))
@@ -72,12 +73,14 @@ def provenance(config: Config, preset: str) -> Provenance:
     return Provenance(preset, engine="corridor core (numpy)", source=grid.footer_source(config.plan_source),
                       seeds=config.seeds,
                       details={"plan source": grid.plan_source_label(config),
-                               "protocol": f"{config.scenario} -> {config.new_layout} after episode {config.change_episode}; "
-                                           f"{config.n_envs} copies x {config.episodes} episodes"})
+                               "protocol": f"{config.scenario} -> {config.new_layout} after episode "
+                                           f"{config.change_episode}; {config.n_envs} copies x "
+                                           f"{config.episodes} episodes"})
 
 
 def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10, level: float = 0.9) -> pd.DataFrame:
-    """Per system: median performance just before and after the change and at the end, and episodes to reach ``level`` again.
+    """Per system: median performance just before and after the change and at the end, and episodes to reach ``level``
+    again.
 
     Curves are medians over all copies and seeds; the end evaluation's spread over seeds is its own column.
     """
@@ -88,15 +91,20 @@ def dynamic_summary(results: grid.Results, change_episode: int, window: int = 10
         reached = after[after >= level]
         system_evaluations = results.evaluations[results.evaluations.system == system]
         evaluations = system_evaluations.groupby("checkpoint").performance.mean()
-        end_per_seed = system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()].groupby("seed").performance.mean()
+        end_per_seed = (system_evaluations[system_evaluations.checkpoint == system_evaluations.checkpoint.max()]
+                        .groupby("seed").performance.mean())
         rows.append({"system": system,
-                     f"before (last {window})": curve[(curve.index > change_episode - window) & (curve.index <= change_episode)].mean(),
-                     f"after (first {window})": after.iloc[:window].mean(), f"end (last {window})": after.iloc[-window:].mean(),
-                     f"episodes after change to median >= {level}": int(reached.index[0] - change_episode) if len(reached) else None,
+                     f"before (last {window})": curve[(curve.index > change_episode - window)
+                                                      & (curve.index <= change_episode)].mean(),
+                     f"after (first {window})": after.iloc[:window].mean(),
+                     f"end (last {window})": after.iloc[-window:].mean(),
+                     f"episodes after change to median >= {level}":
+                         int(reached.index[0] - change_episode) if len(reached) else None,
                      "eval at change (old layout)": evaluations.get(change_episode, np.nan),
                      "eval at end (new layout)": evaluations.iloc[-1],
                      "eval at end: SD over seeds": end_per_seed.std(ddof=1), "seeds": len(end_per_seed),
-                     "plan episodes after change (%)": 100 * (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
+                     "plan episodes after change (%)":
+                         100 * (data[data.episode > change_episode].generator == algorithm1.PLAN).mean()})
     return pd.DataFrame(rows)
 
 
@@ -113,13 +121,16 @@ def dynamic_figure(results: grid.Results, change_episode: int):
         rows = episodes[episodes.system == system]
         curve = rows.groupby("episode").performance.median()
         per_seed = rows.groupby(["episode", "seed"]).performance.median().unstack("seed")
-        ax.fill_between(per_seed.index, per_seed.min(axis=1), per_seed.max(axis=1), color=PAPER_COLORS[system], alpha=0.15,
+        ax.fill_between(per_seed.index, per_seed.min(axis=1), per_seed.max(axis=1), color=PAPER_COLORS[system],
+                        alpha=0.15,
                         lw=0, label=f"{system}: range of the per-seed medians ({per_seed.shape[1]} seeds)")
-        ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=f"{system}: median over seeds and copies", lw=1.2)
+        ax.plot(curve.index, curve.values, color=PAPER_COLORS[system], label=f"{system}: median over seeds and copies",
+                lw=1.2)
     marlin_rows = episodes[episodes.system == "MARLIN"]
     plans = marlin_rows.groupby("episode").generator.apply(lambda g: (g == algorithm1.PLAN).mean())
     share.bar(plans.index, plans.values, width=1.0, color=PAPER_COLORS["MARLIN"], alpha=0.6)
-    before, after = (get_layout(episodes[episodes.episode == e].layout.iloc[0]).title for e in (1, int(episodes.episode.max())))
+    before, after = (get_layout(episodes[episodes.episode == e].layout.iloc[0]).title
+                     for e in (1, int(episodes.episode.max())))
     for axis in (ax, share):
         axis.axvline(change_episode + 0.5, color="k", ls="--", lw=1)
         axis.grid(alpha=0.3)

@@ -113,7 +113,8 @@ def run(cfg: Config) -> Fidelity:
                               ignore_index=True) for name in ("episodes", "evaluations")}
     provenance = Provenance(preset, engine="corridor core (numpy)", source="no LLM (MARL only)", seeds=config.seeds,
                             details={"variants": "MARL, one setting changed at a time"})
-    return Fidelity("fidelity", preset, config, tables, tuple(path for results, _ in out.values() for path in results.files),
+    return Fidelity("fidelity", preset, config, tables,
+                    tuple(path for results, _ in out.values() for path in results.files),
                     provenance, out)
 
 
@@ -132,7 +133,8 @@ def variants_table(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], win
                 rows.append({"scenario": scenario, "paper_episode": episode, "variant": name, "n_envs": config.n_envs,
                              "init": config.mappo.init, "seeds": 0 if values is None else int(values.notna().sum()),
                              "ours_MARL": mean,
-                             "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1 else np.nan,
+                             "ours_seed_sd": (float(values.std(ddof=1)) if values is not None and len(values) > 1
+                                              else np.nan),
                              "paper_MARL": paper, "difference": mean - paper})
     return pd.DataFrame(rows)
 
@@ -141,13 +143,15 @@ def variants_summary(table: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFram
     """Per variant: cells compared, cells within ``tolerance`` of the paper, and the mean absolute difference."""
     known = table.dropna(subset=["ours_MARL"])
     grouped = known.groupby("variant", sort=False)
-    return pd.DataFrame({"cells": grouped.size(), f"within_{tolerance}": grouped.difference.apply(lambda d: int((d.abs() <= tolerance).sum())),
+    return pd.DataFrame({"cells": grouped.size(),
+                         f"within_{tolerance}": grouped.difference.apply(lambda d: int((d.abs() <= tolerance).sum())),
                          "mean_abs_difference": grouped.difference.apply(lambda d: float(d.abs().mean())),
                          "mean_difference": grouped.difference.mean()}).reset_index()
 
 
 def variants_figure(runs: Mapping[str, tuple[grid.Results, grid.GridConfig]], window: int = 5):
-    """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I points."""
+    """Each variant's MARL training curve (mean over seeds) per scenario against episodes, the paper's Table I
+    points."""
     import matplotlib.pyplot as plt
 
     scenarios = _scenarios(runs)
@@ -228,13 +232,16 @@ def matched_table(results: grid.Results, n_envs: int, paper_copies: list[int], w
                 mean = float(values.mean()) if values is not None else np.nan
                 rows.append({"scenario": scenario, "paper_episode": episode, "paper_copies": copies,
                              "copy_episodes": episode * copies, "our_episode": matched,
-                             "ours_MARL": mean, "ours_seed_sd": float(values.std(ddof=1)) if values is not None and len(values) > 1 else np.nan,
+                             "ours_MARL": mean,
+                             "ours_seed_sd": (float(values.std(ddof=1)) if values is not None and len(values) > 1
+                                              else np.nan),
                              "paper_MARL": paper, "difference": mean - paper})
     return pd.DataFrame(rows)
 
 
 def figure(results: grid.Results, n_envs: int, paper_copies: list[int], window: int = 5):
-    """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed copies."""
+    """Our MARL training curve against copy-episodes (sample count), the paper's Table I MARL values at each assumed
+    copies."""
     import matplotlib.pyplot as plt
 
     from marlinkit.plots import PAPER_COLORS

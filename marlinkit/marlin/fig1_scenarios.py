@@ -38,8 +38,10 @@ def run(cfg: Config) -> Result:
     rows = []
     for name in config.scenarios:
         layout = get_layout(name)
-        rows.append({"scenario": name, "title": layout.title, "width": layout.valid.shape[0], "height": layout.valid.shape[1],
-                     "free_cells": int(layout.valid.sum()), "starts": str(list(layout.starts)), "goals": str(list(layout.goals)),
+        rows.append({"scenario": name, "title": layout.title, "width": layout.valid.shape[0],
+                     "height": layout.valid.shape[1],
+                     "free_cells": int(layout.valid.sum()), "starts": str(list(layout.starts)),
+                     "goals": str(list(layout.goals)),
                      "cells": to_ascii(layout)})
     provenance = Provenance(preset, engine="corridor core (numpy)", source="no LLM",
                             details={"layouts": "cells from the authors' public code"})

@@ -51,7 +51,8 @@ def draw_dialogue(transcript: list[dict], names=("Alice", "Bob"), moves: int = 2
     box = {"boxstyle": "round,pad=0.4", "ec": "#888888", "lw": 0.6}
     if prompt:
         text = "\n".join(prompt[0]["text"].splitlines()[:2]) + "\n(actions, rules, grid, scenario, format)"
-        ax.text(len(columns) / 2, total - 0.2, f"{LABEL['system_prompt']} (both robots)\n{_snippet(text, 2 * width, 3)}",
+        ax.text(len(columns) / 2, total - 0.2,
+                f"{LABEL['system_prompt']} (both robots)\n{_snippet(text, 2 * width, 3)}",
                 ha="center", va="top", fontsize=6.5, family="monospace", multialignment="left",
                 bbox={**box, "fc": STYLE["system_prompt"]})
     for c, move in enumerate(columns):

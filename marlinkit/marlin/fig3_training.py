@@ -120,10 +120,12 @@ def run(cfg: Config) -> Training:
     trials = alone.table
     measured = trials.groupby("scenario").performance.mean().to_dict()
     config = dataclasses.replace(config, systems=("MARL", "MARLIN"),
-                                 llm_only_performance=config.llm_only_performance or {s: measured[s] for s in config.scenarios})
+                                 llm_only_performance=config.llm_only_performance
+                                 or {s: measured[s] for s in config.scenarios})
     results = grid.run_grid(config, preset, source=source, progress=cfg.progress)
     llm_only_rows = pd.DataFrame({
-        "scenario": trials.scenario, "system": "LLM-only", "seed": trials.seed, "episode": trials.trial + 1, "env_copy": 0,
+        "scenario": trials.scenario, "system": "LLM-only", "seed": trials.seed, "episode": trials.trial + 1,
+        "env_copy": 0,
         "layout": trials.scenario, "generator": PLAN, "toggled": False, "plan_cache_hit": False,
         "performance": trials.performance, "steps": core.EPISODE_STEPS, "wall_time_s": trials.seconds})
     llm_only_rows = llm_only_rows[llm_only_rows.scenario.isin(config.scenarios)]
@@ -173,7 +175,8 @@ def table1(evaluations: pd.DataFrame, checkpoints: list[int]) -> pd.DataFrame:
     for scenario, group in evaluations.groupby("scenario", sort=False):
         for i, checkpoint in enumerate(sorted(checkpoints)):
             at = group[group.checkpoint == checkpoint]
-            pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"], suffixes=("_marl", "_marlin"))
+            pairs = at[at.system == "MARL"].merge(at[at.system == "MARLIN"], on=["seed", "run"],
+                                                  suffixes=("_marl", "_marlin"))
             test = stats.paired_ttest(pairs.performance_marl, pairs.performance_marlin)
             per_seed = pairs.groupby("seed")[["performance_marl", "performance_marlin"]].mean()
             n_seeds = len(per_seed)
@@ -204,9 +207,11 @@ TABLE1_MARKDOWN_FLOATFMT = ["g"] * 10 + [".4f", ".4f"]
 def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Table I for Markdown (bold better mean where p < 0.001) and its LaTeX body (bold the same way).
 
-    Save the Markdown with ``markdown_floatfmt=TABLE1_MARKDOWN_FLOATFMT`` so the paper's values keep their trailing zeros.
+    Save the Markdown with ``markdown_floatfmt=TABLE1_MARKDOWN_FLOATFMT`` so the paper's values keep their trailing
+    zeros.
 
-    MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the per-run one.
+    MARL and MARLIN read "mean ± SD over seeds" when there are several seeds; the across-seed test sits beside the
+    per-run one.
     """
     shown = table.copy()
     for column in ("MARL", "MARLIN"):  # the paper_* columns are already the paper's own strings
@@ -214,7 +219,8 @@ def table1_markup(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         shown[column] = [f"{m:.4f}" if np.isnan(d) else f"{m:.4f} ± {d:.4f}" for m, d in zip(table[column], sd)]
     for column in ("p_value", "p_value_seeds"):
         shown[column] = table[column].map(lambda p: "n/a" if np.isnan(p) else f"{p:.2g}")
-    shown["diff_ci95"] = [("n/a" if np.isnan(lo) else f"[{lo:+.3f}, {hi:+.3f}]") for lo, hi in zip(table.diff_ci_low, table.diff_ci_high)]
+    shown["diff_ci95"] = [("n/a" if np.isnan(lo) else f"[{lo:+.3f}, {hi:+.3f}]")
+                          for lo, hi in zip(table.diff_ci_low, table.diff_ci_high)]
     latex = shown.copy()
     for i, row in table.iterrows():
         if row.significant:
@@ -243,7 +249,8 @@ def draw_plan_source_alone(ax, values, x: float, width: float, label: str = "LLM
     ax.boxplot([values], positions=[x], widths=width, manage_ticks=False, patch_artist=True, whis=(0, 100),
                boxprops={"facecolor": color, "alpha": 0.45}, medianprops={"color": "black", "lw": 1})
     return ax.plot([x], [values.mean()], "D", color=color, mec="black", mew=0.6, ms=6, zorder=4,
-                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox quartiles, whiskers min-max, diamond mean")[0]
+                   label=f"{label}, {len(values)} run{'s' * (len(values) != 1)}:\nbox quartiles, whiskers min-max, "
+                         "diamond mean")[0]
 
 
 def table1_caption(config: Config) -> str:
@@ -255,11 +262,12 @@ def table1_caption(config: Config) -> str:
 def table1_details(table: pd.DataFrame, config: Config) -> dict[str, str]:
     """What each of Table I's tests takes as its unit, so that neither p-value is over-read (the table's provenance)."""
     runs, seeds = int(table.runs.iloc[0]), int(table.seeds.iloc[0])
-    spread = f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1 else f"one seed {list(config.seeds)}: no spread"
+    spread = (f"± SD over {seeds} seeds {list(config.seeds)}" if seeds > 1
+              else f"one seed {list(config.seeds)}: no spread")
     return {"mean": f"mean performance at the checkpoint ({spread})",
-            "p_value": (f"paired t-test over {runs} evaluation runs (pairs share seed and run; bold: p < {SIGNIFICANCE}); "
-                        "its unit is one evaluation run of the trained policies, so it measures the evaluation noise of "
-                        "those policies, not the variation between trainings"),
+            "p_value": (f"paired t-test over {runs} evaluation runs (pairs share seed and run; bold: p < "
+                        f"{SIGNIFICANCE}); its unit is one evaluation run of the trained policies, so it measures the "
+                        "evaluation noise of those policies, not the variation between trainings"),
             "p_value_seeds": f"paired t-test over the {seeds} per-seed means (the seed is the unit)",
             "diff_ci95": "95 % t interval of MARLIN - MARL over seeds",
             "paper_*": "the paper's Table I at episodes 100/850/1600 (Llama 3.1 8B)"}

@@ -38,7 +38,8 @@ FIG5_SCENARIO = "maze_like"  # the paper's physical experiment used the hardest 
 def fig5_checkpoints(episodes: int, start: int, every: int) -> list[int]:
     """The paper's evaluation episodes: ``start``, ``start + every``, ... up to ``episodes`` (100, 350, ..., 1600)."""
     if not (1 <= start <= episodes and every >= 1):
-        raise ValueError(f"need 1 <= checkpoint_start <= episodes and checkpoint_every >= 1, got {start}, {every}, {episodes}")
+        raise ValueError(f"need 1 <= checkpoint_start <= episodes and checkpoint_every >= 1, got {start}, "
+                         f"{every}, {episodes}")
     return list(range(start, episodes + 1, every))
 
 
@@ -52,7 +53,8 @@ class Config(grid.GridConfig):
     checkpoint_every: int = 250
     """Episodes between evaluated checkpoints (paper: 250, so 100, 350, ..., 1600)."""
     actuation_noise: ActuationNoise | None = field(default_factory=ActuationNoise)
-    """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its fields)."""
+    """The simulated robots' actuation noise (a move fails, or slips sideways; a mapping given here holds its
+    fields)."""
     preset: str | None = label()
     """The preset whose MARLIN results folder holds the runs (a label: not part of any run's key)."""
     root: Path | str | None = label()
@@ -61,11 +63,13 @@ class Config(grid.GridConfig):
     """Print a line per finished run (a label)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("scenarios", "checkpoints")
-    """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set checkpoint_start and checkpoint_every instead)."""
+    """Fields set from the others: ``presets.get`` refuses them as overrides (the corridor is maze-like; set
+    checkpoint_start and checkpoint_every instead)."""
 
     def __post_init__(self):
         object.__setattr__(self, "scenarios", (FIG5_SCENARIO,))
-        object.__setattr__(self, "checkpoints", tuple(fig5_checkpoints(self.episodes, self.checkpoint_start, self.checkpoint_every)))
+        object.__setattr__(self, "checkpoints",
+                           tuple(fig5_checkpoints(self.episodes, self.checkpoint_start, self.checkpoint_every)))
         super().__post_init__()
 
 
@@ -91,7 +95,8 @@ def provenance(config: Config, preset: str) -> Provenance:
         seeds=config.seeds,
         details={"engine": "corridor core (numpy) + SIMULATED actuation noise, not physical robots",
                  "plan source": grid.plan_source_label(config),
-                 "protocol": f"p_fail {noise.p_fail}, p_slip {noise.p_slip}; {config.n_envs} copies x {config.episodes} episodes"})
+                 "protocol": f"p_fail {noise.p_fail}, p_slip {noise.p_slip}; {config.n_envs} copies x "
+                             f"{config.episodes} episodes"})
 
 
 def fig5_table(results: grid.Results) -> pd.DataFrame:
@@ -99,8 +104,10 @@ def fig5_table(results: grid.Results) -> pd.DataFrame:
     and the spread over seeds: ``seed_sd``, the standard deviation of the per-seed means (NaN with one seed)."""
     evaluations = results.evaluations
     grouped = evaluations.groupby(["system", "checkpoint"]).performance
-    table = grouped.agg(median="median", q25=lambda p: p.quantile(0.25), q75=lambda p: p.quantile(0.75), mean="mean", runs="size")
-    per_seed = evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean().groupby(["system", "checkpoint"])
+    table = grouped.agg(median="median", q25=lambda p: p.quantile(0.25), q75=lambda p: p.quantile(0.75), mean="mean",
+                        runs="size")
+    per_seed = (evaluations.groupby(["system", "checkpoint", "seed"]).performance.mean()
+                .groupby(["system", "checkpoint"]))
     table["seeds"] = per_seed.size()
     table["seed_sd"] = per_seed.std(ddof=1)
     return table.reset_index()
@@ -119,14 +126,16 @@ def figure5(results: grid.Results, noise: ActuationNoise, source_label: str = "p
     fig, ax = plt.subplots(figsize=(6.0, 4.1))
     for system in ("MARL", "MARLIN"):
         rows = table[table.system == system]
-        ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=f"{system}: median", lw=1.4, ms=4)
+        ax.plot(rows.checkpoint, rows["median"], "o-", color=PAPER_COLORS[system], label=f"{system}: median", lw=1.4,
+                ms=4)
         ax.fill_between(rows.checkpoint, rows.q25, rows.q75, color=PAPER_COLORS[system], alpha=0.15, lw=0,
                         label=f"{system}: quartiles over evaluation runs")
         shift = last * (0.012 if system == "MARLIN" else -0.012)  # the two systems' error bars side by side
         ax.errorbar(rows.checkpoint + shift, rows["mean"], yerr=rows.seed_sd.fillna(0), fmt="D", ms=3.5, mfc="white",
                     color=PAPER_COLORS[system], capsize=3, lw=1.0, zorder=4,
                     label=f"{system}: mean ± SD over {int(rows.seeds.max())} seeds")
-    alone = results.episodes[results.episodes.system == "LLM-only"].performance  # this figure's plan source: the planner
+    # this figure's plan source: the planner
+    alone = results.episodes[results.episodes.system == "LLM-only"].performance
     fig3_training.draw_plan_source_alone(ax, alone, last * 1.12, last * 0.08, source_label)
     ax.set_xlim(0, last * 1.2)
     ax.set_ylim(-0.02, 1.05)
@@ -154,6 +163,7 @@ def velocity_commands_table(scenario: str = FIG5_SCENARIO, config: DriveConfig |
         for step, action in enumerate(plan.actions[:, robot], start=1):
             move = core.LLM_ACTION_NAMES[action]
             commands, heading = move_to_commands(move, heading, config)
-            rows.extend({"robot": robot, "step": step, "move": move, "linear_x_m_s": c.linear_x, "angular_z_rad_s": round(c.angular_z, 4),
+            rows.extend({"robot": robot, "step": step, "move": move, "linear_x_m_s": c.linear_x,
+                         "angular_z_rad_s": round(c.angular_z, 4),
                          "duration_s": round(c.duration_s, 3)} for c in commands)
     return pd.DataFrame(rows)

@@ -105,11 +105,12 @@ def run(cfg: Config) -> Result:
                     seed = trial_seed(config.seed, f"agents{n_agents}", trial)
                     with transcript_context(run=f"{name} {n_agents} agents trial {trial}", preset=preset):
                         counts = crowd.run_episode(world, n_agents, source, seed, episode)
-                    rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed, **counts})
+                    rows.append({"system": system, "llm": llm_label, "agents": n_agents, "trial": trial, "seed": seed,
+                                 **counts})
                     if progress:
                         print(f"{system} {n_agents} agents trial {trial}: {counts['negotiations']} negotiations, "
-                              f"{counts['resolved']} resolved, {counts['llm_calls']} LLM calls, {counts['steps']} steps, "
-                              f"{counts['agents_inside']} inside", flush=True)
+                              f"{counts['resolved']} resolved, {counts['llm_calls']} LLM calls, {counts['steps']} "
+                              f"steps, {counts['agents_inside']} inside", flush=True)
             return pd.DataFrame(rows)
 
         transcript = str(getattr(getattr(source, "backend", None), "path", "")) or None
@@ -126,26 +127,29 @@ def provenance(config: Config, preset: str, table: pd.DataFrame) -> Provenance:
         preset, engine=ENGINE, source=f"LLM {llm_label} vs exact joint planner",
         details={"plan sources": f"{llm_label} vs exact joint planner (upper bound)",
                  "protocol": f"{config.trials} trial(s) per count; walk biased to the exit p={config.exit_bias}; "
-                             f"<= {config.max_negotiations or 'any'} negotiation(s)/episode of <= {config.max_moves} moves, "
-                             f"{config.max_rounds} round(s), {config.max_new_tokens} tokens"})
+                             f"<= {config.max_negotiations or 'any'} negotiation(s)/episode of <= {config.max_moves} "
+                             f"moves, {config.max_rounds} round(s), {config.max_new_tokens} tokens"})
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per system and number of agents: mean counts per episode, and the share of negotiations that resolved."""
     grouped = table.groupby(["system", "agents"], sort=True)
-    out = grouped.agg(episodes=("trial", "size"), conflicts=("conflicts", "mean"), negotiations=("negotiations", "mean"),
+    out = grouped.agg(episodes=("trial", "size"), conflicts=("conflicts", "mean"),
+                      negotiations=("negotiations", "mean"),
                       resolved=("resolved", "mean"), llm_calls=("llm_calls", "mean"),
                       completion_tokens=("completion_tokens", "mean"), fallbacks=("fallbacks", "mean"),
                       steps=("steps", "mean"), agents_inside=("agents_inside", "mean"),
                       all_left=("agents_inside", lambda v: 100 * (v == 0).mean())).reset_index()
     out = out.rename(columns={"all_left": "all left (% of episodes)"})
     totals = grouped[["resolved", "negotiations"]].sum()
-    out["resolved (% of negotiations)"] = 100 * (totals.resolved / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
+    out["resolved (% of negotiations)"] = 100 * (totals.resolved
+                                                 / totals.negotiations.where(totals.negotiations > 0)).to_numpy()
     return out
 
 
 def draw_map(world: crowd.CrowdMap, ax=None):
-    """The map as in paper Fig. 6: grey start cells, the green exit, the examined corridors in blue (``render``'s style)."""
+    """The map as in paper Fig. 6: grey start cells, the green exit, the examined corridors in blue (``render``'s
+    style)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
 
@@ -178,7 +182,8 @@ def draw_map(world: crowd.CrowdMap, ax=None):
 
 
 def figure(summary_table: pd.DataFrame, max_steps: int):
-    """Against the number of agents: negotiations (and conflicts), deadlocks resolved, LLM calls and steps until all left.
+    """Against the number of agents: negotiations (and conflicts), deadlocks resolved, LLM calls and steps until all
+    left.
 
     The planner is drawn as a wide pale line with hollow markers and the LLM on top, narrow and dashed, so
     that equal values show both; the legend sits below the panels, clear of the data.
@@ -189,7 +194,8 @@ def figure(summary_table: pd.DataFrame, max_steps: int):
               ("resolved", "deadlocks resolved", "deadlocks resolved per episode"),
               ("llm_calls", "LLM calls", "LLM calls per episode"),
               ("steps", "steps until all left", f"steps (cut at {max_steps})"))
-    styles = {"exact": {"lw": 3.5, "alpha": 0.45, "marker": "o", "ms": 8, "mfc": "none", "zorder": 2, "color": "#1f77b4"},
+    styles = {"exact": {"lw": 3.5, "alpha": 0.45, "marker": "o", "ms": 8, "mfc": "none", "zorder": 2,
+                        "color": "#1f77b4"},
               "llm": {"lw": 1.2, "ls": "--", "marker": "s", "ms": 3.5, "zorder": 3, "color": "#d62728"}}
     fig, axes = plt.subplots(1, len(panels), figsize=(11.0, 3.5))
     for ax, (column, title, ylabel) in zip(axes, panels):

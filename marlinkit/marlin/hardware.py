@@ -63,7 +63,8 @@ def _wrap(angle: float) -> float:
     return math.pi if math.isclose(wrapped, -math.pi) else wrapped
 
 
-def move_to_commands(move: str, heading: float, config: DriveConfig = DriveConfig()) -> tuple[list[VelocityCommand], float]:
+def move_to_commands(move: str, heading: float,
+                     config: DriveConfig = DriveConfig()) -> tuple[list[VelocityCommand], float]:
     """Commands for one high-level move from ``heading``; returns them and the new heading."""
     if move == WAIT:
         return [VelocityCommand(0.0, 0.0, config.wait_s)], heading
@@ -73,12 +74,14 @@ def move_to_commands(move: str, heading: float, config: DriveConfig = DriveConfi
     turn = _wrap(target - heading)
     commands = []
     if not math.isclose(turn, 0.0, abs_tol=1e-9):
-        commands.append(VelocityCommand(0.0, math.copysign(config.angular_speed_rad_s, turn), abs(turn) / config.angular_speed_rad_s))
+        commands.append(VelocityCommand(0.0, math.copysign(config.angular_speed_rad_s, turn),
+                                        abs(turn) / config.angular_speed_rad_s))
     commands.append(VelocityCommand(config.linear_speed_m_s, 0.0, config.cell_size_m / config.linear_speed_m_s))
     return commands, target
 
 
-def plan_to_commands(moves: list[str], heading: float = math.pi / 2, config: DriveConfig = DriveConfig()) -> list[VelocityCommand]:
+def plan_to_commands(moves: list[str], heading: float = math.pi / 2,
+                     config: DriveConfig = DriveConfig()) -> list[VelocityCommand]:
     """Commands for a robot's whole move sequence, starting at ``heading`` (default facing north)."""
     commands: list[VelocityCommand] = []
     for move in moves:
@@ -87,7 +90,8 @@ def plan_to_commands(moves: list[str], heading: float = math.pi / 2, config: Dri
     return commands
 
 
-def integrate(commands: list[VelocityCommand], x: float = 0.0, y: float = 0.0, heading: float = math.pi / 2) -> tuple[float, float, float]:
+def integrate(commands: list[VelocityCommand], x: float = 0.0, y: float = 0.0,
+              heading: float = math.pi / 2) -> tuple[float, float, float]:
     """Dead-reckon a unicycle through ``commands`` (exact for the piecewise-constant twists used here)."""
     for command in commands:
         v, w, t = command.linear_x, command.angular_z, command.duration_s

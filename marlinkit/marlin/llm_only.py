@@ -43,8 +43,9 @@ def run(cfg: Config) -> Result:
 def provenance(config: Config, preset: str, llm: str) -> Provenance:
     """The LLM-only footer: the LLM; the negotiation protocol against the paper's in its details."""
     return Provenance(preset, engine="corridor core (numpy)", source=f"LLM {llm}",
-                      details={"protocol": f"{config.trials} trial(s), <= {config.max_moves} moves, {config.max_rounds} round(s)/move, "
-                                           f"{config.max_new_tokens} tokens (paper: 50 trials, 50 moves, 5 rounds, 300 tokens, Llama 3.1 8B)"})
+                      details={"protocol": f"{config.trials} trial(s), <= {config.max_moves} moves, "
+                                           f"{config.max_rounds} round(s)/move, {config.max_new_tokens} tokens (paper: "
+                                           "50 trials, 50 moves, 5 rounds, 300 tokens, Llama 3.1 8B)"})
 
 
 def plan_statistics(row: pd.Series) -> pd.DataFrame:
@@ -64,7 +65,8 @@ def plot_llm_only(table: pd.DataFrame, summary_table: pd.DataFrame):
     data = [table.loc[table.scenario == s, "performance"].to_numpy() for s in order]
     ax.boxplot(data, tick_labels=[s.replace("_", "\n") for s in order], widths=0.5)
     for i, values in enumerate(data, 1):
-        ax.scatter(np.full(len(values), i) + np.linspace(-0.08, 0.08, len(values)), values, s=12, color="#7f7f7f", zorder=3)
+        ax.scatter(np.full(len(values), i) + np.linspace(-0.08, 0.08, len(values)), values, s=12, color="#7f7f7f",
+                   zorder=3)
     ax.scatter(range(1, len(order) + 1), [AUTHORS_LLM_ONLY.get(s, np.nan) for s in order], marker="x", color="#d62728",
                zorder=4, label="paper, Llama 3.1 8B (authors' code)")
     ax.set_ylim(-0.05, 1.05)

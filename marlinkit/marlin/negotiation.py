@@ -63,7 +63,8 @@ class NegotiationConfig:
     max_rounds: int = 5  # rounds per move, each robot speaking once per round (the authors' limit)
     temperature: float = 0.8  # sampling temperature of every reply (the authors' value)
     max_new_tokens: int = 300  # reply length cap (the authors' value)
-    leader: Literal["first", "random"] = "first"  # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
+    # "first": robot 0 leads every move (the paper's experiments); "random": seeded choice
+    leader: Literal["first", "random"] = "first"
     worked_example: bool = True  # open each chat with one worked exchange (small models need it)
     max_wait_streak: int = 3  # rule in the prompt: no robot waits more than this many moves in a row
     max_moves: int = core.EPISODE_STEPS  # moves negotiated per plan at most; afterwards the robots wait
@@ -114,7 +115,8 @@ def system_prompt(layout: Layout, me: int, leader: int, config: NegotiationConfi
     scenario = SCENARIOS.get(layout.name, "A custom corridor: use the free cells listed above.")
     parts = [
         f"""**Instructions**
-You are {names[me]}, a robot. {names[leader]} is the leader. Together with {other}, decide the next action of each robot so both reach their goals.
+You are {names[me]}, a robot. {names[leader]} is the leader. Together with {other}, decide the next action of each \
+robot so both reach their goals.
 
 **Available Actions**
 Each action moves a robot by one cell:
@@ -287,7 +289,8 @@ class Negotiation:
                                "positions": pos.tolist()})
             joint = self._negotiate_move(prompts, leader, task, seed, move, stats, transcript)
             result = core.step(arrays, state, np.asarray([joint]))
-            errors = [move_error(self.names, i, joint[i], pos[i], (pos if i == 0 else result.state.pos[0])[1 - i], layout)
+            errors = [move_error(self.names, i, joint[i], pos[i], (pos if i == 0 else result.state.pos[0])[1 - i],
+                                 layout)
                       for i in range(2) if result.blocked[0, i]]
             stats["invalid_moves"] += len(errors)
             state = core.CorridorState(result.state.pos, state.t)
@@ -316,7 +319,8 @@ class Negotiation:
         parsed = parse_reply(reply.text, self.names)
         stats["replies"] += 1
         stats["format_ok"] += parsed["kind"] != "malformed"
-        transcript.append({"move": move, "speaker": speaker, "kind": kind if parsed["kind"] != "agreement" else "agreement",
+        transcript.append({"move": move, "speaker": speaker,
+                           "kind": kind if parsed["kind"] != "agreement" else "agreement",
                            "text": reply.text, "parsed": parsed})
         if parsed["kind"] != "malformed":
             return reply.text, parsed
@@ -334,7 +338,8 @@ class Negotiation:
         return reply.text, parsed
 
     def _call(self, messages, seed, move, stats) -> Reply:
-        reply = self.backend.chat([dict(m) for m in messages], self._settings(_call_seed(seed, move, stats["llm_calls"])))
+        reply = self.backend.chat([dict(m) for m in messages],
+                                  self._settings(_call_seed(seed, move, stats["llm_calls"])))
         stats["llm_calls"] += 1
         stats["prompt_tokens"] += reply.prompt_tokens
         stats["completion_tokens"] += reply.completion_tokens
@@ -371,7 +376,8 @@ class Negotiation:
             return parsed["actions"]
         # As in the authors' code, nothing moves without an agreement block.
         stats["fallbacks"] += 1
-        transcript.append({"move": move, "speaker": "system", "kind": "fallback", "text": "no agreement: both robots @WAIT"})
+        transcript.append({"move": move, "speaker": "system", "kind": "fallback",
+                           "text": "no agreement: both robots @WAIT"})
         return [0, 0]
 
 

@@ -189,7 +189,8 @@ def save_gif(images: list, path: str | Path, frame_ms: int = 200, last_ms: int =
 
 
 def write_gifs(scenarios, systems, folder: Path, root: Path = POLICIES_DIR) -> list[Path]:
-    """Play one episode of each saved policy and write it as ``folder/policy__<scenario>__<system>.gif`` (no training)."""
+    """Play one episode of each saved policy and write it as ``folder/policy__<scenario>__<system>.gif`` (no
+    training)."""
     written = []
     for scenario in scenarios:
         for system in systems:

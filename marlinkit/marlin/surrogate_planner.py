@@ -36,7 +36,8 @@ from marlinkit.paper_values import AUTHORS_LLM_ONLY, AUTHORS_MARLIN_ROWS_PER_EPI
 RATES_FILE = Path(__file__).with_name("surrogate_planner_rates.json")
 NAME = "calibrated-surrogate-planner"
 SALT = 0x5A77  # keeps the corruption stream apart from every other use of the same seed
-CALIBRATION_TOLERANCE = 0.05  # |LLM-only(surrogate) - target| a held-out seed must meet (tests/marlin/test_surrogate_planner.py)
+# |LLM-only(surrogate) - target| a held-out seed must meet (tests/marlin/test_surrogate_planner.py)
+CALIBRATION_TOLERANCE = 0.05
 
 
 def corrupt(actions: np.ndarray, rate: float, seed: int | None) -> np.ndarray:
@@ -54,7 +55,8 @@ def corrupt(actions: np.ndarray, rate: float, seed: int | None) -> np.ndarray:
 def play(layout: Layout, positions: np.ndarray, actions: np.ndarray) -> float:
     """Performance after playing ``actions`` int[T, 2] from ``positions`` on the corridor core."""
     arrays = core.layout_arrays(layout)
-    state = core.CorridorState(np.asarray(positions, dtype=np.int64).reshape(1, core.N_AGENTS, 2), np.zeros(1, np.int64))
+    state = core.CorridorState(np.asarray(positions, dtype=np.int64).reshape(1, core.N_AGENTS, 2),
+                               np.zeros(1, np.int64))
     for joint in actions:
         state = core.step(arrays, state, joint[None]).state
     return float(core.performance(arrays, state)[0])
@@ -163,7 +165,8 @@ LLAMA_EARLIER: tuple[dict[str, dict[str, float]], ...] = (
 
 
 class LlamaSurrogatePlanner:
-    """``PlanSource`` ``surrogate_llama``: perfect as often as the authors' Llama plans were, else imperfect. NOT an LLM.
+    """``PlanSource`` ``surrogate_llama``: perfect as often as the authors' Llama plans were, else imperfect. NOT an
+    LLM.
 
     Per plan, a draw from the plan's seed decides: with the scenario's share (``llama_shares``: the authors' share,
     and above 0 where they saw no perfect plan) the exact plan; otherwise the exact plan corrupted at the scenario's
@@ -203,7 +206,8 @@ class LlamaSurrogatePlanner:
             raise ValueError(f"no perfect-plan share for scenario {layout.name!r} (have {sorted(self.shares)})")
         if np.random.default_rng([LLAMA_SALT, seed]).random() < self.shares[layout.name]:
             actions = self._corrupted.exact_plan(layout, positions, steps_left).actions
-            return Plan(actions, play(layout, positions, actions), self.name, stats={"plan_steps": len(actions), "perfect_draw": True})
+            return Plan(actions, play(layout, positions, actions), self.name,
+                        stats={"plan_steps": len(actions), "perfect_draw": True})
         plan = self._corrupted.make_plan(layout, positions, steps_left, seed)
         for attempt in range(1, IMPERFECT_TRIES):
             if plan.performance < 1:
@@ -222,7 +226,8 @@ def llm_only_mean(scenario: str, rate: float, trials: int, seed: int, kind: str 
     return float(systems.plan_source_alone(scenario, seed, trials, source).performance.mean())
 
 
-def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10, kind: str = "mean") -> dict[str, Any]:
+def calibrate(scenario: str, target: float, trials: int, seed: int, iterations: int = 10,
+              kind: str = "mean") -> dict[str, Any]:
     """Bisection over the rate for LLM-only performance ``target`` (falls with the rate; draws shared across rates)."""
     low, high = 0.0, 1.0
     tried = {r: llm_only_mean(scenario, r, trials, seed, kind) for r in (low, high)}
@@ -268,7 +273,8 @@ def calibrate_file(trials: int = 400, seed: int = 0, kind: str = "mean", out: Pa
         log(f"{scenario} {({k: v for k, v in records[scenario].items() if k != 'search'})}")
     record = {"command": calibration_command(trials, seed, kind, rows),
               "target": "paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance)",
-              "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 + trial per plan",
+              "protocol": "marlinkit.marlin.systems.plan_source_alone: plans from the start positions, seed * 1000003 "
+                          "+ trial per plan",
               "trials": trials, "seed": seed, "scenarios": records}
     if llama:
         record.update(llama_record(records, scenarios, trials, seed, rows, log))
@@ -281,8 +287,8 @@ def llama_record(records: dict, scenarios, trials: int, seed: int, rows: int, lo
     on a held-out seed (added to ``records``)."""
     from marlinkit.marlin import systems
 
-    target = ("paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance) with the perfect plans of "
-              "surrogate_planner.llama_shares (paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
+    target = ("paper_values.AUTHORS_LLM_ONLY (the authors' Llama 3.1 8B LLM-only performance) with the perfect plans "
+              "of surrogate_planner.llama_shares (paper_values.AUTHORS_PERFECT_PLAN_SHARE; "
               f"where it is 0, the Jeffreys posterior mean for 0 of {rows} rows): each rate "
               "calibrates the imperfect plans' mean to (mean - share) / (1 - share)")
     planner = LlamaSurrogatePlanner({k: v["rate"] for k, v in records.items()}, llama_shares(rows))

@@ -133,8 +133,8 @@ def copy_notebooks(dest: str | Path) -> list[str]:
         cells = [[cell.cell_type, cell.source] for cell in nbformat.read(source, as_version=4).cells]
         mine = [[cell.cell_type, cell.source] for cell in nbformat.read(copy, as_version=4).cells]
         lines.append(f"{copy}: your copy, kept" + ("" if cells == mine else
-                     f" (it differs from {source.relative_to(paths.REPO_ROOT)}: delete it and run `make workshop` again "
-                     "for a fresh copy)"))
+                     f" (it differs from {source.relative_to(paths.REPO_ROOT)}: delete it and run `make workshop` "
+                     "again for a fresh copy)"))
     return lines
 
 
@@ -154,7 +154,8 @@ def random_policy_performance(layout: str | Layout, runs: int, seed: int) -> np.
     return core.performance(arrays, state)
 
 
-def play_plan(layout: str | Layout, actions: np.ndarray, render_mode: str | None = "rgb_array") -> tuple[CorridorParallelEnv, dict]:
+def play_plan(layout: str | Layout, actions: np.ndarray,
+              render_mode: str | None = "rgb_array") -> tuple[CorridorParallelEnv, dict]:
     """Step the PettingZoo env through a joint plan int[T, 2], then WAIT to the episode's end.
 
     Returns the finished env (``env.render()`` draws the trajectory) and the last step's infos
@@ -199,17 +200,20 @@ def training_provenance(section: Config, preset: str) -> Provenance:
     """Notebook 02's footer: MAPPO alone, no LLM."""
     settings = section.training
     return Provenance(preset, engine=ENGINE, source="no LLM", seeds=(section.seed,),
-                      details={"training": f"MAPPO on {section.scenario}: {settings.n_envs} copies x {settings.episodes} episodes"})
+                      details={"training": f"MAPPO on {section.scenario}: {settings.n_envs} copies x "
+                                           f"{settings.episodes} episodes"})
 
 
-def comparison_provenance(section: Config, preset: str, backend: ChatBackend, plan_budget: int | None = None) -> Provenance:
+def comparison_provenance(section: Config, preset: str, backend: ChatBackend,
+                          plan_budget: int | None = None) -> Provenance:
     """Notebook 04's footer: the LLM and the exact planner (not an LLM) as MARLIN's plan sources."""
     settings = section.marlin
     budget = settings.plan_budget if plan_budget is None else plan_budget
-    return Provenance(preset, engine=ENGINE, source=f"LLM {llm_config.label(backend)} and the exact planner (not an LLM)",
+    return Provenance(preset, engine=ENGINE,
+                      source=f"LLM {llm_config.label(backend)} and the exact planner (not an LLM)",
                       seeds=(section.seed,),
-                      details={"training": f"{section.scenario}: {settings.n_envs} copies x {settings.episodes} episodes, "
-                                           f"plan budget {budget}"})
+                      details={"training": f"{section.scenario}: {settings.n_envs} copies x {settings.episodes} "
+                                           f"episodes, plan budget {budget}"})
 
 
 def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBackend:
@@ -222,7 +226,8 @@ def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBa
     """
     negotiation = section.negotiation
     local = negotiation.record is True
-    return llm_config.cached_backend(llm or negotiation.llm, f"workshop_{preset}_local" if local else f"workshop_{preset}",
+    return llm_config.cached_backend(llm or negotiation.llm,
+                                     f"workshop_{preset}_local" if local else f"workshop_{preset}",
                                      record=negotiation.record, script=greedy_robots, model="greedy-robots",
                                      shared=(f"workshop_{preset}",) if local else ())
 
@@ -230,10 +235,12 @@ def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBa
 def llm_calls(backend: ChatBackend) -> str:
     """One line on where this run's replies came from: the model, the committed transcript, or a script."""
     if not isinstance(backend, TranscriptCache):
-        return f"{llm_config.label(backend)}: {getattr(backend, 'replies', 0)} replies computed by the script (no model, no transcript)"
+        return (f"{llm_config.label(backend)}: {getattr(backend, 'replies', 0)} replies computed by the script "
+                "(no model, no transcript)")
     replayed = backend.hits + backend.copied
     return (f"{llm_config.label(backend)}: {backend.misses} calls to the model, {replayed} replies replayed "
-            f"from data/transcripts/ ({', '.join(p.name for p in [backend.path, *backend.shared] if p.exists()) or 'none yet'})")
+            "from data/transcripts/ "
+            f"({', '.join(p.name for p in [backend.path, *backend.shared] if p.exists()) or 'none yet'})")
 
 
 def negotiator(section: Config, backend: ChatBackend) -> Negotiation:
@@ -263,24 +270,29 @@ def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Pat
     base = section.grid("marlin")
     if plan_budget is not None:
         if isinstance(plan_budget, bool) or not isinstance(plan_budget, int) or plan_budget < 1:
-            raise ParameterError("PLAN_BUDGET", plan_budget, "new plans per training: None (the preset's) or an integer >= 1")
+            raise ParameterError("PLAN_BUDGET", plan_budget,
+                                 "new plans per training: None (the preset's) or an integer >= 1")
         base = dataclasses.replace(base, plan_budget=plan_budget)
     root = Path(root or results_root(preset)) / "marlin"
     sources = {f"{backend.name} negotiation": ("llm", negotiator(section, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
     episodes, evaluations, thresholds, written = [], [], {}, []
     for label, (folder, source) in sources.items():
-        alone_runs = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder, progress)
+        alone_runs = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder,
+                                   progress)
         alone = alone_runs.episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
-        trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems), llm_only_performance={section.scenario: thresholds[label]}),
+        trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems),
+                                                    llm_only_performance={section.scenario: thresholds[label]}),
                                 preset, source, root / folder, progress)
         written += [*alone_runs.files, *trained.files]
-        for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes), (trained.evaluations, evaluations)):
+        for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes),
+                           (trained.evaluations, evaluations)):
             out.append(table.assign(curve=np.select([table.system == "MARL", table.system == "LLM-only"],
                                                     ["MARL", f"{label} (alone)"], f"MARLIN ({label})")))
-    tables = {"episodes": pd.concat(episodes, ignore_index=True), "evaluations": pd.concat(evaluations, ignore_index=True)}
+    tables = {"episodes": pd.concat(episodes, ignore_index=True),
+              "evaluations": pd.concat(evaluations, ignore_index=True)}
     return Comparison(EXPERIMENT, preset, section, tables, tuple(written),
                       comparison_provenance(section, preset, backend, plan_budget), thresholds)
 
@@ -303,7 +315,8 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
 
 
 def curve_source(curve: str) -> str:
-    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> (alone)``), else the name itself (``MARL``)."""
+    """The plan source of a curve name (``MARLIN (<source>)``, ``<source> (alone)``), else the name itself
+    (``MARL``)."""
     if curve.startswith("MARLIN (") and curve.endswith(")"):
         return curve[len("MARLIN ("):-1]
     return curve.removesuffix(" (alone)")
@@ -328,7 +341,8 @@ def learning_curve_figure(episodes: pd.DataFrame, evaluations: pd.DataFrame | No
         grouped = rows.groupby("episode").performance
         median = grouped.median()
         ax.plot(median.index, median.values, color=color, lw=1.4, label=name)
-        ax.fill_between(median.index, grouped.quantile(0.25).values, grouped.quantile(0.75).values, color=color, alpha=0.15)
+        ax.fill_between(median.index, grouped.quantile(0.25).values, grouped.quantile(0.75).values, color=color,
+                        alpha=0.15)
         if evaluations is not None and len(evaluations):
             points = evaluations[evaluations[by] == name].groupby("checkpoint").performance.mean()
             ax.plot(points.index, points.values, "o", color=color, ms=6, mec="white")

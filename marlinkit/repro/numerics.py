@@ -57,7 +57,8 @@ PINNED_ENVIRONMENT = {
     "MKL_NUM_THREADS": "1",
 }
 #: MKL's branch constants (mkl_cbwr.h): what ``mkl_cbwr_get(MKL_CBWR_BRANCH)`` returns.
-_MKL_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSE4_2", 7: "AVX", 8: "AVX2", 9: "AVX512_MIC", 10: "AVX512"}
+_MKL_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSE4_2", 7: "AVX", 8: "AVX2", 9: "AVX512_MIC",
+                 10: "AVX512"}
 _MKL_CBWR_COMPATIBLE = 3
 _MKL_CBWR_BRANCH = 1
 

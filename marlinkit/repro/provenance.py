@@ -124,7 +124,8 @@ def code_record(entries: tuple[str, ...] | None = None) -> dict[str, Any]:
     files = path_files(entries)
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=all", "--", *files) if commit else None
-    return {"commit": commit.strip() if commit else None, "sources_dirty": None if status is None else bool(status.strip()),
+    return {"commit": commit.strip() if commit else None,
+            "sources_dirty": None if status is None else bool(status.strip()),
             "sources_sha256": sources_sha256(entries), "numerics_path": list(entries) if entries else None}
 
 

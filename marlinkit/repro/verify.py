@@ -87,7 +87,8 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
         return "same", []
     if numbers_may_differ:
         old, new = (
-            [t for t in _TOKEN.findall(p.read_text(encoding="utf-8")) if not _RULE.fullmatch(t)] for p in (reference, scratch))
+            [t for t in _TOKEN.findall(p.read_text(encoding="utf-8")) if not _RULE.fullmatch(t)]
+            for p in (reference, scratch))
         changed = [(x, y) for x, y in zip(old, new) if x != y]
         if len(old) == len(new) and all(is_number(x) and is_number(y) for x, y in changed):
             return "tolerated", [f"{len(changed)} number(s) differ, in a table with wall-time columns: tolerated"]
@@ -100,7 +101,8 @@ PAPER_IN_FIGURES = ("paper", "claims.csv", "policies")
 
 
 def compare_trees(reference: Path, scratch: Path,
-                  wall_time_columns: dict[str, tuple[str, ...]] = WALL_TIME_COLUMNS, skip: tuple[str, ...] = ()) -> list[FileCheck]:
+                  wall_time_columns: dict[str, tuple[str, ...]] = WALL_TIME_COLUMNS,
+                  skip: tuple[str, ...] = ()) -> list[FileCheck]:
     """Every file of ``reference`` against ``scratch`` (and the files only ``scratch`` has), sorted by path;
     top-level folders named in ``skip`` belong to another preset (figures/paper/ inside the quick preset's figures/)."""
     def files(root: Path) -> set[str]:
@@ -145,7 +147,8 @@ def run_preset(preset: str, scratch: Path) -> int:
     env = {**os.environ, paths.RESULTS_ENV: str(scratch / "results")}
     env.pop("MARLINKIT_RECORD", None)
     env.pop("RECORD", None)
-    command = ["make", "--no-print-directory", "--keep-going", "figures", f"PRESET={preset}", f"FIGURES_ROOT={scratch / 'figures'}",
+    command = ["make", "--no-print-directory", "--keep-going", "figures", f"PRESET={preset}",
+               f"FIGURES_ROOT={scratch / 'figures'}",
                f"BUILD_ROOT={scratch / 'notebooks'}"]
     print("verify: " + " ".join(command) + f"  ({paths.RESULTS_ENV}={scratch / 'results'})", flush=True)
     return subprocess.run(command, cwd=paths.REPO_ROOT, env=env, check=False).returncode
@@ -209,7 +212,8 @@ def verify_maestro_run(preset: str, run: str, scratch: Path, hooks: ExperimentHo
         timing = timing_columns if file == f"{stem}.csv" else ()
         status, details = compare_table(reference / file, scratch / file, timing)
         checks.append(FileCheck(file, "table", status, details))
-    status, details = compare_generation_logs(reference / f"{stem}.generations.jsonl", scratch / f"{stem}.generations.jsonl")
+    status, details = compare_generation_logs(reference / f"{stem}.generations.jsonl",
+                                              scratch / f"{stem}.generations.jsonl")
     checks.append(FileCheck(f"{stem}.generations.jsonl", "other", status, details))
     old, new = read_json(reference / f"{stem}.json"), read_json(scratch / f"{stem}.json")
     differing = [k for k in SIDECAR_RESULT_FIELDS if old.get(k) != new.get(k)]
@@ -250,11 +254,13 @@ def verify(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
         before = transcript_records()
         returncode = run_preset(preset, scratch)
         calls = live_calls(before, transcript_records())
-    checks = compare_trees(reference, scratch / "figures", skip=PAPER_IN_FIGURES if reference == paths.FIGURES_DIR.resolve() else ())
+    checks = compare_trees(reference, scratch / "figures",
+                           skip=PAPER_IN_FIGURES if reference == paths.FIGURES_DIR.resolve() else ())
     text, ok = summary(checks, calls, args.images_informational)
     print(text)
     if returncode:
-        print(f"verify: `make figures` failed (exit {returncode}); the comparison above is of what it wrote", file=sys.stderr)
+        print(f"verify: `make figures` failed (exit {returncode}); the comparison above is of what it wrote",
+              file=sys.stderr)
     ok = ok and returncode == 0
     print(f"verify {preset}: " + ("every file matches" if ok else "DIFFERENCES FOUND") + f" (reference {reference})")
     return {"preset": preset, "reference": str(reference), "scratch": str(scratch), "make_exit_code": returncode,

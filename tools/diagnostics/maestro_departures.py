@@ -3,8 +3,8 @@
     python tools/diagnostics/maestro_departures.py shared5 shared1 separate5 ue25_openblas
 
 Each setting (``marlinkit/settings/maddpg_settings.toml``) trains A0 (no curriculum: the real Hangzhou flow every
-episode) for ``EPISODES`` episodes (default 30) with seed ``SEED`` (default 200) through the ablation's own loop on CityFlow,
-the reference architect's settings and the paper's curriculum target, into ``OUT/<setting>`` (default
+episode) for ``EPISODES`` episodes (default 30) with seed ``SEED`` (default 200) through the ablation's own loop on
+CityFlow, the reference architect's settings and the paper's curriculum target, into ``OUT/<setting>`` (default
 /tmp/maestro_departures), and prints one JSON line: wall and MADDPG seconds, the greedy and stochastic evaluation
 scores on the real flow (every 2 episodes) and the last 5 training episodes' mean score. A diagnosis of one seed, not
 a result: its runs are never committed. About 3-5 CPU-min per shared setting, 15-30 for the paper's networks.

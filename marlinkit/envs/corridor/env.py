@@ -54,7 +54,8 @@ class CorridorParallelEnv(ParallelEnv):
 
     def __init__(self, layout: str | Layout = "single_slot", render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} not supported; use one of {self.metadata['render_modes']} or None")
+            raise ValueError(f"render_mode {render_mode!r} not supported; use one of "
+                             f"{self.metadata['render_modes']} or None")
         self.layout = get_layout(layout)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)

@@ -93,7 +93,8 @@ def validate(layout: Layout) -> Layout:
         if tuple(start) == tuple(goal):
             raise ValueError(f"layout {layout.name!r}: robot {agent} starts on its goal {tuple(goal)}")
         if shortest_path_length(layout, start, goal) is None:
-            raise ValueError(f"layout {layout.name!r}: no path from robot {agent}'s start {tuple(start)} to its goal {tuple(goal)}")
+            raise ValueError(f"layout {layout.name!r}: no path from robot {agent}'s start {tuple(start)} to its goal "
+                             f"{tuple(goal)}")
     return layout
 
 
@@ -142,7 +143,8 @@ def read_ascii_grid(text: str, allowed: str) -> np.ndarray:
     for row_index, row in enumerate(rows):
         for x, char in enumerate(row):
             if char not in allowed:
-                raise ValueError(f"unknown character {char!r} at row {row_index + 1}, column {x + 1}; use any of {''.join(sorted(set(allowed)))}")
+                raise ValueError(f"unknown character {char!r} at row {row_index + 1}, column {x + 1}; use any of "
+                                 f"{''.join(sorted(set(allowed)))}")
     return np.array([list(row) for row in reversed(rows)], dtype="<U1").T
 
 
@@ -176,9 +178,11 @@ def layout_from_ascii(text: str, name: str = "custom", title: str = "") -> Layou
 def to_ascii(layout: Layout, positions=None) -> str:
     """Render a layout (and optionally robot positions) in the format ``layout_from_ascii`` reads.
 
-    Robots at ``positions`` are drawn as ``0``/``1``, the numbers of ``robot_0``/``robot_1`` (the env's ``ansi`` render).
+    Robots at ``positions`` are drawn as ``0``/``1``, the numbers of ``robot_0``/``robot_1`` (the env's ``ansi``
+    render).
     """
-    grid = [[ASCII_FREE if layout.valid[x, y] else ASCII_WALL for x in range(layout.width)] for y in range(layout.height)]
+    grid = [[ASCII_FREE if layout.valid[x, y] else ASCII_WALL for x in range(layout.width)]
+            for y in range(layout.height)]
     for agent in range(2):
         gx, gy = layout.goals[agent]
         grid[gy][gx] = ASCII_GOALS[agent]

@@ -38,4 +38,5 @@ class PlanSource(Protocol):
 
 def plan_key(layout: Layout, positions: np.ndarray) -> tuple:
     """Cache key of a plan: the layout and both robots' positions and goals, as in the authors' code."""
-    return (layout.name, tuple(map(int, np.asarray(positions).ravel())), tuple(map(int, np.asarray(layout.goals).ravel())))
+    return (layout.name, tuple(map(int, np.asarray(positions).ravel())),
+            tuple(map(int, np.asarray(layout.goals).ravel())))

@@ -40,7 +40,8 @@ def draw_layout(layout: str | Layout, ax: Axes | None = None, trajectory=None, t
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=color, edgecolor=GRID_COLOR, linewidth=0.8))
     for robot, color in enumerate(ROBOT_COLORS):
         gx, gy = layout.goals[robot]
-        ax.add_patch(Rectangle((gx - 0.42, gy - 0.42), 0.84, 0.84, fill=False, edgecolor=color, linewidth=1.6, linestyle="--"))
+        ax.add_patch(Rectangle((gx - 0.42, gy - 0.42), 0.84, 0.84, fill=False, edgecolor=color, linewidth=1.6,
+                               linestyle="--"))
         sx, sy = layout.starts[robot]
         ax.add_patch(Circle((sx, sy), 0.26, facecolor=color, edgecolor="white", linewidth=0.8, zorder=3))
         ax.text(sx, sy, str(robot), ha="center", va="center", fontsize=8, color="white", fontweight="bold")
@@ -67,13 +68,16 @@ def _draw_trajectory(ax: Axes, trajectory: np.ndarray) -> None:
             if np.array_equal(start, end):
                 continue  # a WAIT or a blocked move: nothing to draw
             ax.annotate("", xy=end, xytext=start, zorder=4,
-                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 0, "shrinkB": 0, "mutation_scale": 8})
-        ax.add_patch(Rectangle(path[-1] - 0.09, 0.18, 0.18, facecolor="white", edgecolor=color, linewidth=1.6, zorder=5))
+                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 0, "shrinkB": 0,
+                                    "mutation_scale": 8})
+        ax.add_patch(Rectangle(path[-1] - 0.09, 0.18, 0.18, facecolor="white", edgecolor=color, linewidth=1.6,
+                               zorder=5))
 
 
 def legend_handles() -> list:
     """Legend entries shared by every panel."""
-    handles = [Patch(facecolor=WALL_COLOR, label="wall"), Patch(facecolor=FREE_COLOR, edgecolor=GRID_COLOR, label="free cell")]
+    handles = [Patch(facecolor=WALL_COLOR, label="wall"),
+               Patch(facecolor=FREE_COLOR, edgecolor=GRID_COLOR, label="free cell")]
     for robot, color in enumerate(ROBOT_COLORS):
         handles.append(Line2D([], [], marker="o", linestyle="", markersize=8, markerfacecolor=color,
                               markeredgecolor="white", label=f"robot {robot} start"))
@@ -93,7 +97,8 @@ def draw_all_layouts(trajectories: dict | None = None) -> Figure:
         trajectory = (trajectories or {}).get(name)
         short = layout.title.replace(" Corridor", "")
         draw_layout(layout, ax, trajectory, title=textwrap.fill(f"({letter}) {short}", width=16))
-    fig.legend(handles=legend_handles(), loc="lower center", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.035))
+    fig.legend(handles=legend_handles(), loc="lower center", ncol=3, fontsize=7, frameon=False,
+               bbox_to_anchor=(0.5, 0.035))
     fig.subplots_adjust(bottom=0.17, top=0.9, wspace=0.35)
     return fig
 

@@ -227,8 +227,9 @@ class CityFlowEngine(Engine):
         if self.reads not in READS:
             raise ValueError(f"reads={self.reads!r}: one of {READS} (None: c++ where built, else python)")
         if self.reads == "c++" and self._compiled is None:
-            raise ImportError("reads='c++' needs marlinkit's compiled CityFlow reads (module marlinkit_cityflow_reads), "
-                              "which `make cityflow` builds and installs with CityFlow; reads='python' needs nothing")
+            raise ImportError("reads='c++' needs marlinkit's compiled CityFlow reads (module "
+                              "marlinkit_cityflow_reads), which `make cityflow` builds and installs with CityFlow; "
+                              "reads='python' needs nothing")
 
     def _release(self) -> None:
         if self._engine is not None:
@@ -258,7 +259,8 @@ class CityFlowEngine(Engine):
         _CITYFLOW_STEPS[id(engine)] = OneCoreSteps(workers if self.threads == 1 and len(workers) == 1 else set())
         lanes = engine.get_lane_vehicle_count()
         if not lanes or any(lane not in lanes for lane in self.lane_ids):
-            raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). {SOURCE_HINT}")
+            raise DataError(f"CityFlow failed to load the roadnet of {config_file} (see its message above). "
+                            f"{SOURCE_HINT}")
         if len(flow):
             for _ in range(flow.departs[0] + 1):
                 engine.next_step()
@@ -322,7 +324,8 @@ class CityFlowEngine(Engine):
         """
         out = {}
         length = self._road_length
-        running = self._fast.is_running if self._fast is not None else (lambda i: self._vehicle_name(i) in self._running)
+        running = (self._fast.is_running if self._fast is not None
+                   else (lambda i: self._vehicle_name(i) in self._running))
         for i in indices:
             if not running(i):
                 continue

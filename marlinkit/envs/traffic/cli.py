@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-#: The measured reference (documentation, "Sources and measured facts", traffic engines): real flow, 3600 s, fixed-time 30 s cycling of the 4 phases, no yellow.
+#: The measured reference (documentation, "Sources and measured facts", traffic engines): real flow, 3600 s, fixed-time
+#: 30 s cycling of the 4 phases, no yellow.
 REFERENCE = {
     "sumo": {"avg_travel_time_s": 471.0, "throughput": 2621, "avg_queue": 116.0},
     "cityflow": {"avg_travel_time_s": 506.0, "throughput": 2530, "avg_queue": 162.0},
@@ -19,12 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("sumo", "cityflow"), default="sumo",
                         help="traffic simulator (default sumo; cityflow, the paper's, needs it installed)")
     parser.add_argument("--flow", default="real", help="data-set flow: real, real_5816 or real_5734")
-    parser.add_argument("--difficulty", type=float, default=None, help="use the curriculum context of this difficulty instead")
+    parser.add_argument("--difficulty", type=float, default=None,
+                        help="use the curriculum context of this difficulty instead")
     parser.add_argument("--yellow", type=int, default=0, help="yellow seconds between phases (reference: 0)")
     parser.add_argument("--min-green", type=int, default=0, help="minimum green seconds")
     parser.add_argument("--green", type=int, default=30, help="fixed-time green per phase (reference: 30)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the simulation and of the --difficulty context (default 0)")
-    parser.add_argument("--data-dir", default=None, help="Hangzhou data folder (default: MARLINKIT_DATA, then data/, ../shared/data/)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the simulation and of the --difficulty context (default 0)")
+    parser.add_argument("--data-dir", default=None,
+                        help="Hangzhou data folder (default: MARLINKIT_DATA, then data/, ../shared/data/)")
 
 
 def reference_check(result: dict) -> dict:

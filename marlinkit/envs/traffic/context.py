@@ -115,7 +115,8 @@ class TrafficContext:
         if not 0.0 < self.demand_level <= 5.0:
             raise ValueError(f"demand_level must be in (0, 5], got {self.demand_level!r}")
         if set(self.approach_rates_vph) != set(APPROACHES):
-            raise ValueError(f"approach_rates_vph needs exactly the sides {APPROACHES}, got {sorted(self.approach_rates_vph)}")
+            raise ValueError(f"approach_rates_vph needs exactly the sides {APPROACHES}, got "
+                             f"{sorted(self.approach_rates_vph)}")
         for side, rate in self.approach_rates_vph.items():
             if not (isinstance(rate, (int, float)) and 0 <= rate <= 1200):
                 raise ValueError(f"approach_rates_vph[{side!r}] must be in [0, 1200] veh/h, got {rate!r}")
@@ -169,7 +170,8 @@ class TrafficContext:
                 if self.time_profile.kind == "peak" else ", constant demand")
         return (f"demand x{self.demand_level:.2f}: N/E/S/W entry rates {rates} veh/h per road, "
                 f"{self.major_axis} major axis +{100 * self.asymmetry:.0f}%, turns through/left/right {mix}%{peak}, "
-                f"vehicles {self.vehicle.length:g} m max {self.vehicle.max_speed:g} m/s, {self.duration_s} s, seed {self.seed}")
+                f"vehicles {self.vehicle.length:g} m max {self.vehicle.max_speed:g} m/s, {self.duration_s} s, "
+                f"seed {self.seed}")
 
     def entry_rates_vph(self, network: Network) -> dict[str, float]:
         """Rate (veh/h) of every entry road, before the time profile."""
@@ -225,7 +227,8 @@ def context_for_difficulty(d: float, seed: int = 0, duration_s: int = 360) -> Tr
         route_mix={"through": round(0.7 - (left - 0.15), 6), "left": round(left, 6), "right": 0.15},
         asymmetry=round(0.5 * x, 6),
         major_axis="EW",
-        time_profile=TimeProfile("peak", peak_time_s=duration_s / 2, peak_width_s=duration_s / 4, peak_factor=round(1.0 + 0.5 * x, 6)),
+        time_profile=TimeProfile("peak", peak_time_s=duration_s / 2, peak_width_s=duration_s / 4,
+                                 peak_factor=round(1.0 + 0.5 * x, 6)),
         duration_s=duration_s,
         seed=seed,
     )
@@ -250,7 +253,8 @@ def json_schema() -> dict:
             "major_axis": {"enum": ["EW", "NS"]},
             "time_profile": {"type": "object", "additionalProperties": False, "properties": {
                 "kind": {"enum": ["constant", "peak"]}, "peak_time_s": number,
-                "peak_width_s": {**number, "exclusiveMinimum": 0}, "peak_factor": {**number, "minimum": 1, "maximum": 4}}},
+                "peak_width_s": {**number, "exclusiveMinimum": 0},
+                "peak_factor": {**number, "minimum": 1, "maximum": 4}}},
             "vehicle": {"type": "object", "additionalProperties": False,
                         "properties": {f.name: number for f in fields(VehicleParams)}},
             "duration_s": {"type": "integer", "minimum": 1, "maximum": 14400},
@@ -267,7 +271,8 @@ def load_flow_file(path: Path) -> Flow:
     try:
         raw = json.loads(Path(path).read_text())
         first = raw[0]["vehicle"]
-        vehicle = VehicleParams(first["length"], first["minGap"], first["maxSpeed"], first["usualPosAcc"], first["usualNegAcc"])
+        vehicle = VehicleParams(first["length"], first["minGap"], first["maxSpeed"], first["usualPosAcc"],
+                                first["usualNegAcc"])
         entries = sorted(((int(f["startTime"]), tuple(f["route"])) for f in raw), key=lambda item: item[0])
         if any(int(f.get("endTime", f["startTime"])) != int(f["startTime"]) for f in raw):
             raise ValueError("only one-vehicle flow entries (startTime == endTime) are supported")
@@ -290,7 +295,8 @@ def write_sumo_routes(flow: Flow, path: Path) -> Path:
     """
     v = flow.vehicle
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', "<routes>",
-             f'  <vType id="car" accel="{v.accel}" decel="{v.decel}" length="{v.length}" minGap="{v.min_gap}" maxSpeed="{v.max_speed}" width="2.0"/>']
+             f'  <vType id="car" accel="{v.accel}" decel="{v.decel}" length="{v.length}" minGap="{v.min_gap}" '
+             f'maxSpeed="{v.max_speed}" width="2.0"/>']
     lines += [f'  <vehicle id="{i}" type="car" depart="{d}"><route edges="{" ".join(r)}"/></vehicle>'
               for i, (d, r) in enumerate(zip(flow.departs, flow.routes))]
     lines.append("</routes>\n")

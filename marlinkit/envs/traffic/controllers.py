@@ -71,7 +71,8 @@ def controller_episode(env, controller: str, seed: int, options: dict | None = N
 
 
 def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str = "sumo", flow: str = "real",
-                context: dict | None = None, difficulty: float | None = None, yellow_s: int = 0, min_green_s: int = 0, green_s: int = 30,
+                context: dict | None = None, difficulty: float | None = None, yellow_s: int = 0, min_green_s: int = 0,
+                green_s: int = 30,
                 seed: int = 0, data_dir: str | None = None) -> dict:
     """Metrics of one episode of a baseline controller, plus its settings and wall time.
 
@@ -86,8 +87,9 @@ def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str 
     ctx = TrafficContext.from_dict(context) if context is not None else None
     if difficulty is not None:
         ctx = context_for_difficulty(difficulty, seed=seed, duration_s=seconds)
-    env = TrafficSignalEnv(TrafficEnvConfig(engine=engine, data_dir=data_dir, flow=flow, context=ctx, episode_seconds=seconds,
-                                            yellow_s=yellow_s, min_green_s=min_green_s, seed=seed))
+    env = TrafficSignalEnv(TrafficEnvConfig(engine=engine, data_dir=data_dir, flow=flow, context=ctx,
+                                            episode_seconds=seconds, yellow_s=yellow_s, min_green_s=min_green_s,
+                                            seed=seed))
     try:
         start = time.perf_counter()
         env.reset(seed=seed)
@@ -96,7 +98,8 @@ def run_episode(controller: str = "fixed-time", seconds: int = 360, engine: str 
         wall = time.perf_counter() - start
         return {**env.last_metrics, "controller": controller, "engine": engine, "engine_version": env.engine.version,
                 "flow": "context" if ctx else flow, "context": ctx.describe() if ctx else None, "yellow_s": yellow_s,
-                "min_green_s": min_green_s, "difficulty": difficulty, "green_s": green_s if controller == "fixed-time" else None, "seed": seed,
+                "min_green_s": min_green_s, "difficulty": difficulty,
+                "green_s": green_s if controller == "fixed-time" else None, "seed": seed,
                 "wall_s": wall}
     finally:
         env.close()
@@ -115,6 +118,8 @@ def _run_job(kwargs: dict) -> dict:
     return run_episode(**kwargs)
 
 
-def difficulty_jobs(difficulties, controller: str = "fixed-time", seconds: int = 360, seed: int = 0, engine: str = "sumo") -> list[dict]:
+def difficulty_jobs(difficulties, controller: str = "fixed-time", seconds: int = 360, seed: int = 0,
+                    engine: str = "sumo") -> list[dict]:
     """Jobs of a difficulty sweep: one episode per difficulty, each with that difficulty's context."""
-    return [dict(controller=controller, seconds=seconds, engine=engine, seed=seed, difficulty=float(d)) for d in difficulties]
+    return [dict(controller=controller, seconds=seconds, engine=engine, seed=seed, difficulty=float(d))
+            for d in difficulties]

@@ -29,11 +29,12 @@ REAL_FLOW = "anon_4_4_hangzhou_real.json"
 SUMO_NET = "sumo/hangzhou_4x4_gudang_18041610_1h.net.xml"
 REQUIRED = (ROADNET, REAL_FLOW, SUMO_NET)
 #: Flow files of the data set, by short name.
-FLOWS = {"real": REAL_FLOW, "real_5816": "anon_4_4_hangzhou_real_5816.json", "real_5734": "anon_4_4_hangzhou_real_5734.json"}
+FLOWS = {"real": REAL_FLOW, "real_5816": "anon_4_4_hangzhou_real_5816.json",
+         "real_5734": "anon_4_4_hangzhou_real_5734.json"}
 SOURCE_HINT = (
     "Run `make data` (python -m marlinkit data fetch) to download the public Hangzhou 4x4 files (CoLight's and "
-    f"LibSignal's GitHub repositories), pinned by commit and checked by SHA-256, into data/hangzhou_4x4/ (or set {ENV_VAR} to a folder holding them, "
-    "SUMO files under sumo/; see marlinkit/envs/traffic/fetch.py for the origins)."
+    "LibSignal's GitHub repositories), pinned by commit and checked by SHA-256, into data/hangzhou_4x4/ (or set "
+    f"{ENV_VAR} to a folder holding them, SUMO files under sumo/; see marlinkit/envs/traffic/fetch.py for the origins)."
 )
 
 MOVEMENTS = ("left", "through", "right")
@@ -122,14 +123,16 @@ def load_network(folder: Path) -> Network:
         arriving = {road.heading: road.id for road in roads.values() if road.end == agent}
         leaving = {road.heading: road.id for road in roads.values() if road.start == agent}
         if len(arriving) != 4 or len(leaving) != 4:
-            raise DataError(f"{agent} has {len(arriving)} incoming / {len(leaving)} outgoing roads, expected 4. {SOURCE_HINT}")
+            raise DataError(f"{agent} has {len(arriving)} incoming / {len(leaving)} outgoing roads, expected 4. "
+                            f"{SOURCE_HINT}")
         incoming[agent] = tuple(arriving[_HEADING_FROM[side]] for side in APPROACHES)
         for heading, road in arriving.items():
             for move, turn in zip(MOVEMENTS, (1, 0, -1)):  # a left turn adds 90 degrees to the heading
                 turns[(road, move)] = leaving[(heading + turn) % 4]
     entries = tuple(sorted(r.id for r in roads.values() if nodes[r.start]["virtual"] and not nodes[r.end]["virtual"]))
     if len(agents) != 16 or len(entries) != 16:
-        raise DataError(f"expected 16 intersections and 16 entry roads, found {len(agents)} and {len(entries)}. {SOURCE_HINT}")
+        raise DataError(f"expected 16 intersections and 16 entry roads, found {len(agents)} and {len(entries)}. "
+                        f"{SOURCE_HINT}")
     return Network(Path(folder), roads, agents, incoming, entries, turns)
 
 

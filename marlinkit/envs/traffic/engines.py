@@ -12,8 +12,8 @@
   of the same roadnet and flow reuses an idle one (``reset()`` each episode), so memory grows with
   the number of distinct flows and of environments open at once in a CityFlow process.
 
-``marlinkit.envs.traffic.env.make_engine`` opens one by name. Both read the same 192 observed lanes (the 12 incoming lanes of each of the 16 intersections,
-see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
+``marlinkit.envs.traffic.env.make_engine`` opens one by name. Both read the same 192 observed lanes (the 12 incoming
+lanes of each of the 16 intersections, see :attr:`Network.observed_lanes`) and return a :class:`Reading` per second.
 
 Signals are coded per intersection: ``k`` in 0..3 is phase k green (``PHASES``), ``4 + k`` is the
 change interval after phase k (SUMO: yellow on the links phase k served; CityFlow: the
@@ -290,7 +290,8 @@ class SumoEngine(Engine):
                 in_lane, out_lane, _ = link[0]
                 direction = next(l[6] for l in lane.getLinks(in_lane) if l[0] == out_lane)
                 road = in_lane.rsplit("_", 1)[0]
-                moves.append((axis(self.network.roads[road].heading), {"l": "left", "s": "through", "r": "right"}[direction]))
+                moves.append((axis(self.network.roads[road].heading),
+                              {"l": "left", "s": "through", "r": "right"}[direction]))
             for phase_axis, phase_move in PHASE_MOVES:
                 served = [m == (phase_axis, phase_move) for m in moves]
                 green.append("".join("G" if (m[1] == "right" or s) else "r" for m, s in zip(moves, served)))
@@ -303,7 +304,8 @@ class SumoEngine(Engine):
         return self._green[agent_index][code] if code < 4 else self._yellow[agent_index][code - 4]
 
     def _apply_signal(self, agent_index: int, code: int) -> None:
-        self._ls.trafficlight.setRedYellowGreenState(self.network.agents[agent_index], self.phase_state(agent_index, code))
+        self._ls.trafficlight.setRedYellowGreenState(self.network.agents[agent_index],
+                                                     self.phase_state(agent_index, code))
 
     def advance(self) -> None:
         self._ls.simulationStep()

@@ -39,8 +39,8 @@ CityFlow has nothing random to seed here (fixed routes, no lane changing): on it
 nothing, and only the traffic (the flow, or a curriculum context's seed) varies episodes.
 
 Deviations from the paper: the paper used CityFlow; SUMO is the default here (CityFlow is not on
-PyPI; ``make cityflow`` builds it) and numbers differ between engines. The paper's appendix with exact features and reward
-weights is not public; the features above follow its list and the weights are ours.
+PyPI; ``make cityflow`` builds it) and numbers differ between engines. The paper's appendix with exact features and
+reward weights is not public; the features above follow its list and the weights are ours.
 
 libsumo runs one simulation per process, so two SUMO environments cannot be open at once in
 one process; PettingZoo's ``parallel_seed_test`` (two live copies) cannot run in-process and the
@@ -74,7 +74,8 @@ def make_engine(name: str, network: Network) -> Engine:
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of {ENGINES}")
     if not available_engines()[name]:
-        hint = "pip install eclipse-sumo libsumo" if name == "sumo" else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README"
+        hint = ("pip install eclipse-sumo libsumo" if name == "sumo"
+                else "CityFlow is not on PyPI: `make cityflow` builds it into .venv, see the README")
         raise ValueError(f"engine {name!r} is not installed here ({hint})")
     if name == "sumo":
         return SumoEngine(network)
@@ -87,7 +88,8 @@ def _signal_table() -> np.ndarray:
     """The 6 signal features of every (phase, elapsed seconds up to the cap, changing), one row each
     (row ``(phase * (cap + 1) + elapsed) * 2 + changing``): a lookup per agent instead of arithmetic
     every second. Computed in float32 like the observation, so values are the same as computing them."""
-    phase, elapsed, changing = (a.ravel() for a in np.meshgrid(np.arange(4), np.arange(ELAPSED_CAP_S + 1), np.arange(2), indexing="ij"))
+    phase, elapsed, changing = (a.ravel() for a in np.meshgrid(np.arange(4), np.arange(ELAPSED_CAP_S + 1), np.arange(2),
+                                                               indexing="ij"))
     table = np.zeros((phase.size, 6), dtype=np.float32)
     table[np.arange(phase.size), phase] = 1.0
     table[:, 4] = elapsed
@@ -121,7 +123,8 @@ class TrafficEnvConfig:
     history_stride_s: int = 5  #: seconds between those snapshots
     rate_window_s: int = 5  #: seconds over which inflow/outflow rates are averaged
     reward: RewardWeights = field(default_factory=RewardWeights)
-    seed: int = 0  #: seed of the first reset when reset() gets none (SUMO only: CityFlow is deterministic, see .engines)
+    #: seed of the first reset when reset() gets none (SUMO only: CityFlow is deterministic, see .engines)
+    seed: int = 0
 
     def validate(self) -> None:
         for name in ("episode_seconds", "rate_window_s", "history_stride_s"):
@@ -200,7 +203,8 @@ class TrafficSignalEnv(ParallelEnv):
             for k, (phase_axis, move) in enumerate(PHASE_MOVES):
                 roads = [road for road in net.incoming[agent] if axis(net.roads[road].heading) == phase_axis]
                 self._phase_in[i, k] = [position[(road, move)] for road in roads]
-                self._phase_out[i, k] = [position.get((net.turns[(road, move)], m), -1) for road in roads for m in MOVEMENTS]
+                self._phase_out[i, k] = [position.get((net.turns[(road, move)], m), -1) for road in roads
+                                         for m in MOVEMENTS]
         self._signal_table = _signal_table()
 
     # ----- PettingZoo API -----
@@ -215,7 +219,8 @@ class TrafficSignalEnv(ParallelEnv):
                 self._context, self._flow = context, self._make_flow(context)
         self.episode_seed = int(self._rng.integers(0, 2**31 - 1))
         vehicle = self._flow.vehicle
-        self._per_vehicle = (vehicle.length + vehicle.min_gap) / self._lane_lengths  # 1 / lane capacity; occupancy per vehicle
+        # 1 / lane capacity; occupancy per vehicle
+        self._per_vehicle = (vehicle.length + vehicle.min_gap) / self._lane_lengths
         self.engine.load(self._flow, self.episode_seed)
         cfg, n = self.config, len(self.possible_agents)
         self.agents = list(self.possible_agents)
@@ -238,7 +243,8 @@ class TrafficSignalEnv(ParallelEnv):
         phase, elapsed, change_left, target = self._phase, self._elapsed, self._change_left, self._target
         yellow_s, min_green_s = cfg.yellow_s, cfg.min_green_s
         codes, rows = [], []  # signal codes now; rows of the signal-feature table after this second
-        for i, action in enumerate(map(actions.__getitem__, self.possible_agents)):  # 16 agents: plain Python is fastest
+        # 16 agents: plain Python is fastest
+        for i, action in enumerate(map(actions.__getitem__, self.possible_agents)):
             if not 0 <= action < 4:
                 raise ValueError(f"actions must be in 0..3, got {action!r} for {self.possible_agents[i]}")
             if change_left[i] == 0 and action != phase[i] and elapsed[i] >= min_green_s:
@@ -255,7 +261,9 @@ class TrafficSignalEnv(ParallelEnv):
                 codes.append(phase[i])
                 elapsed[i] += 1
             e = elapsed[i]
-            rows.append((phase[i] * (ELAPSED_CAP_S + 1) + (e if e < ELAPSED_CAP_S else ELAPSED_CAP_S)) * 2  # noqa: FURB136 (no call: 3x faster than min)
+            # FURB136 below: no call, 3x faster than min
+            rows.append((phase[i] * (ELAPSED_CAP_S + 1)
+                         + (e if e < ELAPSED_CAP_S else ELAPSED_CAP_S)) * 2  # noqa: FURB136
                         + (change_left[i] > 0))
         self.engine.set_signals(codes)
         reading = self.engine.step()

@@ -33,7 +33,8 @@ from marlinkit.envs.traffic.data import DATASET, ENV_VAR, DataError
 MIRROR_VAR = "MARLINKIT_DATA_MIRROR"
 ORIGIN_BASE = "https://raw.githubusercontent.com"
 COLIGHT = "wingsweihua/colight/04440b722e7f36d7043a3f2ad8e40c3df301fad3/data/Hangzhou/4_4"
-LIBSIGNAL = "DaRL-LibSignal/LibSignal/127af9f93902778e556de2eedb2b606c4c9447e6/data/raw_data/hangzhou_4x4_gudang_18041610_1h"
+LIBSIGNAL = ("DaRL-LibSignal/LibSignal/127af9f93902778e556de2eedb2b606c4c9447e6/data/raw_data/"
+             "hangzhou_4x4_gudang_18041610_1h")
 TIMEOUT_S = 60
 
 

@@ -16,8 +16,8 @@ EOS_TOKENS = ("<|end_of_text|>", "<|eom_id|>", "<|eot_id|>")  # Llama 3.1's gene
 CHAT_TEMPLATE = (
     "{{- bos_token }}"
     "{%- for message in messages %}"
-    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"
-    "{%- endfor %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + "
+    "'<|eot_id|>' }}{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
 )
 _CORPUS = [

@@ -29,8 +29,9 @@ The paper's algorithm is :func:`dual_loop`: one run, the outer curriculum/archit
 the inner MADDPG episodes (:mod:`.loop`; its inner loop's two strategies, training and following, in
 :mod:`.inner`; the row an episode writes and the loop's state in :mod:`.records`; the settings in
 :mod:`.config`; a run's settings, environment and architect in :mod:`.parts`; the runs of a ``Config`` in
-:mod:`.runner`). Each run executes in a fresh process of its own (libsumo holds one simulation per process), on local processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its
-tables back: this process writes them as each run finishes. Runs resume per completed run (a run
+:mod:`.runner`). Each run executes in a fresh process of its own (libsumo holds one simulation per process), on local
+processes or Ray (``executor``, see :mod:`marlinkit.executors`), and hands its tables back: this process writes them as
+each run finishes. Runs resume per completed run (a run
 whose sidecar exists with the same configuration is loaded, not recomputed) and, with
 ``checkpoint_every``, from the last checkpoint of an interrupted run (learner, optimisers, replay
 buffer, random states, curriculum and reward schedule, generation log): the resumed run gives the

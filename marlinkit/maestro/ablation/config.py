@@ -194,7 +194,8 @@ def output_suffix(cfg: Config) -> str:
 
 
 def transcript_name(cfg: Config, ablation: str, seed: int) -> str:
-    """The run's LLM transcript: one per (configuration, seed, curriculum setting), since the prompts carry the rule's target."""
+    """The run's LLM transcript: one per (configuration, seed, curriculum setting), since the prompts carry the rule's
+    target."""
     return "_".join(filter(None, ("maestro", ablation, str(seed), setting_suffix(cfg))))
 
 
@@ -210,7 +211,8 @@ def shared_transcripts(cfg: Config, ablation: str, seed: int) -> tuple[str, ...]
 
 
 def results_root(preset: str, cfg: Config) -> Path:
-    """Where a preset's runs live: the paper setting's in ``data/results/maestro/<preset>/``, another's in a subfolder."""
+    """Where a preset's runs live: the paper setting's in ``data/results/maestro/<preset>/``, another's in a
+    subfolder."""
     return paths.results_dir(PAPER, preset) / setting_suffix(cfg)
 
 

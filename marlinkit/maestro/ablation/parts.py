@@ -56,7 +56,8 @@ class RunParts:
         seed_everything(seed)
         backend = llm_config.cached_backend(cfg.llm, transcript_name(cfg, ablation, seed), cfg.record,
                                             script=arch.scripted_architect_replies(), model="maestro-architect",
-                                            shared=shared_transcripts(cfg, ablation, seed), backend=architect_backend(cfg))
+                                            shared=shared_transcripts(cfg, ablation, seed),
+                                            backend=architect_backend(cfg))
         log, acfg = arch.GenerationLog(), architect_config(cfg, ablation)
         base = TrafficSignalEnv(env_config(cfg))
         env = CurriculumEnv(base, ccfg)

@@ -38,7 +38,8 @@ def run(cfg: Config) -> AblationResults:
     # an uncalibrated ablation has runs to do too: one Ray start for both (none when all is cached)
     with contextlib.nullcontext() if calibrated else executors.session(cfg.executor, cfg.workers, cfg.ray_address):
         calibration, calibration_info = calibrate(cfg, store)
-        todo = [(a, s) for a, s in runs if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
+        todo = [(a, s) for a, s in runs
+                if not store.is_complete(run_name(a, f"seed{s}"), run_config(cfg, a, s, calibration))]
         # A7 follows A2 (see the package's docstring): after its leader's runs of this call (a leader finished
         # before is found by find_leader in the first batch already)
         following = [(a, s) for a, s in todo if leader_of(a) in cfg.ablations]
@@ -83,7 +84,8 @@ def save_run(store: ResultStore, out: dict[str, Any]) -> str:
 
 
 def find_leader(store: ResultStore, cfg: Config, ablation: str, seed: int, calibration: Calibration) -> Leader | None:
-    """The finished run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is none."""
+    """The finished run ``ablation`` follows for ``seed`` (pandas reads every float back exactly), None when there is
+    none."""
     leader = leader_of(ablation)
     if leader is None or not store.is_complete(name := run_name(leader, f"seed{seed}"),
                                                run_config(cfg, leader, seed, calibration)):

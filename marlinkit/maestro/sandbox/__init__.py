@@ -97,7 +97,8 @@ def _static_stage(source: str, limits: SandboxLimits, deadline: float | None = N
     thread.join(max(0.0, (deadline if deadline is not None else time.monotonic() + limits.deadline_seconds)
                     - time.monotonic()))
     if thread.is_alive():
-        raise SandboxError("syntax", f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
+        raise SandboxError("syntax",
+                           f"validation deadline ({limits.deadline_seconds:g} s) exceeded in the syntax check")
     if "error" in result:
         raise SandboxError("syntax", result["error"])
     return result["program"]
@@ -210,7 +211,8 @@ class RewardWorker:
         except (ValueError, RecursionError) as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
             self._fail("execution", f"malformed reply: not JSON ({type(error).__name__})")
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            self._fail("execution", f"malformed reply: expected an object with a boolean 'ok', got {type(reply).__name__}")
+            self._fail("execution", "malformed reply: expected an object with a boolean 'ok', got "
+                                    f"{type(reply).__name__}")
         if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))[:500]
             if error == "MemoryError":

@@ -23,7 +23,8 @@ def check_limits(args: argparse.Namespace) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="Python file defining compute_reward(metrics, difficulty)")
     parser.add_argument("--samples", type=int, default=64,
-                        help="synthetic edge-case rows run after the recorded real episodes (default 64, at most 100000)")
+                        help="synthetic edge-case rows run after the recorded real episodes (default 64, at "
+                             "most 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic samples")
     parser.add_argument("--cpu-seconds", type=int, default=10,
                         help="RLIMIT_CPU of the sandbox process, a backstop (1-3600, default 10)")

@@ -55,7 +55,8 @@ def check_outputs(values: np.ndarray, bound: float) -> None:
     """Raise ``SandboxError("safety", ...)`` unless all values are finite and within ``[-bound, bound]``."""
     bad = ~np.isfinite(values)
     if bad.any():
-        raise SandboxError("safety", f"{int(bad.sum())} of {values.size} values are not finite (first: {values[bad][0]})")
+        raise SandboxError("safety", f"{int(bad.sum())} of {values.size} values are not finite (first: "
+                                     f"{values[bad][0]})")
     worst = float(np.abs(values).max()) if values.size else 0.0
     if worst > bound:
         raise SandboxError("safety", f"|value| reaches {worst:.6g}, outside [-{bound:g}, {bound:g}]")

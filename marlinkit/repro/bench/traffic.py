@@ -39,7 +39,8 @@ def modes(engine: str) -> tuple[str, ...]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("sumo", "cityflow", "all"), default="all",
                         help="engine(s) to measure (all: every installed one)")
-    parser.add_argument("--episodes", type=int, default=5, help="rounds of one episode per mode (the median is reported)")
+    parser.add_argument("--episodes", type=int, default=5,
+                        help="rounds of one episode per mode (the median is reported)")
     parser.add_argument("--seconds", type=int, default=360, help="steps per episode")
 
 
@@ -121,6 +122,7 @@ def command(args: argparse.Namespace) -> dict:
             if "env_python" in seconds:  # the compiled reads' speed-up of the full env, per round
                 speedup = seconds["env_python"] / seconds["env"]
                 result[f"{engine}_env_speedup_vs_python_reads_{clock}"] = float(np.median(speedup))
-                result[f"{engine}_env_speedup_vs_python_reads_{clock}_range"] = [float(speedup.min()), float(speedup.max())]
+                result[f"{engine}_env_speedup_vs_python_reads_{clock}_range"] = [float(speedup.min()),
+                                                                                 float(speedup.max())]
         result[f"{engine}_within_25pct"] = result[f"{engine}_env_overhead_cpu_pct"] <= 25.0
     return result

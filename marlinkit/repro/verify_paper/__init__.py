@@ -18,8 +18,8 @@ configuration) must equal the committed table's first rows, byte for byte.
   switches); the plan source alone plays all its trials (milliseconds). MAESTRO: the ablation's calibration is
   recomputed and compared whole, then ``ablation.dual_loop`` plays the first ``--maestro-episodes`` (default 8:
   the first MADDPG updates from episode 3, the first difficulty events from episode 4, A8's first context
-  regeneration at 5, A7's initial reward event, four evaluations) and the sweep's ``sweep_run`` the same. Every LLM call replays strictly
-  from the transcripts: a missing record fails that run, by name.
+  regeneration at 5, A7's initial reward event, four evaluations) and the sweep's ``sweep_run`` the same. Every LLM call
+  replays strictly from the transcripts: a missing record fails that run, by name.
 * **Compared.** The recomputed table's CSV text against the committed table's first rows: the header and every
   row line byte for byte, except the measured wall-time columns (:data:`TIMING_COLUMNS`), where both cells need
   only be numbers. The first differing row and column are named. A MAESTRO run's generation log is compared

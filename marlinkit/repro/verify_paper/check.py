@@ -24,7 +24,8 @@ def code_age(runs: list[CommittedRun], numerics_entries) -> tuple[list[str], boo
     without the record were last committed before the last change to their numerics path (git history);
     ``numerics_entries(run)``: the runner modules whose imports make a run's numerics path."""
     note = provenance.history_note()
-    changes = provenance.last_changes(["marlinkit", *sorted({repo_relative(r.folder) for r in runs})]) if note is None or "shallow" in note else {}
+    changes = (provenance.last_changes(["marlinkit", *sorted({repo_relative(r.folder) for r in runs})])
+               if note is None or "shallow" in note else {})
     lines = [f"code age: {note}"] if note else []
     families: dict[str, list[CommittedRun]] = {}
     for run in runs:
@@ -46,14 +47,16 @@ def code_age(runs: list[CommittedRun], numerics_entries) -> tuple[list[str], boo
                 older.append(r)
         parts = [f"{len(members)} run(s)"]
         if recorded:
-            parts.append(f"{len(recorded)} record their code, {len(other_code)} of them made by other sources than today's")
+            parts.append(f"{len(recorded)} record their code, {len(other_code)} of them made by other sources "
+                         "than today's")
         if unrecorded:
             if last is None:
                 parts.append(f"{len(unrecorded)} without a code record (no history to date them)")
             else:
                 when = datetime.datetime.fromtimestamp(last[0], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
-                parts.append(f"{len(unrecorded)} without a code record, {'all' if len(older) == len(unrecorded) else len(older)} of them committed before the last "
-                             f"change to their numerics path ({last[2]} at {last[1][:10]}, {when} UTC)")
+                parts.append(f"{len(unrecorded)} without a code record, "
+                             f"{'all' if len(older) == len(unrecorded) else len(older)} of them committed before the "
+                             f"last change to their numerics path ({last[2]} at {last[1][:10]}, {when} UTC)")
             if uncommitted:
                 parts.append(f"{len(uncommitted)} not committed yet")
         lines.append(f"  {family}: " + "; ".join(parts))
@@ -102,12 +105,15 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
     if not committed:
         raise FileNotFoundError(f"no committed {PRESET} runs under {runs_root} or {args.sweep_root}")
     checkable = [r for r in committed if epochs.here_can_check(r)]  # a closed epoch's runs on their own vendor
-    chosen = {f: r for f, r in choose(checkable, seed_choice).items() if not args.family or any(t in f for t in args.family)}
-    print(f"verify {PRESET}: {len(committed)} committed runs in {len({r.family for r in committed})} families; one run per "
-          f"family chosen by seed choice {seed_choice}"
-          + (" (today's UTC day number; --seed-choice N or SEED_CHOICE=N repeats a choice)" if args.seed_choice is None else "")
-          + f"; prefixes of {args.episodes} MARLIN and {args.maestro_episodes} MAESTRO episodes in {repo_relative(scratch)}/, "
-          "strict replay", flush=True)
+    chosen = {f: r for f, r in choose(checkable, seed_choice).items()
+              if not args.family or any(t in f for t in args.family)}
+    print(f"verify {PRESET}: {len(committed)} committed runs in {len({r.family for r in committed})} families; one run "
+          f"per family chosen by seed choice {seed_choice}"
+          + (" (today's UTC day number; --seed-choice N or SEED_CHOICE=N repeats a choice)"
+             if args.seed_choice is None else "")
+          + f"; prefixes of {args.episodes} MARLIN and {args.maestro_episodes} MAESTRO episodes in "
+            f"{repo_relative(scratch)}/, "
+            "strict replay", flush=True)
     os.environ.pop("MARLINKIT_RECORD", None)  # strict replay, here and in every worker
     # the workers replay from a copy of the transcripts: a live call could only add records there (and is counted
     # there alone, whatever else writes to the committed transcripts meanwhile)
@@ -146,7 +152,8 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
     try:  # MAESTRO in a process per run (libsumo: one simulation per process), MARLIN on a pool of processes
         for fresh in (True, False):
             batch = [i for i in ranked if (jobs[i][1].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
-            done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local", max(1, min(args.workers, len(batch))),
+            done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local",
+                                      max(1, min(args.workers, len(batch))),
                                       progress=True, desc=f"verify paper prefixes ({'MAESTRO' if fresh else 'MARLIN'})",
                                       fresh_process=fresh)
             results.update({order[i]: out for i, out in zip(batch, done)})
@@ -202,7 +209,8 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
     wall = time.perf_counter() - started
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = children.ru_utime + children.ru_stime + time.process_time()
-    print(f"verify {PRESET}: " + ("every recomputed prefix matches its committed run" if not failed else "DIFFERENCES FOUND")
+    print(f"verify {PRESET}: "
+          + ("every recomputed prefix matches its committed run" if not failed else "DIFFERENCES FOUND")
           + f" ({wall:.0f} s of wall time, {cpu:.0f} CPU-s, load average {load:.1f} at the start and "
             f"{os.getloadavg()[0]:.1f} at the end; seed choice {seed_choice})")
     return {"preset": PRESET, "seed_choice": seed_choice, "families": len(chosen), "wall_s": wall, "cpu_s": cpu,
@@ -231,7 +239,8 @@ def _compare_generations(run: CommittedRun, recomputed: str, episodes: int, with
     old = [r for r in old if r.get("episode", 0) < episodes]
     new = [json.loads(line) for line in recomputed.splitlines() if line.strip()]
     if len(old) != len(new):
-        return "differs", f"generation log: {len(old)} committed records in the prefix's episodes, {len(new)} recomputed"
+        return "differs", (f"generation log: {len(old)} committed records in the prefix's episodes, "
+                           f"{len(new)} recomputed")
     for index, (a, b) in enumerate(zip(old, new), 1):
         a, b = without_timing(a), without_timing(b)
         if a != b:

@@ -22,7 +22,8 @@ MAESTRO_EPISODES = 8
 TIMING_COLUMNS = {
     "marlin-training": ("wall_time_s",),
     "plan-source-alone": ("wall_time_s",),
-    "maestro-ablation": ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s", "baseline_s"),
+    "maestro-ablation": ("sim_s", "train_s", "reward_eval_s", "llm_curriculum_s", "llm_reward_s", "eval_s",
+                         "baseline_s"),
     "maestro-sweep": ("sim_s", "train_s", "wall_s"),
 }
 #: Committed results that are not training runs, with why no prefix of them is recomputed here.
@@ -82,7 +83,8 @@ def _untracked(roots: list[Path]) -> set[Path]:
     return {(paths.REPO_ROOT / line).resolve() for line in (listed or "").splitlines() if line}
 
 
-def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) -> tuple[list[CommittedRun], list[tuple[str, str]]]:
+def discover(results_root: Path, sweep_root: Path | None,
+             preset: str = PRESET) -> tuple[list[CommittedRun], list[tuple[str, str]]]:
     """Every committed run of ``preset`` under ``results_root`` (``<paper>/<preset>/...``) and the sweep's runs in
     ``sweep_root``; and the result files not recomputed, each with why (an unknown kind fails the check). Sidecars
     git does not track are runs not committed yet: left out, and counted."""
@@ -103,7 +105,8 @@ def discover(results_root: Path, sweep_root: Path | None, preset: str = PRESET) 
             continue  # not a run's sidecar
         name = sidecar_path.stem
         if name.endswith("__eval"):
-            continue  # a training's checkpoint evaluations: past any prefix (the first checkpoint is episode 100 or later)
+            # a training's checkpoint evaluations: past any prefix (the first checkpoint is episode 100 or later)
+            continue
         kind = _kind(sidecar)
         folder = sidecar_path.parent
         if kind is None:
@@ -188,7 +191,8 @@ def compare_prefix(committed: str, recomputed: str, timing: tuple[str, ...] = ()
     if differing:
         details.append(f"{differing} of {len(new) - 1} prefix rows differ")
         return "differs", details
-    note = f"{len(new) - 1} rows equal byte for byte" + (f" but for {tolerated} wall-time cells ({', '.join(timing)})" if tolerated else "")
+    note = f"{len(new) - 1} rows equal byte for byte" + (f" but for {tolerated} wall-time cells ({', '.join(timing)})"
+                                                         if tolerated else "")
     return "same", [note, *details]
 
 
