@@ -234,25 +234,30 @@ def ablation_12_seeds(split: dict[str, Any], batch: dict[str, Any], seeds_per_co
                                        "loaded shared machine")}
 
 
-def command(args: argparse.Namespace) -> dict[str, Any]:
-    import numpy as np
-    import torch
-
-    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
-
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Fail on a bad count, preset, LLM or episode count before any compute."""
     if args.updates < 1:
         raise ValueError(f"--updates must be positive, got {args.updates}")
     if args.episodes < 0:
         raise ValueError(f"--episodes must be >= 0, got {args.episodes}")
     if args.batch_seeds < 0 or args.batch_episodes < 1 or args.batch_seconds < 1:
         raise ValueError("--batch-seeds must be >= 0, --batch-episodes and --batch-seconds >= 1")
-    if args.episodes:  # fail on a bad preset, LLM or episode count before any compute
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be positive, got {args.threads}")
+    if args.episodes:
         eval_every = presets.ablation_config(args.preset).eval_every
         presets.ablation_config(args.preset, episodes=args.episodes, final_window=eval_every, llm=args.llm,
                                 record=False)
+
+
+def command(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    from marlinkit.algos.maddpg import MADDPG, MADDPGConfig
+
+    _check_arguments(args)
     if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be positive, got {args.threads}")
         torch.set_num_threads(args.threads)
     obs_dim, obs_source = (args.obs_dim, "--obs-dim") if args.obs_dim else traffic_obs_dim()
     config = MADDPGConfig(seed=args.seed)

@@ -107,7 +107,8 @@ SETTINGS: dict[str, CurriculumSetting] = curricula()
 #: Measured on SUMO: on CityFlow, the engine the reference-architect ablation runs on, the same learner scores
 #: higher. Its A0 run (plain MADDPG, the same cadence, no curriculum, template reward, real flow) at seed 200
 #: averages 93.8 over all 200 episodes and 134.2 over episodes 180-199, against 61.8 and 108.8 for seed 200 here
-#: (``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/A0__seed200.csv``
+#: (run ``A0__seed200.csv`` of the folder
+#: ``data/results/maestro/paper/reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg/``
 #: beside ``data/maestro_sweep/ue25__seed200.csv``, column ``score`` against the sweep's calibrated training return).
 #: The two levels are the targets of the curriculum settings ``plain_maddpg`` and ``plain_maddpg_final``
 #: (``marlinkit/settings/curricula.toml``), read from there.

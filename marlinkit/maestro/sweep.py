@@ -27,7 +27,6 @@ one from its last checkpoint, with the numbers an uninterrupted run gives (a 200
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -88,6 +87,25 @@ def maddpg_config(setting: str, seed: int, episodes: int, episode_seconds: int, 
     return MADDPGConfig(**{**settings, "seed": seed, "eval_every": eval_every, "buffer_size": buffer_size})
 
 
+def _evaluations(env, base_env, learner, eval_seed: int, due: bool) -> dict:
+    """An episode's evaluation columns: both policies' return and traffic metrics on the real flow where an
+    evaluation is ``due``, else NaN."""
+    import numpy as np
+
+    from marlinkit.algos.maddpg import EVAL_POLICIES, evaluate
+
+    row = {}
+    for policy in EVAL_POLICIES:
+        if not due:
+            row.update({f"eval_return_{policy}": np.nan, f"eval_avg_delay_s_{policy}": np.nan,
+                        f"eval_avg_queue_{policy}": np.nan, f"eval_throughput_{policy}": np.nan})
+            continue
+        env.context = None  # evaluations run the real flow
+        ret = evaluate(env, learner, eval_seed, policy=policy)
+        row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": base_env.last_metrics[k] for k in METRICS}})
+    return row
+
+
 def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval_every: int, eval_seed: int,
               out: str, checkpoint_every: int = CHECKPOINT_EVERY, stop_after: int | None = None) -> str:
     """Train one (setting, seed) in this process, rewriting its CSV after every episode and checkpointing every
@@ -99,7 +117,7 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
     import torch
 
     from marlinkit.repro import numerics, provenance
-    from marlinkit.algos.maddpg import EVAL_POLICIES, env_dims, evaluate, make_learner, run_episode, seed_everything
+    from marlinkit.algos.maddpg import env_dims, make_learner, run_episode, seed_everything
     from marlinkit.algos.replay_buffer import ReplayBuffer
     from marlinkit.envs.traffic.env import TrafficEnvConfig, TrafficSignalEnv
     from marlinkit.files import atomic_write_text
@@ -137,20 +155,10 @@ def sweep_run(setting: str, seed: int, episodes: int, episode_seconds: int, eval
             row = {"setting": setting, "seed": seed, "episode": episode, "episode_seconds": episode_seconds,
                    "train_return": train["return"], **{f"train_{k}": base_env.last_metrics[k] for k in METRICS},
                    "updates": train["updates"], "sim_s": train["sim_s"], "train_s": train["train_s"]}
-            for policy in EVAL_POLICIES:
-                if (episode + 1) % eval_every:
-                    row.update({f"eval_return_{policy}": np.nan, f"eval_avg_delay_s_{policy}": np.nan,
-                                f"eval_avg_queue_{policy}": np.nan, f"eval_throughput_{policy}": np.nan})
-                    continue
-                env.context = None  # evaluations run the real flow
-                ret = evaluate(env, learner, eval_seed, policy=policy)
-                row.update({f"eval_return_{policy}": ret, **{f"eval_{k}_{policy}": base_env.last_metrics[k]
-                                                             for k in METRICS}})
+            row.update(_evaluations(env, base_env, learner, eval_seed, due=(episode + 1) % eval_every == 0))
             row.update(base, wall_s=time.perf_counter() - started)
             rows.append(row)
-            buffer_text = io.StringIO()
-            pd.DataFrame(rows).to_csv(buffer_text, index=False)
-            atomic_write_text(path, buffer_text.getvalue())
+            atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
             if checkpoint_every and (episode + 1) % checkpoint_every == 0 and episode + 1 < episodes:
                 checkpoint.save(saving, learner, buffer, hashed, rows=rows, steps=steps)
     finally:

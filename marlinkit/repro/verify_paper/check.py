@@ -85,21 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=int, default=2, help="runs recomputed at once (default 2)")
 
 
-def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
-    """Recompute one prefix per family (by ``hooks``, today's experiments, or a closed numerics epoch's commit),
-    compare, print the per-run summary; ``exit_code`` 1 on any difference."""
-    from marlinkit import executors
-    from marlinkit.repro.comparisons import live_calls, transcript_records, without_timing
-
-    import resource
-
-    started, load = time.perf_counter(), os.getloadavg()[0]
-    for name in ("episodes", "maestro_episodes", "workers"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    seed_choice = default_seed_choice() if args.seed_choice is None else args.seed_choice
-    scratch = (args.scratch or paths.BUILD_DIR / "verify-paper").resolve()
-    shutil.rmtree(scratch, ignore_errors=True)
+def _choose(args: argparse.Namespace, seed_choice: int, scratch: Path):
+    """The committed runs, the results not recomputed (with why), and the run chosen per family; prints the choice."""
     runs_root = args.runs_root.resolve()
     committed, others = discover(runs_root, args.sweep_root)
     if not committed:
@@ -114,18 +101,14 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
           + f"; prefixes of {args.episodes} MARLIN and {args.maestro_episodes} MAESTRO episodes in "
             f"{repo_relative(scratch)}/, "
             "strict replay", flush=True)
-    os.environ.pop("MARLINKIT_RECORD", None)  # strict replay, here and in every worker
-    # the workers replay from a copy of the transcripts: a live call could only add records there (and is counted
-    # there alone, whatever else writes to the committed transcripts meanwhile)
-    transcripts = scratch / "transcripts"
-    shutil.copytree(paths.TRANSCRIPTS_DIR, transcripts)
-    moved = os.environ.get(paths.TRANSCRIPTS_ENV)
-    os.environ[paths.TRANSCRIPTS_ENV] = str(transcripts)
-    before = transcript_records(transcripts)
+    return committed, others, chosen
 
-    results: dict[str, dict[str, Any]] = {}
-    problems: list[str] = []
-    # MAESTRO: each folder's calibration first (its runs' configuration hashes hold it), compared whole
+
+def _jobs(chosen: dict, args: argparse.Namespace, hooks: ExperimentHooks, scratch: Path, results: dict,
+          problems: list[str]) -> tuple[list, list[str]]:
+    """One recomputation job per chosen run, and the family of each; MAESTRO's folders' calibrations first (their
+    runs' configuration hashes hold them), compared whole. A run no MAESTRO setting of today's code names goes to
+    ``results`` as an error."""
     maestro = {}
     for family, run in chosen.items():
         if run.kind != "maestro-ablation":
@@ -146,50 +129,95 @@ def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[st
             extra = (cfg, calibration)
         jobs.append((hooks.recompute, run, episodes, str(folder), *extra))
         order.append(family)
-    # the longest first (MAESTRO under 4x the updates, then MAESTRO, then MARLIN), so the workers end together
+    return jobs, order
+
+
+def _recompute(jobs: list, order: list[str], workers: int, results: dict) -> None:
+    """Run the jobs, the longest first (MAESTRO under 4x the updates, then MAESTRO, then MARLIN) so the workers end
+    together: MAESTRO in a process per run (libsumo: one simulation per process), MARLIN on a pool of processes."""
+    from marlinkit import executors
+
     weight = {"maestro-sweep": 2, "maestro-ablation": 2, "marlin-training": 1, "plan-source-alone": 0}
     ranked = sorted(range(len(jobs)), key=lambda i: (-weight[jobs[i][1].kind], "ue25" not in order[i], order[i]))
-    try:  # MAESTRO in a process per run (libsumo: one simulation per process), MARLIN on a pool of processes
-        for fresh in (True, False):
-            batch = [i for i in ranked if (jobs[i][1].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
-            done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local",
-                                      max(1, min(args.workers, len(batch))),
-                                      progress=True, desc=f"verify paper prefixes ({'MAESTRO' if fresh else 'MARLIN'})",
-                                      fresh_process=fresh)
-            results.update({order[i]: out for i, out in zip(batch, done)})
-    finally:
-        os.environ.pop(paths.TRANSCRIPTS_ENV) if moved is None else os.environ.__setitem__(paths.TRANSCRIPTS_ENV, moved)
+    for fresh in (True, False):
+        batch = [i for i in ranked if (jobs[i][1].kind in ("maestro-ablation", "maestro-sweep")) == fresh]
+        done = executors.run_jobs(epochs.recompute_any, [jobs[i] for i in batch], "local",
+                                  max(1, min(workers, len(batch))),
+                                  progress=True, desc=f"verify paper prefixes ({'MAESTRO' if fresh else 'MARLIN'})",
+                                  fresh_process=fresh)
+        results.update({order[i]: out for i, out in zip(batch, done)})
 
-    lines, failed, differing = [], bool(problems), []
+
+def _compare(run: CommittedRun, out: dict[str, Any], maestro_episodes: int) -> tuple[str, list[str]]:
+    """A recomputed prefix against its committed run: "same", "differs" or "FAILED", and the lines that say why."""
+    from marlinkit.repro.comparisons import without_timing
+
+    if "error" in out:
+        return "FAILED", [out["error"]]
+    text, damaged = committed_table(run)
+    status, details = compare_prefix(text, out["table"], TIMING_COLUMNS[run.kind])
+    if damaged:
+        status, details = "differs", [damaged, *details]
+    if "generations" in out:
+        log_status, log_details = _compare_generations(run, out["generations"], maestro_episodes, without_timing)
+        details.append(log_details)
+        status = "differs" if log_status == "differs" else status
+    if "code" in out:
+        epoch = epochs.epoch_of(run)
+        details.append(f"recomputed by commit {out['code'][:12]}'s code: the run belongs to the closed numerics "
+                       f"epoch {epoch['name']!r} ({epoch['why']})")
+    if status == "differs":
+        details.append(_processors(run))
+    return status, details
+
+
+def _summary(chosen: dict, results: dict, maestro_episodes: int) -> tuple[list[str], list[str]]:
+    """The per-run lines of the summary, and the labels of the runs that differ or failed."""
+    lines, differing = [], []
     width = max(len(f) for f in chosen) if chosen else 10
     for family, run in chosen.items():
         out = results[family]
-        timing = TIMING_COLUMNS[run.kind]
-        details = []
-        if "error" in out:
-            status, details = "FAILED", [out["error"]]
-        else:
-            text, damaged = committed_table(run)
-            status, details = compare_prefix(text, out["table"], timing)
-            if damaged:
-                status, details = "differs", [damaged, *details]
-            if "generations" in out:
-                log_status, log_details = _compare_generations(run, out["generations"], args.maestro_episodes,
-                                                               without_timing)
-                details.append(log_details)
-                status = "differs" if log_status == "differs" else status
-        if "code" in out:
-            epoch = epochs.epoch_of(run)
-            details.append(f"recomputed by commit {out['code'][:12]}'s code: the run belongs to the closed numerics "
-                           f"epoch {epoch['name']!r} ({epoch['why']})")
-        if status == "differs":
-            details.append(_processors(run))
+        status, details = _compare(run, out, maestro_episodes)
         if status != "same":
-            failed = True
             differing.append(run.label)
         seconds = f"{out.get('seconds', 0):.0f} s, {out.get('cpu_seconds', 0):.0f} CPU-s"
         lines.append(f"  {'ok' if status == 'same' else status.upper():<8} {family:<{width}}  {run.name}  ({seconds})")
         lines.extend(f"             {d}" for d in details if d)
+    return lines, differing
+
+
+def verify_prefixes(args: argparse.Namespace, hooks: ExperimentHooks) -> dict[str, Any]:
+    """Recompute one prefix per family (by ``hooks``, today's experiments, or a closed numerics epoch's commit),
+    compare, print the per-run summary; ``exit_code`` 1 on any difference."""
+    import resource
+
+    from marlinkit.repro.comparisons import live_calls, transcript_records
+
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    for name in ("episodes", "maestro_episodes", "workers"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    seed_choice = default_seed_choice() if args.seed_choice is None else args.seed_choice
+    scratch = (args.scratch or paths.BUILD_DIR / "verify-paper").resolve()
+    shutil.rmtree(scratch, ignore_errors=True)
+    committed, others, chosen = _choose(args, seed_choice, scratch)
+    os.environ.pop("MARLINKIT_RECORD", None)  # strict replay, here and in every worker
+    # the workers replay from a copy of the transcripts: a live call could only add records there (and is counted
+    # there alone, whatever else writes to the committed transcripts meanwhile)
+    transcripts = scratch / "transcripts"
+    shutil.copytree(paths.TRANSCRIPTS_DIR, transcripts)
+    moved = os.environ.get(paths.TRANSCRIPTS_ENV)
+    os.environ[paths.TRANSCRIPTS_ENV] = str(transcripts)
+    before = transcript_records(transcripts)
+    results: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    jobs, order = _jobs(chosen, args, hooks, scratch, results, problems)
+    try:
+        _recompute(jobs, order, args.workers, results)
+    finally:
+        os.environ.pop(paths.TRANSCRIPTS_ENV) if moved is None else os.environ.__setitem__(paths.TRANSCRIPTS_ENV, moved)
+    lines, differing = _summary(chosen, results, args.maestro_episodes)
+    failed = bool(problems) or bool(differing)
     print(f"prefixes ({len(chosen)} families, one run each):")
     print("\n".join(lines + epochs.elsewhere([r for r in committed if not args.family
                                                 or any(t in r.family for t in args.family)])))
