@@ -450,6 +450,13 @@ def _cv(v: np.ndarray) -> float:
     return float(np.std(v, ddof=1) / np.mean(v)) if np.mean(v) > 0 else np.nan
 
 
+def _log_cv_ratio(v: np.ndarray, w: np.ndarray) -> float:
+    """log(CV(v) / CV(w)); NaN where either CV is undefined or 0 (a resample of identical seeds), which the
+    bootstrap leaves out like any other non-finite value."""
+    cv_v, cv_w = _cv(v), _cv(w)
+    return float(np.log(cv_v / cv_w)) if cv_v > 0 and cv_w > 0 else np.nan
+
+
 def _sharpe(v: np.ndarray, base: float) -> float:
     return float((np.mean(v) - base) / np.std(v, ddof=1))
 
@@ -462,9 +469,9 @@ def _sortino(v: np.ndarray, base: float) -> float:
 #: Statistics over seeds (rows) of the columns (A2, A7, A8): each in the paper's direction.
 STATISTICS: dict[str, Callable[[np.ndarray], float]] = {
     "Sharpe(A7) - Sharpe(A8)": lambda m: _sharpe(m[:, 1], m[:, 0].mean()) - _sharpe(m[:, 2], m[:, 0].mean()),
-    "log CV(A2) / CV(A7)": lambda m: float(np.log(_cv(m[:, 0]) / _cv(m[:, 1]))),
-    "log CV(A8) / CV(A7)": lambda m: float(np.log(_cv(m[:, 2]) / _cv(m[:, 1]))),
-    "log CV(A8) / CV(A2)": lambda m: float(np.log(_cv(m[:, 2]) / _cv(m[:, 0]))),
+    "log CV(A2) / CV(A7)": lambda m: _log_cv_ratio(m[:, 0], m[:, 1]),
+    "log CV(A8) / CV(A7)": lambda m: _log_cv_ratio(m[:, 2], m[:, 1]),
+    "log CV(A8) / CV(A2)": lambda m: _log_cv_ratio(m[:, 2], m[:, 0]),
     "Sortino(A7) - Sortino(A8)": lambda m: _sortino(m[:, 1], m[:, 0].mean()) - _sortino(m[:, 2], m[:, 0].mean()),
     "VaR5(A7) - VaR5(A8)": lambda m: float(np.percentile(m[:, 1], 5) - np.percentile(m[:, 2], 5)),
     "drawdown(A8) - drawdown(A7)": lambda m: float(np.max(np.abs(m[:, 2] - m[:, 2].mean()))

@@ -131,6 +131,8 @@ def _recompute(cell: pd.Series, v: pd.DataFrame) -> tuple[float, float, float, f
             return d.mean(), 1.0, 1.0, math.nan
         return (d.mean(), *(float(stats.wilcoxon(sd_, alternative=a).pvalue) for a in ("greater", "less")), math.nan)
     k, n = int(np.sum(sd_ > 0)), int(np.sum(sd_ != 0))
+    if n == 0:  # no unit differs (A7 equal to A2 to the bit): no evidence either way
+        return d.mean(), 1.0, 1.0, math.nan
     return (d.mean(), *(float(stats.binomtest(k, n, alternative=a).pvalue) for a in ("greater", "less")), math.nan)
 
 
@@ -238,7 +240,9 @@ def with_worst(cells: pd.DataFrame, values: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_holm_and_every_verdict_follow_from_the_plan(cells, values, ledger, plan):
-    table = holm_table(with_worst(cells[cells.test != "paired-bootstrap"], values))
+    # Holm over every cell of a family, the bootstrapped statistics too; their verdicts are checked elsewhere
+    table = holm_table(with_worst(cells, values))
+    table = table[table.test != "paired-bootstrap"]
     paired = table.worst.notna() & (table.n >= 2)  # a single unit is not tested
     assert np.allclose(table.loc[paired, "worst"], table.loc[paired, "worst_unit"], rtol=1e-9, atol=1e-12)
     for col in ("p_holds", "p_contra", "p_equiv"):
@@ -464,3 +468,19 @@ def test_traffic_effects_are_the_relative_change_against_a2(monkeypatch, plan):
     tested = ledger[ledger.effect.notna()]
     assert (tested.effect_scale == "relative").all() and tested.verdict.str.startswith("holds").all()
     assert all(" % [" in d for d in tested.detail)
+
+
+def test_a_cv_ratio_of_identical_seeds_is_left_out_of_the_bootstrap_not_an_error():
+    """A bootstrap resample that draws one seed n times has CV 0: its log CV ratio is NaN (left out), as is a CV
+    whose mean is not positive; the full sample's ratio is the log of the two CVs."""
+    import numpy as np
+
+    from marlinkit import claims_data
+
+    statistic = claims_data.STATISTICS["log CV(A2) / CV(A7)"]
+    same = np.array([[10.0, 5.0, 1.0]] * 3)
+    assert np.isnan(statistic(same))
+    m = np.array([[10.0, 5.0, 1.0], [12.0, 6.0, 2.0], [14.0, 8.0, 3.0]])
+    a2, a7 = m[:, 0], m[:, 1]
+    cv = lambda v: np.std(v, ddof=1) / np.mean(v)  # noqa: E731
+    assert statistic(m) == float(np.log(cv(a2) / cv(a7)))
