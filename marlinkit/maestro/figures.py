@@ -47,6 +47,11 @@ def _identical_to(drawn: dict[str, pd.Series], curve: pd.Series) -> str | None:
                  and np.array_equal(other.to_numpy(), curve.to_numpy(), equal_nan=True)), None)
 
 
+def random_level(random: np.ndarray) -> tuple[float, float]:
+    """The random switcher's mean and SD over its draws (SD 0 for a single draw)."""
+    return float(np.mean(random)), float(np.std(random, ddof=1)) if len(random) > 1 else 0.0
+
+
 def random_label(random: np.ndarray) -> str:
     """The legend's words for the random phase switcher's level: its mean, SD and draws on the real flow."""
     sd = f" ± {np.std(random, ddof=1):.0f}" if len(random) > 1 else ""
@@ -63,7 +68,7 @@ def baseline_levels(ax, results: AblationResults, random: np.ndarray | None = No
     ax.axhline(0.0, color="grey", ls=":", lw=1,
                label="fixed-time (0)" if short else "0 = fixed-time on the same traffic")
     if random is not None and len(random):
-        mean, sd = float(np.mean(random)), float(np.std(random, ddof=1)) if len(random) > 1 else 0.0
+        mean, sd = random_level(random)
         ax.axhline(mean, color="#9467bd", ls="-.", lw=1, label=random_label(random))
         ax.axhspan(mean - sd, mean + sd, color="#9467bd", alpha=0.08, lw=0)
 
@@ -189,8 +194,8 @@ def final_boxplot(ax, results: AblationResults, random: np.ndarray | None = None
     # the spread labels can run past the data; keep every one inside the axes
     every = np.concatenate(label_ys)
     if random is not None and len(random):
-        spread = np.std(random, ddof=1) if len(random) > 1 else 0.0
-        every = np.concatenate([every, np.mean(random) + np.array([-1, 1]) * spread])
+        mean, sd = random_level(random)
+        every = np.concatenate([every, [mean - sd, mean + sd]])
         baseline_levels(ax, results, random, short=True)
         ax.legend(fontsize=6, loc="best")
     ax.set_ylim(every.min() - 0.04 * span, every.max() + 0.04 * span)
