@@ -55,6 +55,18 @@ def recording(record: bool | None = None) -> bool:
     raise ValueError(f"{RECORD_VAR}={value!r}: use 1 to record transcript misses with the model, 0 to replay strictly")
 
 
+def check(value: str | None = None) -> str:
+    """The setting in force (:func:`setting`), refused with a :class:`ParameterError` naming ``LLM`` unless it is one
+    :func:`make_backend` builds; nothing loads."""
+    value = setting(value)
+    kind, _, arg = value.partition(":")
+    if (kind in ("smollm2", "scripted") and not arg) or (kind == "transformers" and arg) or kind == "openai":
+        return value
+    raise ParameterError("LLM", value, "unknown LLM setting; use one of: smollm2 | scripted | "
+                                       "transformers:/path/to/model "
+                         f"| openai:http://host:port/v1#model (or set ${ENV_VAR})")
+
+
 def make_backend(value: str | None = None, script: Script | None = None, model: str | None = None) -> ChatBackend:
     """Build the backend a setting names (weights load lazily, on the first call).
 
@@ -62,28 +74,24 @@ def make_backend(value: str | None = None, script: Script | None = None, model: 
     script of its own protocol (MARLIN: ``marlin.negotiation.greedy_robots``; MAESTRO: the architect's
     script); the ``scripted`` kind without one is an error, and the other kinds ignore both.
     """
-    value = setting(value)
+    value = check(value)
     kind, _, arg = value.partition(":")
-    if kind == "smollm2" and not arg:
+    if kind == "smollm2":
         from marlinkit.llm.backends.smollm2 import SmolLM2Backend
 
         return SmolLM2Backend()
-    if kind == "scripted" and not arg:
+    if kind == "scripted":
         from marlinkit.llm.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(script, model)
-    if kind == "transformers" and arg:
+    if kind == "transformers":
         from marlinkit.llm.backends.transformers import TransformersBackend
 
         return TransformersBackend(arg)
-    if kind == "openai":
-        from marlinkit.llm.backends.openai import OpenAIBackend
+    from marlinkit.llm.backends.openai import OpenAIBackend
 
-        url, _, model = arg.partition("#")
-        return OpenAIBackend(url or None, model or None)
-    raise ParameterError("LLM", value, "unknown LLM setting; use one of: smollm2 | scripted | "
-                                       "transformers:/path/to/model "
-                         f"| openai:http://host:port/v1#model (or set ${ENV_VAR})")
+    url, _, model = arg.partition("#")
+    return OpenAIBackend(url or None, model or None)
 
 
 def slug(text: str) -> str:

@@ -79,6 +79,12 @@ class Config:
     """Notebook 04's MARL vs MARLIN."""
     part: Literal["training", "comparison"] = "training"
     """What :func:`run` runs: notebook 02's training or notebook 04's comparison."""
+    llm: str | None = None
+    """The LLM of notebooks 03 and 04 (their ``LLM``): None the negotiation's (``$MARLINKIT_LLM`` overrides it);
+    ``"scripted"`` the greedy script, no model and no transcript; any setting :mod:`marlinkit.llm.config` knows."""
+    plan_budget: int | None = None
+    """New plans per training per plan source in notebook 04's comparison (its ``PLAN_BUDGET``); None: the
+    ``marlin`` part's."""
     preset: str | None = label()
     """The preset whose workshop results folder holds the runs (a label: not part of any run's key)."""
     root: Path | str | None = label()
@@ -91,6 +97,11 @@ class Config:
             object.__setattr__(self, part, typed(cls, getattr(self, part), part))
         self.grid("training"), self.grid("marlin")  # bad values fail here, by field
         check_choices(self)
+        budget = self.plan_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ParameterError("PLAN_BUDGET", budget, "new plans per training: None (the preset's) or an integer >= 1")
+        if self.llm is not None:
+            llm_config.check(self.llm)
 
     def grid(self, part: str) -> grid.GridConfig:
         """``run_grid``'s config of one part: one scenario, one seed, in this process (one local worker on purpose:
@@ -178,55 +189,58 @@ def play_plan(layout: str | Layout, actions: np.ndarray,
 
 
 def run(cfg: Config) -> grid.GridResult:
-    """The workshop's training (``cfg.part`` "training": notebook 02's MAPPO alone, :func:`run_training`) or its
-    comparison ("comparison": notebook 04's MARL vs MARLIN with the LLM and the exact planner,
-    :func:`run_comparison`, the LLM behind its transcript cache: :func:`chat_backend`), saved under ``cfg.preset``'s
-    workshop results (``cfg.root`` replaces them)."""
+    """The workshop's training (``cfg.part`` "training": notebook 02's MAPPO alone) or its comparison
+    ("comparison": notebook 04's MARL vs MARLIN with the LLM and the exact planner, :class:`Comparison`), saved under
+    ``cfg.preset``'s workshop results (``cfg.root`` replaces them) and loaded from there when already run."""
     preset = required_preset(cfg)
+    root = Path(cfg.root or results_root(preset))
     if cfg.part == "training":
-        return run_training(cfg, preset, cfg.root, cfg.progress)
-    return run_comparison(cfg, preset, chat_backend(cfg, preset), cfg.root, cfg.progress)
+        return _training(cfg, preset, root)
+    return _comparison(cfg, preset, chat_backend(cfg), root)
 
 
-def run_training(section: Config, preset: str, root: Path | None = None, progress: bool = False) -> grid.GridResult:
-    """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve (saved under
-    ``preset``'s workshop results)."""
-    config = dataclasses.replace(section.grid("training"), systems=("MARL",))
-    results = grid.run_grid(config, preset, root=Path(root or results_root(preset)) / "mappo", progress=progress)
-    return grid.GridResult.of(EXPERIMENT, results, section, preset, training_provenance(section, preset))
+def _training(cfg: Config, preset: str, root: Path) -> grid.GridResult:
+    """MAPPO alone (the paper's MARL system) on the workshop scenario: notebook 02's learning curve."""
+    config = dataclasses.replace(cfg.grid("training"), systems=("MARL",))
+    results = grid.run_grid(config, preset, root=root / "mappo", progress=cfg.progress)
+    return grid.GridResult.of(EXPERIMENT, results, cfg, preset, training_provenance(cfg))
 
 
-def training_provenance(section: Config, preset: str) -> Provenance:
+def training_provenance(cfg: Config) -> Provenance:
     """Notebook 02's footer: MAPPO alone, no LLM."""
-    settings = section.training
-    return Provenance(preset, engine=ENGINE, source="no LLM", seeds=(section.seed,),
-                      details={"training": f"MAPPO on {section.scenario}: {settings.n_envs} copies x "
+    settings = cfg.training
+    return Provenance(required_preset(cfg), engine=ENGINE, source="no LLM", seeds=(cfg.seed,),
+                      details={"training": f"MAPPO on {cfg.scenario}: {settings.n_envs} copies x "
                                            f"{settings.episodes} episodes"})
 
 
-def comparison_provenance(section: Config, preset: str, backend: ChatBackend,
-                          plan_budget: int | None = None) -> Provenance:
+def plan_budget(cfg: Config) -> int:
+    """New plans per training per plan source in the comparison: ``cfg.plan_budget``, else the ``marlin`` part's."""
+    return cfg.marlin.plan_budget if cfg.plan_budget is None else cfg.plan_budget
+
+
+def comparison_provenance(cfg: Config, backend: ChatBackend) -> Provenance:
     """Notebook 04's footer: the LLM and the exact planner (not an LLM) as MARLIN's plan sources."""
-    settings = section.marlin
-    budget = settings.plan_budget if plan_budget is None else plan_budget
-    return Provenance(preset, engine=ENGINE,
+    settings = cfg.marlin
+    return Provenance(required_preset(cfg), engine=ENGINE,
                       source=f"LLM {llm_config.label(backend)} and the exact planner (not an LLM)",
-                      seeds=(section.seed,),
-                      details={"training": f"{section.scenario}: {settings.n_envs} copies x {settings.episodes} "
-                                           f"episodes, plan budget {budget}"})
+                      seeds=(cfg.seed,),
+                      details={"training": f"{cfg.scenario}: {settings.n_envs} copies x {settings.episodes} "
+                                           f"episodes, plan budget {plan_budget(cfg)}"})
 
 
-def chat_backend(section: Config, preset: str, llm: str | None = None) -> ChatBackend:
-    """The workshop's LLM behind its transcript cache; ``llm="scripted"``: the greedy script, uncached.
+def chat_backend(cfg: Config) -> ChatBackend:
+    """The workshop's LLM (``cfg.llm``, else the negotiation's) behind its transcript cache; ``"scripted"``: the
+    greedy script, uncached.
 
     Replay is strict unless the section (or ``$MARLINKIT_RECORD``) records. A section that records by itself (the
     session presets: talking to the model is their point) records new calls to the git-ignored
     ``workshop_<preset>_local__*.jsonl`` and first looks each call up in the committed ``workshop_<preset>__*.jsonl``
     (the teacher's recording, copied from a local file), so running a notebook never changes a tracked file.
     """
-    negotiation = section.negotiation
+    preset, negotiation = required_preset(cfg), cfg.negotiation
     local = negotiation.record is True
-    return llm_config.cached_backend(llm or negotiation.llm,
+    return llm_config.cached_backend(cfg.llm or negotiation.llm,
                                      f"workshop_{preset}_local" if local else f"workshop_{preset}",
                                      record=negotiation.record, script=greedy_robots, model="greedy-robots",
                                      shared=(f"workshop_{preset}",) if local else ())
@@ -243,9 +257,9 @@ def llm_calls(backend: ChatBackend) -> str:
             f"({', '.join(p.name for p in [backend.path, *backend.shared] if p.exists()) or 'none yet'})")
 
 
-def negotiator(section: Config, backend: ChatBackend) -> Negotiation:
+def negotiator(cfg: Config, backend: ChatBackend) -> Negotiation:
     """The negotiation plan source with the workshop's protocol settings (rounds, moves, tokens)."""
-    return Negotiation(backend, section.negotiation_limits().negotiation_config())
+    return Negotiation(backend, cfg.negotiation_limits().negotiation_config())
 
 
 @dataclass(frozen=True)
@@ -255,37 +269,32 @@ class Comparison(grid.GridResult):
 
     thresholds: dict[str, float]
     """Plan-source label -> the LLM-only performance Algorithm 1 compared against."""
+    llm_calls: str
+    """Where the LLM's replies came from in this run (:func:`llm_calls`): the model, the transcript or the script."""
 
 
-def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Path | None = None, progress: bool = False,
-                   plan_budget: int | None = None) -> Comparison:
+def _comparison(cfg: Config, preset: str, backend: ChatBackend, root: Path) -> Comparison:
     """MARL vs MARLIN with two plan sources: the LLM negotiation and the exact planner (perfect plans, not an LLM).
 
     Per source: its LLM-only trials first, whose mean is Algorithm 1's threshold (the paper's rule:
     the LLM-only performance *of the plan source in use*); then MARLIN with that threshold. Both
-    sources get the same ``plan_budget`` (new plans per training; None: the preset's). MARL needs no plan source
-    and is trained once. Curves: ``MARL``, ``MARLIN (<source>)`` and ``<source> (alone)`` (``curve_source`` reads the
-    source back).
+    sources get the same plan budget (:func:`plan_budget`). MARL needs no plan source and is trained once. Curves:
+    ``MARL``, ``MARLIN (<source>)`` and ``<source> (alone)`` (``curve_source`` reads the source back).
     """
-    base = section.grid("marlin")
-    if plan_budget is not None:
-        if isinstance(plan_budget, bool) or not isinstance(plan_budget, int) or plan_budget < 1:
-            raise ParameterError("PLAN_BUDGET", plan_budget,
-                                 "new plans per training: None (the preset's) or an integer >= 1")
-        base = dataclasses.replace(base, plan_budget=plan_budget)
-    root = Path(root or results_root(preset)) / "marlin"
-    sources = {f"{backend.name} negotiation": ("llm", negotiator(section, backend)),
+    base = dataclasses.replace(cfg.grid("marlin"), plan_budget=plan_budget(cfg))
+    root = root / "marlin"
+    sources = {f"{backend.name} negotiation": ("llm", negotiator(cfg, backend)),
                EXACT_LABEL: ("exact", ExactJointPlanner())}
     episodes, evaluations, thresholds, written = [], [], {}, []
     for label, (folder, source) in sources.items():
         alone_runs = grid.run_grid(dataclasses.replace(base, systems=("LLM-only",)), preset, source, root / folder,
-                                   progress)
+                                   cfg.progress)
         alone = alone_runs.episodes
         thresholds[label] = float(alone.performance.mean())
         systems = ["MARL", "MARLIN"] if folder == "llm" else ["MARLIN"]
         trained = grid.run_grid(dataclasses.replace(base, systems=tuple(systems),
-                                                    llm_only_performance={section.scenario: thresholds[label]}),
-                                preset, source, root / folder, progress)
+                                                    llm_only_performance={cfg.scenario: thresholds[label]}),
+                                preset, source, root / folder, cfg.progress)
         written += [*alone_runs.files, *trained.files]
         for table, out in ((pd.concat([trained.episodes, alone], ignore_index=True), episodes),
                            (trained.evaluations, evaluations)):
@@ -293,8 +302,8 @@ def run_comparison(section: Config, preset: str, backend: ChatBackend, root: Pat
                                                     ["MARL", f"{label} (alone)"], f"MARLIN ({label})")))
     tables = {"episodes": pd.concat(episodes, ignore_index=True),
               "evaluations": pd.concat(evaluations, ignore_index=True)}
-    return Comparison(EXPERIMENT, preset, section, tables, tuple(written),
-                      comparison_provenance(section, preset, backend, plan_budget), thresholds)
+    return Comparison(EXPERIMENT, preset, cfg, tables, tuple(written), comparison_provenance(cfg, backend), thresholds,
+                      llm_calls(backend))
 
 
 def comparison_table(comparison: Comparison) -> pd.DataFrame:

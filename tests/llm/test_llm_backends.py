@@ -70,6 +70,10 @@ def test_setting_strings_build_the_named_backend(monkeypatch, tmp_path):
     assert llm_config.make_backend(None, ["ok"]).name == "scripted"
     with pytest.raises(ValueError, match="unknown LLM setting"):
         llm_config.make_backend("gpt5")
+    for bad in ("gpt5", "smollm2:big", "scripted:x", "transformers"):  # refused before anything is built
+        with pytest.raises(ValueError, match="unknown LLM setting"):
+            llm_config.check(bad)
+    assert llm_config.check("transformers:/m") == "transformers:/m" and llm_config.check(None) == "scripted"
     with pytest.raises(ValueError, match="model name"):
         llm_config.make_backend("openai:http://localhost:8000/v1")
     path = llm_config.transcript_path("llm_only", remote, tmp_path)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,12 +14,14 @@ from marlinkit.marlin import workshop
 from marlinkit.algos.joint_planner import ExactJointPlanner
 from marlinkit.envs.corridor import get_layout
 from marlinkit.llm import config as llm_config
-from marlinkit.llm.cache import TranscriptCache
-from marlinkit.llm.backends.scripted import ScriptedBackend
-from marlinkit.marlin.negotiation import greedy_robots
 from marlinkit.llm.backends.smollm2 import MODEL_NAME
 
 SMOKE = presets.get("smoke", "workshop")
+
+
+def scripted_comparison(root, **changes):
+    """Notebook 04's comparison at nbval's sizes with the greedy script as the LLM (no model, no transcript)."""
+    return workshop.run(dataclasses.replace(SMOKE, part="comparison", llm="scripted", root=root, **changes))
 
 
 def test_random_floor_is_seeded_and_below_the_planner():
@@ -45,17 +49,18 @@ def test_play_plan_steps_the_env_to_the_plans_performance():
 def test_training_runs_the_preset_sizes_and_reloads_them(tmp_path):
     section = presets.get("smoke", "workshop")
     training = section.training
-    results = workshop.run_training(section, "smoke", root=tmp_path)
+    assert section.part == "training" and section.preset == "smoke"
+    results = workshop.run(dataclasses.replace(section, root=tmp_path))
     assert set(results.episodes.system) == {"MARL"}
     assert len(results.episodes) == training.episodes * training.n_envs
     assert (results.evaluations.groupby("checkpoint").size().to_dict()
             == {c: training.eval_runs for c in training.checkpoints})
-    again = workshop.run_training(section, "smoke", root=tmp_path)  # loaded from the result store, not retrained
+    again = workshop.run(dataclasses.replace(section, root=tmp_path))  # loaded from the result store, not retrained
     assert again.evaluations.performance.tolist() == results.evaluations.performance.tolist()
 
 
 def test_comparison_uses_each_plan_sources_own_llm_only_performance(tmp_path):
-    comparison = workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
+    comparison = scripted_comparison(tmp_path)
     llm_label = "scripted negotiation"
     assert comparison.thresholds[workshop.EXACT_LABEL] == 1.0
     alone = comparison.episodes[comparison.episodes.curve == f"{llm_label} (alone)"]
@@ -79,15 +84,15 @@ def test_smoke_comparison_replays_from_the_committed_smollm2_transcript(tmp_path
     path = llm_config.transcript_path("workshop_smoke", backend)
     if not path.exists():
         pytest.fail(f"{path} is missing: record it by running notebooks/workshop 03 and 04 with MARLINKIT_RECORD=1")
-    cache = TranscriptCache(None, path, replay_only=True, name="smollm2", model=MODEL_NAME)
-    # a changed prompt or schedule misses here
-    comparison = workshop.run_comparison(SMOKE, "smoke", cache, root=tmp_path)
-    assert cache.hits > 0 and cache.misses == 0
+    # strict replay: a changed prompt or schedule fails here, naming the missing call
+    comparison = workshop.run(dataclasses.replace(SMOKE, part="comparison", root=tmp_path))
+    replayed = re.search(r": 0 calls to the model, (\d+) replies replayed from data/transcripts/", comparison.llm_calls)
+    assert replayed and int(replayed.group(1)) > 0, comparison.llm_calls
     assert 0 <= comparison.thresholds["smollm2 negotiation"] <= 1
 
 
 def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path):
-    comparison = workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path)
+    comparison = scripted_comparison(tmp_path)
     fig = workshop.learning_curve_figure(comparison.episodes, comparison.evaluations, by="curve")
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == sorted(set(comparison.episodes.curve))
@@ -98,9 +103,10 @@ def test_learning_curve_figure_draws_training_curves_and_llm_only_lines(tmp_path
 
 def test_the_scripted_llm_runs_every_cell_that_reports_llm_calls(tmp_path):
     # the exercise's LLM = "scripted": a script, uncached
-    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop", "scripted")
-    comparison = workshop.run_comparison(SMOKE, "smoke", backend, root=tmp_path, plan_budget=2)
-    assert backend.replies > 0 and f"{backend.replies} replies computed by the script" in workshop.llm_calls(backend)
+    comparison = scripted_comparison(tmp_path, plan_budget=2)
+    computed = re.search(r"^scripted \(greedy-robots\): (\d+) replies computed by the script", comparison.llm_calls)
+    assert computed and int(computed.group(1)) > 0, comparison.llm_calls
+    assert comparison.provenance.details["training"].endswith("plan budget 2")
     assert comparison.thresholds["scripted negotiation"] > 0
     sidecars = [json.loads(p.read_text()) for p in tmp_path.rglob("*marlin*seed0.json")]
     assert sidecars and {s["config"]["plan_budget"] for s in sidecars} == {2}
@@ -111,7 +117,7 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
 
     from marlinkit import paths
 
-    backend = workshop.chat_backend(presets.get("workshop", "workshop"), "workshop")
+    backend = workshop.chat_backend(presets.get("workshop", "workshop"))
     assert backend.path.name.startswith("workshop_workshop_local__") and not backend.replay_only
     committed = backend.shared[0]
     assert (committed.name.startswith("workshop_workshop__")
@@ -119,7 +125,7 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
     ignored = subprocess.run(["git", "check-ignore", "-q", str(backend.path)], cwd=paths.REPO_ROOT).returncode
     assert ignored == 0, f"{backend.path} (live calls) must be git-ignored"
     # nbval: strict replay, committed
-    assert workshop.chat_backend(SMOKE, "smoke").path.name.startswith("workshop_smoke__")
+    assert workshop.chat_backend(SMOKE).path.name.startswith("workshop_smoke__")
 
 
 @pytest.mark.parametrize("bad, parameter", [({"preset": "quik"}, "PRESET"), ({"plan_budget": 0}, "PLAN_BUDGET"),
@@ -127,14 +133,8 @@ def test_the_workshop_preset_replays_the_committed_recording_and_records_misses_
 def test_a_bad_notebook_parameter_is_a_parameter_error_naming_it_and_the_allowed_values(bad, parameter, tmp_path):
     from marlinkit.errors import ParameterError
 
-    with pytest.raises(ParameterError) as error:
-        if "preset" in bad:
-            presets.get(bad["preset"], "workshop")
-        elif "llm" in bad:
-            workshop.chat_backend(SMOKE, "smoke", bad["llm"])
-        else:
-            workshop.run_comparison(SMOKE, "smoke", ScriptedBackend(greedy_robots, "greedy-robots"), root=tmp_path,
-                                    **bad)
+    with pytest.raises(ParameterError) as error:  # what the notebooks' first cell does with their parameters
+        presets.get(bad.pop("preset", "smoke"), "workshop", part="comparison", root=tmp_path, **bad)
     assert error.value.parameter == parameter and str(error.value).startswith(f"{parameter} = ")
     (line,) = error.value._render_traceback_()  # what IPython shows instead of the traceback: one line
     assert "parameters cell" in line and parameter in line
