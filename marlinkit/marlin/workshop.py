@@ -99,7 +99,8 @@ class Config:
         check_choices(self)
         budget = self.plan_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise ParameterError("PLAN_BUDGET", budget, "new plans per training: None (the preset's) or an integer >= 1")
+            raise ParameterError("PLAN_BUDGET", budget,
+                                 "new plans per training: None (the preset's) or an integer >= 1")
         if self.llm is not None:
             llm_config.check(self.llm)
 
