@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import typing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,7 +39,7 @@ from marlinkit import settings
 from marlinkit.errors import ParameterError
 from marlinkit.settings import SettingsError
 
-PRESET_NAMES = ("smoke", "quick", "paper")
+PRESET_NAMES = typing.get_args(settings.PresetName)
 #: Environment variables that override the executor settings of every section that has them
 #: (results are identical on either executor, so they stay out of the run configurations).
 EXECUTOR_VARIABLES = {"executor": "MARLINKIT_EXECUTOR", "ray_address": "MARLINKIT_RAY_ADDRESS"}

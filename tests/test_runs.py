@@ -151,11 +151,43 @@ def test_committed_maestro_runs_are_found_by_todays_labelled_ablation_config(nam
                                                     ("fig3_training", "plan_source", "gpt"),
                                                     ("fig5_hardware", "protocol", "rllib"),
                                                     ("ablation", "engine", "vissim"),
-                                                    ("ablation", "eval_policy", "mean")])
+                                                    ("ablation", "eval_policy", "mean"),
+                                                    ("fig3_training", "negotiation", "quik"),
+                                                    ("workshop", "part", "both")])
 def test_a_switch_outside_its_literal_choices_is_refused_when_the_config_is_built(section, field, value):
     config = presets.get("smoke", section)
     allowed = config_fields.literal_choices(config, {f.name: f for f in dataclasses.fields(config)}[field])
     # the plain strings the keys hold
-    assert getattr(config, field) in allowed and isinstance(getattr(config, field), str)
+    assert getattr(config, field) in allowed and isinstance(getattr(config, field), (str, type(None)))
     with pytest.raises(ValueError, match=f"unknown {field} '{value}': {field} must be one of"):
         dataclasses.replace(config, **{field: value})
+
+
+def test_the_traffic_environments_switches_are_refused_when_its_config_is_built():
+    from typing import get_args
+
+    from marlinkit.envs.traffic import data
+    from marlinkit.envs.traffic.context import TimeProfile, TrafficContext
+    from marlinkit.envs.traffic.env import TrafficEnvConfig
+
+    assert tuple(data.FLOWS) == get_args(data.FlowName)  # one list of the data set's flows
+    assert TrafficEnvConfig(engine="cityflow", flow="real_5734").flow == "real_5734"
+    for field, value in (("engine", "vissim"), ("flow", "real_9999")):
+        with pytest.raises(ValueError, match=f"unknown {field} '{value}': {field} must be one of"):
+            TrafficEnvConfig(**{field: value})
+    with pytest.raises(ValueError, match="time_profile.kind must be one of"):
+        TimeProfile(kind="weekly").validate()
+    with pytest.raises(ValueError, match="major_axis must be one of"):
+        TrafficContext(major_axis="diagonal")
+
+
+@pytest.mark.parametrize("section", ["ablation", "llm_only", "workshop"])
+def test_an_unknown_llm_setting_is_refused_when_the_config_is_built(section):
+    from marlinkit.errors import ParameterError
+
+    config = presets.get("smoke", section)
+    part = config.negotiation if section == "workshop" else config
+    with pytest.raises(ParameterError, match="LLM = 'llama': unknown LLM setting"):
+        dataclasses.replace(part, llm="llama")
+    if section == "ablation":  # the reference architect, a surrogate, is the ablation's own setting
+        assert dataclasses.replace(config, llm="reference").llm == "reference"

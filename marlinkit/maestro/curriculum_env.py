@@ -28,6 +28,7 @@ import pandas as pd
 
 from marlinkit import executors
 from marlinkit.maestro import curriculum
+from marlinkit.envs.traffic.engines import EngineName
 from marlinkit.files import ResultFileError
 from marlinkit.maestro.sandbox.limits import RewardInputs
 from marlinkit.runs import ResultStore
@@ -37,11 +38,11 @@ class EpisodeSettings(Protocol):
     """What the environment's settings and the calibration read of the ablation's settings (the ablation's ``Config``,
     :class:`marlinkit.maestro.ablation.Config`, has these fields and more)."""
 
-    engine: str  # traffic engine ("sumo" or "cityflow")
+    engine: EngineName  # traffic engine ("sumo" or "cityflow")
     episode_seconds: int  # 1-s steps per episode
     eval_seed: int  # the evaluation episode's seed
     target_paper: float  # the score's max-pressure level
-    executor: str  # where the calibration runs: "local" or "ray"
+    executor: executors.Executor  # where the calibration runs: "local" or "ray"
     ray_address: str | None  # the Ray cluster to join, None: a local instance
 
 

@@ -25,6 +25,7 @@ from marlinkit.llm.cache import transcript_context
 from marlinkit.marlin.algorithm1 import SYSTEMS
 from marlinkit.marlin.systems import TrainingConfig, plan_source_alone, train_system
 from marlinkit.repro import keys
+from marlinkit.settings import PresetName
 
 #: "one-at-a-time": each run in its own job (``mappo.train``); "batched": a worker's runs as one stacked computation
 #: (``marlinkit.marlin.batched``). Both train by ``mappo.train_runs``: a run's numbers do not depend on its batch
@@ -98,7 +99,7 @@ class GridConfig(TrainingConfig):
     """None: start a local Ray instance; "auto" or "ray://host:10001": join a cluster."""
     batch_runs: int | None = None
     """Most runs per batch of the batched trainer (None: one batch per worker); a run's numbers do not depend on it."""
-    negotiation: str | None = None
+    negotiation: PresetName | None = None
     """``plan_source`` "llm" only: the name of the preset whose ``llm_only`` section is MARLIN's negotiation protocol
     and gives its LLM-only trials (Algorithm 1's threshold and the box; ``presets.get`` puts that section in
     ``fig3_training.Config.llm_only``);

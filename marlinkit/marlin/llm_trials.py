@@ -49,10 +49,13 @@ class NegotiationLimits:
     stall_limit: int = 0
     """Stop after this many moves in a row that changed no position (0: never, the authors' protocol)."""
     llm: str | None = None
-    """LLM setting (``marlinkit.llm.config``); None: ``$MARLINKIT_LLM``, else smollm2."""
+    """LLM setting (``marlinkit.llm.config``, checked when the Config is built); None: ``$MARLINKIT_LLM``, else
+    smollm2."""
 
     def __post_init__(self):
         self.negotiation_config()
+        if self.llm is not None:
+            llm_config.check(self.llm)
 
     def negotiation_config(self) -> NegotiationConfig:
         return negotiation_config({f.name: getattr(self, f.name) for f in fields(self)})

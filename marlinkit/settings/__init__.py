@@ -25,9 +25,13 @@ import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
+
+#: The run presets of ``presets.toml`` (the workshop's class preset aside); the presets loader refuses a file whose
+#: presets are not these.
+PresetName = Literal["smoke", "quick", "paper"]
 
 SETTINGS_DIR = Path(__file__).resolve().parent
 PRESETS_FILE = SETTINGS_DIR / "presets.toml"

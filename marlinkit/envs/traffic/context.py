@@ -20,6 +20,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -68,11 +69,17 @@ class Flow:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+#: How demand varies over an episode.
+ProfileKind = Literal["constant", "peak"]
+#: The grid's major road axis (its approach rates are raised by ``asymmetry``).
+Axis = Literal["EW", "NS"]
+
+
 @dataclass(frozen=True)
 class TimeProfile:
     """Demand over the episode: constant, or a Gaussian peak on top of the base rate."""
 
-    kind: str = "constant"  #: "constant" or "peak"
+    kind: ProfileKind = "constant"  #: "constant" or "peak"
     peak_time_s: float = 180.0  #: centre of the peak, seconds from the start
     peak_width_s: float = 90.0  #: standard deviation of the peak, seconds
     peak_factor: float = 1.0  #: rate multiplier at the centre of the peak (>= 1)
@@ -83,8 +90,8 @@ class TimeProfile:
         return 1.0 + (self.peak_factor - 1.0) * np.exp(-0.5 * ((t - self.peak_time_s) / self.peak_width_s) ** 2)
 
     def validate(self) -> None:
-        if self.kind not in ("constant", "peak"):
-            raise ValueError(f"time_profile.kind must be 'constant' or 'peak', got {self.kind!r}")
+        if self.kind not in get_args(ProfileKind):
+            raise ValueError(f"time_profile.kind must be one of {get_args(ProfileKind)}, got {self.kind!r}")
         if not 1.0 <= self.peak_factor <= 4.0:
             raise ValueError(f"time_profile.peak_factor must be in [1, 4], got {self.peak_factor!r}")
         if not self.peak_width_s > 0:
@@ -101,7 +108,7 @@ class TrafficContext:
     route_mix: dict = field(default_factory=lambda: {"through": 0.6, "left": 0.2, "right": 0.2})
     """Probability of each turn at every intersection a vehicle crosses (sums to 1)."""
     asymmetry: float = 0.0  #: the major axis carries (1 + asymmetry) times its base rate
-    major_axis: str = "EW"  #: "EW" (east-west) or "NS"
+    major_axis: Axis = "EW"  #: "EW" (east-west) or "NS"
     time_profile: TimeProfile = TimeProfile()
     vehicle: VehicleParams = VehicleParams()
     duration_s: int = 360  #: seconds over which vehicles are generated
@@ -130,8 +137,8 @@ class TrafficContext:
             raise ValueError("route_mix['through'] must be >= 0.2 so that vehicles leave the grid")
         if not 0.0 <= self.asymmetry <= 2.0:
             raise ValueError(f"asymmetry must be in [0, 2], got {self.asymmetry!r}")
-        if self.major_axis not in ("EW", "NS"):
-            raise ValueError(f"major_axis must be 'EW' or 'NS', got {self.major_axis!r}")
+        if self.major_axis not in get_args(Axis):
+            raise ValueError(f"major_axis must be one of {get_args(Axis)}, got {self.major_axis!r}")
         if not (isinstance(self.duration_s, int) and 1 <= self.duration_s <= 3600 * 4):
             raise ValueError(f"duration_s must be an int in [1, 14400], got {self.duration_s!r}")
         if not (isinstance(self.seed, int) and self.seed >= 0):

@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from marlinkit import paths
 
@@ -28,9 +29,11 @@ ROADNET = "roadnet_4_4.json"
 REAL_FLOW = "anon_4_4_hangzhou_real.json"
 SUMO_NET = "sumo/hangzhou_4x4_gudang_18041610_1h.net.xml"
 REQUIRED = (ROADNET, REAL_FLOW, SUMO_NET)
+#: The data set's flows by short name: the real flow and the two held-out days.
+FlowName = Literal["real", "real_5816", "real_5734"]
 #: Flow files of the data set, by short name.
-FLOWS = {"real": REAL_FLOW, "real_5816": "anon_4_4_hangzhou_real_5816.json",
-         "real_5734": "anon_4_4_hangzhou_real_5734.json"}
+FLOWS: dict[FlowName, str] = dict(zip(get_args(FlowName), (REAL_FLOW, "anon_4_4_hangzhou_real_5816.json",
+                                                             "anon_4_4_hangzhou_real_5734.json")))
 SOURCE_HINT = (
     "Run `make data` (python -m marlinkit data fetch) to download the public Hangzhou 4x4 files (CoLight's and "
     "LibSignal's GitHub repositories), pinned by commit and checked by SHA-256, into data/hangzhou_4x4/ (or set "

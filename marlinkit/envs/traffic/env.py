@@ -57,9 +57,10 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from marlinkit.envs.traffic.context import Flow, TrafficContext, load_flow_file, truncate
-from marlinkit.envs.traffic.data import MOVEMENTS, Network, find_data_dir, flow_path, load_network
-from marlinkit.envs.traffic.engines import (ENGINES, HALTING, OUTFLOW, PHASE_MOVES, PHASES, Engine, Reading, SumoEngine,
-                                           available_engines, axis)
+from marlinkit.config_fields import check_choices
+from marlinkit.envs.traffic.data import MOVEMENTS, FlowName, Network, find_data_dir, flow_path, load_network
+from marlinkit.envs.traffic.engines import (ENGINES, HALTING, OUTFLOW, PHASE_MOVES, PHASES, Engine, EngineName, Reading,
+                                           SumoEngine, available_engines, axis)
 from marlinkit.envs.traffic.metrics import EpisodeMetrics
 
 ELAPSED_SCALE_S = 60.0
@@ -112,9 +113,9 @@ class RewardWeights:
 class TrafficEnvConfig:
     """Settings of one traffic environment."""
 
-    engine: str = "sumo"  #: "sumo" (libsumo) or "cityflow"
+    engine: EngineName = "sumo"  #: "sumo" (libsumo) or "cityflow"
     data_dir: str | None = None  #: Hangzhou folder; None: MARLINKIT_DATA, then the default folders
-    flow: str = "real"  #: data-set flow used when no context is given ("real", "real_5816", "real_5734")
+    flow: FlowName = "real"  #: data-set flow used when no context is given ("real", "real_5816", "real_5734")
     context: TrafficContext | None = None  #: curriculum context; overrides ``flow``
     episode_seconds: int = 360  #: steps of 1 s per episode
     yellow_s: int = 3  #: change interval between two phases (0: switch at once)
@@ -126,7 +127,12 @@ class TrafficEnvConfig:
     #: seed of the first reset when reset() gets none (SUMO only: CityFlow is deterministic, see .engines)
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
+        """Raise ValueError naming the offending field; called on construction."""
+        check_choices(self)
         for name in ("episode_seconds", "rate_window_s", "history_stride_s"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")

@@ -11,6 +11,7 @@ from marlinkit import executors, paths
 from marlinkit.algos.maddpg_overrides import MADDPGOverrides
 from marlinkit.config_fields import check_choices, label
 from marlinkit.envs.traffic.engines import EngineName
+from marlinkit.llm import config as llm_config
 from marlinkit.maestro import curriculum
 from marlinkit.maestro.curriculum_env import Calibration
 from marlinkit.repro import keys
@@ -65,7 +66,8 @@ class Config:
     ray_address: str | None = None
     """Ray cluster to join (e.g. "auto"); None starts a local instance of ``workers`` CPUs."""
     llm: str = "smollm2"
-    """LLM setting (marlinkit.llm.config); "scripted" plays the protocol without a model."""
+    """LLM setting (marlinkit.llm.config, checked when the Config is built); "scripted" plays the protocol without a
+    model; "reference" is the reference architect, a surrogate that is not an LLM."""
     record: bool = False
     """Call the model on a transcript miss and record it (False: strict replay, a miss is an error)."""
     engine: EngineName = "sumo"
@@ -120,6 +122,8 @@ class Config:
         check_choices(self)
         executors.check_executor(self.executor, self.workers)
         curriculum.rule_config(self.curriculum, self.target_paper)  # an unknown setting fails here, by name
+        if self.llm != REFERENCE_LLM:
+            llm_config.check(self.llm)
         object.__setattr__(self, "maddpg", MADDPGOverrides.of(self.maddpg))
         if self.maddpg_setting is not None:
             named = maddpg_settings()
