@@ -48,11 +48,6 @@ ifdef RECORD
 export MARLINKIT_RECORD := $(RECORD)
 endif
 
-# The reference-architect ablation's output suffix (marlinkit.maestro.ablation.setting_suffix of its settings).
-REFERENCE_SUFFIX := reference_architect_cityflow_plain_maddpg_curriculum_ue25_openblas_maddpg
-# ... and of the same ablation with MADDPG setting shared5 and the paper's curriculum target, and where its runs are.
-SHARED5_SUFFIX := reference_architect_cityflow_shared5_maddpg
-SHARED5_RUNS_DIR ?= data/results/maestro/paper/$(SHARED5_SUFFIX)
 # Notebooks that `make figures` runs, and the paper folder each writes to.
 NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipynb))
 # Executed notebooks and figures go to BUILD_ROOT and FIGURES_ROOT (`make verify` points both at a scratch folder).
@@ -60,62 +55,38 @@ BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
 EXECUTED  += $(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/fig3_training__$(variant).ipynb)
-# MAESTRO's ablation under the sweep's chosen MADDPG cadence: outputs with the suffix __ue25_openblas_maddpg,
-# once all 36 of its runs (A2/A7/A8 x the preset's 12 seeds) are committed, or with RECORD=1; otherwise these rows
-# would train the missing runs (hours) and stop at their first smollm2 call not recorded, so make leaves them out and
-# says so.
-UE25_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__ue25_openblas_maddpg.ipynb)
-UE25_ALL  := 36
-# where make counts them (the notebooks load from ablation.results_root; tests point this at a partial copy)
-UE25_RUNS_DIR ?= data/results/maestro/paper/ue25_openblas_maddpg
-UE25_RUNS := $(words $(wildcard $(UE25_RUNS_DIR)/A*__seed*.json))
-ifneq ($(if $(RECORD)$(MARLINKIT_RECORD),$(UE25_ALL),$(UE25_RUNS)),$(UE25_ALL))
-UE25_NOTE := PRESET=paper leaves out the MAESTRO ablation under MADDPG setting ue25_openblas: $(UE25_RUNS) of its $(UE25_ALL) runs are committed (RECORD=1 trains the rest and records their smollm2 calls)
-else
-EXECUTED  += $(UE25_ROWS)
-endif
-# The seeds of a MAESTRO run folder whose four runs (A0, A2, A7, A8) are all committed, and such seeds as the YAML
+# MAESTRO's ablation rows beyond the preset's own (marlinkit/settings/ablation_rows.toml: the sweep's chosen MADDPG
+# cadence, the reference architect, the shared5 learner): `python -m marlinkit ablation-rows` writes what make needs
+# of each row <name> (its notebook parameters ROW_ARGS_<name>, the suffix its runs and outputs carry ROW_SUFFIX_<name>,
+# its configurations and its runs in all) to ROWS_MK, which make remakes when the settings change. A row's notebooks
+# run over the seeds whose runs of every configuration are committed in its folder RUNS_DIR_<name> (all of them, or
+# with RECORD=1 which trains the rest: no SEEDS parameter); with no such seed make skips the row. Either way make says
+# which. They rerun when a run lands.
+ROWS_MK := build/ablation_rows.mk
+include $(ROWS_MK)
+# The seeds of run folder $(1) whose runs of every configuration in $(2) are committed, and such seeds as the YAML
 # flow list papermill reads (its commas from a variable: a literal one would split make's calls).
 COMMA := ,
-complete_seeds = $(sort $(foreach s,$(patsubst $(1)/A2__seed%.json,%,$(wildcard $(1)/A2__seed*.json)),\
-    $(if $(and $(wildcard $(1)/A0__seed$(s).json),$(wildcard $(1)/A7__seed$(s).json),\
-               $(wildcard $(1)/A8__seed$(s).json)),$(s))))
+complete_seeds = $(sort $(foreach s,$(patsubst $(1)/$(firstword $(2))__seed%.json,%,$(wildcard $(1)/$(firstword $(2))__seed*.json)),\
+    $(if $(strip $(foreach a,$(wordlist 2,$(words $(2)),$(2)),$(if $(wildcard $(1)/$(a)__seed$(s).json),,$(a)))),,$(s))))
 seed_list = [$(subst $(eval) ,$(COMMA) ,$(strip $(1)))]
-# MAESTRO's ablation with the reference architect (a surrogate, not an LLM; A0/A2/A7/A8 x the preset's 12 seeds on
-# CityFlow, curriculum target plain_maddpg, MADDPG ue25_openblas; `python -m marlinkit reference-queue run`
-# trains them, resumable). Once all 48 runs are committed these rows run over the preset's seeds; before, over the
-# seeds whose four runs are all committed (none: make skips them), and make says which. They rerun when a run lands.
-REFERENCE_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(REFERENCE_SUFFIX).ipynb)
-REFERENCE_ALL  := 48
-REFERENCE_RUNS_DIR ?= data/results/maestro/paper/$(REFERENCE_SUFFIX)
-REFERENCE_SIDECARS := $(wildcard $(REFERENCE_RUNS_DIR)/A*__seed*.json)
-REFERENCE_RUNS := $(words $(REFERENCE_SIDECARS))
-REFERENCE_SEEDS := $(call complete_seeds,$(REFERENCE_RUNS_DIR))
-ifneq ($(REFERENCE_RUNS),$(REFERENCE_ALL))
-ifeq ($(REFERENCE_SEEDS),)
-REFERENCE_NOTE := PRESET=paper skips the MAESTRO ablation with the reference architect: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit reference-queue run trains the rest)
+define ABLATION_ROW
+RUNS_DIR_$(1) ?= data/results/maestro/paper/$(ROW_SUFFIX_$(1))
+ROW_SIDECARS_$(1) := $$(wildcard $$(RUNS_DIR_$(1))/A*__seed*.json)
+ROW_SEEDS_$(1) := $$(call complete_seeds,$$(RUNS_DIR_$(1)),$(ROW_ABLATIONS_$(1)))
+ROW_NOTEBOOKS_$(1) := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(ROW_SUFFIX_$(1)).ipynb)
+ROW_SEEDS_ARG_$(1) :=
+ifeq ($$(if $$(RECORD)$$(MARLINKIT_RECORD),$(ROW_ALL_$(1)),$$(words $$(ROW_SIDECARS_$(1)))),$(ROW_ALL_$(1)))
+EXECUTED += $$(ROW_NOTEBOOKS_$(1))
+else ifeq ($$(ROW_SEEDS_$(1)),)
+ROW_NOTE_$(1) := PRESET=paper skips the MAESTRO ablation row $(1): $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) runs are committed$$(COMMA) no seed has all $(words $(ROW_ABLATIONS_$(1))) ($(ROW_TRAINS_$(1)))
 else
-REFERENCE_SEED_LIST := $(call seed_list,$(REFERENCE_SEEDS))
-REFERENCE_SEEDS_ARG := -y 'SEEDS: $(REFERENCE_SEED_LIST)'
-REFERENCE_NOTE := PRESET=paper makes the MAESTRO ablation with the reference architect over seeds $(REFERENCE_SEED_LIST) only, those with all four runs committed: $(REFERENCE_RUNS) of its $(REFERENCE_ALL) are (python -m marlinkit reference-queue run trains the rest)
-EXECUTED  += $(REFERENCE_ROWS)
+ROW_SEEDS_ARG_$(1) := -y 'SEEDS: $$(call seed_list,$$(ROW_SEEDS_$(1)))'
+ROW_NOTE_$(1) := PRESET=paper makes the MAESTRO ablation row $(1) over seeds $$(call seed_list,$$(ROW_SEEDS_$(1))) only$$(COMMA) those with all $(words $(ROW_ABLATIONS_$(1))) runs committed: $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) are ($(ROW_TRAINS_$(1)))
+EXECUTED += $$(ROW_NOTEBOOKS_$(1))
 endif
-else
-EXECUTED  += $(REFERENCE_ROWS)
-endif
-# The same ablation with the learner that learns: MADDPG setting shared5 (one actor and one critic shared by the 16
-# intersections, a decision every 5 s; marlinkit.algos.maddpg_shared), the paper's curriculum target, the reference
-# architect, CityFlow (`python -m marlinkit reference-queue run --maddpg-setting shared5 --curriculum paper`).
-# Its rows run over the seeds whose four runs are committed, as the row above does.
-SHARED5_ROWS := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(SHARED5_SUFFIX).ipynb)
-SHARED5_SIDECARS := $(wildcard $(SHARED5_RUNS_DIR)/A*__seed*.json)
-SHARED5_SEEDS := $(call complete_seeds,$(SHARED5_RUNS_DIR))
-ifeq ($(SHARED5_SEEDS),)
-SHARED5_NOTE := PRESET=paper skips the MAESTRO ablation with MADDPG setting shared5: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) runs are committed, no seed has all four (python -m marlinkit reference-queue run --maddpg-setting shared5 --curriculum paper trains the rest)
-else
-SHARED5_NOTE := $(if $(filter $(REFERENCE_ALL),$(words $(SHARED5_SIDECARS))),,PRESET=paper makes the MAESTRO ablation with MADDPG setting shared5 over seeds $(call seed_list,$(SHARED5_SEEDS)) only$(COMMA) those with all four runs committed: $(words $(SHARED5_SIDECARS)) of its $(REFERENCE_ALL) are)
-EXECUTED  += $(SHARED5_ROWS)
-endif
+endef
+$(foreach row,$(ABLATION_ROWS),$(eval $(call ABLATION_ROW,$(row))))
 # At the paper preset these three negotiate by the paper's protocol (50 trials, <= 50 moves, 5 rounds, 300 tokens)
 # and no call of it is recorded in data/transcripts/ (smollm2 on these CPUs: hundreds of hours, measured from one
 # negotiated move; see the README's paper-preset paragraph). They run when RECORD=1 records the calls, or with
@@ -131,6 +102,7 @@ EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(
 endif
 endif
 PACKAGE_SOURCES := $(shell find marlinkit -name '*.py' 2>/dev/null) pyproject.toml
+SETTINGS_FILES := $(wildcard marlinkit/settings/*.toml)
 # The claims ledger (figures/claims.csv, both papers' claims) and the README's claims table, made last from the paper
 # preset's tables; each paper's reproduction report shows that paper's rows of it.
 # It is written beside the paper folder: figures/claims.csv, or the scratch folder's claims.csv under `make verify`.
@@ -143,7 +115,7 @@ endif
 FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
-HELDOUT_RUNS_DIRS := $(SHARED5_RUNS_DIR)
+HELDOUT_RUNS_DIRS := $(RUNS_DIR_reference_architect_shared5)
 HELDOUT := $(FIGURES_ROOT)/maestro/heldout_evaluation.csv
 ifeq ($(PRESET),paper)
 EXECUTED  += $(HELDOUT)
@@ -238,9 +210,7 @@ test-fast: $(STAMP) data
 figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 	@$(PY) -m marlinkit presets --check $(PRESET) >/dev/null
 	@$(if $(LEFT_OUT),echo "$(LEFT_OUT_NOTE)")
-	@$(if $(UE25_NOTE),echo "$(UE25_NOTE)")
-	@$(if $(REFERENCE_NOTE),echo "$(REFERENCE_NOTE)")
-	@$(if $(SHARED5_NOTE),echo "$(SHARED5_NOTE)")
+	@$(foreach row,$(ABLATION_ROWS),$(if $(ROW_NOTE_$(row)),echo "$(ROW_NOTE_$(row))";))
 	@$(MAKE) --no-print-directory $(EXECUTED)
 	@echo "figures and tables written under $(FIGURES_ROOT)/ (preset $(PRESET))$(if $(LEFT_OUT), except $(LEFT_OUT))"
 
@@ -285,24 +255,21 @@ $(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: notebooks/marlin/%.ipynb $(PA
 $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: NOTEBOOK_ARGS := -p PLAN_SOURCE llm -p NEGOTIATION quick -p PLAN_BUDGET 2
 $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
-# MAESTRO's A2/A7/A8 ablation with MADDPG updating every 25 steps on the pinned OpenBLAS products (the sweep's
-# chosen cadence, `maddpg_setting="ue25_openblas"`): its 36 runs load from data/results/maestro/paper/ue25_openblas_maddpg/.
-$(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: NOTEBOOK_ARGS := -p MADDPG ue25_openblas
-$(BUILD_ROOT)/maestro/%__ue25_openblas_maddpg.ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
-	$(NOTEBOOK_RECIPE)
 $(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
 	$(PY) -m marlinkit heldout --runs $(wildcard $(HELDOUT_RUNS_DIRS)) --out $@
 
-# The ablation with the reference architect (a surrogate, not an LLM), A0 and CityFlow (marlinkit.maestro.reference_queue).
-$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference $(REFERENCE_SEEDS_ARG)
-$(BUILD_ROOT)/maestro/%__$(REFERENCE_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(REFERENCE_SIDECARS)
-	$(NOTEBOOK_RECIPE)
-
-# The shared5 row: the reference architect, MADDPG setting shared5, the paper's curriculum target.
-$(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: NOTEBOOK_ARGS := -p ARCHITECT reference -p MADDPG shared5 \
-    -p CURRICULUM paper $(if $(filter $(REFERENCE_ALL),$(words $(SHARED5_SIDECARS))),,-y 'SEEDS: $(call seed_list,$(SHARED5_SEEDS))')
-$(BUILD_ROOT)/maestro/%__$(SHARED5_SUFFIX).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(SHARED5_SIDECARS)
-	$(NOTEBOOK_RECIPE)
+# Each ablation row's notebooks, with the row's parameters (and its seeds while some runs are missing).
+ifeq ($(PRESET),paper)
+define ABLATION_ROW_RULES
+$(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb: NOTEBOOK_ARGS := $(ROW_ARGS_$(1)) $(ROW_SEEDS_ARG_$(1))
+$(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(ROW_SIDECARS_$(1))
+	$$(NOTEBOOK_RECIPE)
+endef
+$(foreach row,$(ABLATION_ROWS),$(eval $(call ABLATION_ROW_RULES,$(row))))
+endif
+$(ROWS_MK): $(SETTINGS_FILES) marlinkit/commands/ablation_rows.py | $(STAMP)
+	@mkdir -p $(@D)
+	@$(PY) -m marlinkit ablation-rows --out $@ >/dev/null
 
 $(CLAIMS_LEDGER): notebooks/claims_ledger.ipynb $(filter-out $(CLAIMS_LEDGER),$(EXECUTED)) marlinkit/claims.py \
                   marlinkit/claims_data.py docs/claims.toml $(STAMP)

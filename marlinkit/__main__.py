@@ -30,6 +30,7 @@ COMMANDS = {
     "maestro-sweep": "marlinkit.maestro.sweep",
     "numerics-trace": "marlinkit.repro.numerics_trace",
     "heldout": "marlinkit.maestro.heldout",
+    "ablation-rows": "marlinkit.commands.ablation_rows",
 }
 BENCHMARKS = {
     "corridor": "marlinkit.repro.bench.corridor",

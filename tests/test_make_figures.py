@@ -87,10 +87,10 @@ def _maestro_rows(out: str) -> list[tuple[str, str, str]]:
 @pytest.mark.slow
 def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_writes(tmp_path):
     """At PRESET=paper, the ablation's notebooks also run under the sweep's chosen MADDPG cadence: all 36 of its runs
-    are committed. With fewer (a partial copy of the run folder, UE25_RUNS_DIR), make says it leaves them out and how
-    many exist, unless RECORD=1 trains the rest. Each row's executed notebook carries the suffix its figures and tables
-    get (`ablation.output_suffix`), so that no row overwrites the paper-default outputs and make re-runs the row whose
-    outputs are stale."""
+    are committed. With fewer and no seed complete (a partial copy of the run folder, RUNS_DIR_ue25_openblas), make
+    says it skips them and how many exist, unless RECORD=1 trains the rest. Each row's executed notebook carries the
+    suffix its figures and tables get (`ablation.output_suffix`), so that no row overwrites the paper-default outputs
+    and make re-runs the row whose outputs are stale."""
     from marlinkit.maestro import ablation
 
     config = presets.ablation_config("paper", record=False, maddpg_setting="ue25_openblas")
@@ -100,12 +100,12 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
     partial.mkdir()
     for run in runs[:5]:
         shutil.copy(run, partial)
-    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"UE25_RUNS_DIR={partial}")
+    _, out = _dry_run(tmp_path / "build", "PRESET=paper", f"RUNS_DIR_ue25_openblas={partial}")
     def ue25_rows(out: str) -> list[tuple[str, str, str]]:  # the reference architect's rows have their own test
         return [row for row in _maestro_rows(out) if "reference_architect" not in row[1]]
 
-    assert not ue25_rows(out) and "ue25_openblas: 5 of its 36 runs are committed" in out
-    for args in (("PRESET=paper",), ("PRESET=paper", f"UE25_RUNS_DIR={partial}", "RECORD=1")):
+    assert not ue25_rows(out) and "skips the MAESTRO ablation row ue25_openblas: 5 of its 36 runs are committed" in out
+    for args in (("PRESET=paper",), ("PRESET=paper", f"RUNS_DIR_ue25_openblas={partial}", "RECORD=1")):
         _, out = _dry_run(tmp_path / "build", *args)
         rows = ue25_rows(out)
         assert sorted(notebook for notebook, _, _ in rows) == ["ablation_results", "cost_breakdown"], args
@@ -115,12 +115,14 @@ def test_the_maestro_rows_are_named_after_the_outputs_their_maddpg_setting_write
             assert ablation.output_suffix(presets.ablation_config(given["PRESET"], record=False,
                                                                maddpg_setting=given["MADDPG"])) \
                 == suffix == "__ue25_openblas_maddpg", (notebook, parameters)
-        assert "leaves out the MAESTRO ablation" not in out, args
+        assert "MAESTRO ablation row ue25_openblas" not in out, args
 
 
 ROWS_WITH_FOUR_CONFIGURATIONS = {  # make's folder variable, the overrides, the words of its note
-    "reference": ("REFERENCE_RUNS_DIR", {}, "reference architect"),
-    "shared5": ("SHARED5_RUNS_DIR", {"maddpg": "shared5", "curriculum": "paper"}, "MADDPG setting shared5"),
+    "reference": ("RUNS_DIR_reference_architect", {"maddpg": "ue25_openblas", "curriculum": "plain_maddpg"},
+                  "MAESTRO ablation row reference_architect"),
+    "shared5": ("RUNS_DIR_reference_architect_shared5", {"maddpg": "shared5", "curriculum": "paper"},
+                "MAESTRO ablation row reference_architect_shared5"),
 }
 
 
@@ -158,14 +160,15 @@ def test_the_reference_architect_rows_run_over_the_seeds_with_all_four_runs_and_
         return found
 
     out = commit(0, 3)  # A2, A0, A8 of seed 200: no seed has all four
-    assert f"{words}: 3 of its 48 runs are committed, no seed has all four" in out and not rows(out)
+    assert f"{words}: 3 of its 48 runs are committed, no seed has all 4" in out and not rows(out)
     assert "notebooks/claims_ledger.ipynb" in out and "marlinkit.maestro.claims" not in out
     out = commit(3, 11)  # seed 200 and 300 complete, seed 400's A2 A0 A8
-    assert f"{words} over seeds [200, 300] only, those with all four runs committed: 11 of its 48" in out
+    assert f"{words} over seeds [200, 300] only, those with all 4 runs committed: 11 of its 48" in out
     made = rows(out)
     assert sorted(nb for nb, _, _ in made) == ["ablation_results", "cost_breakdown"]
     assert all(p["ARCHITECT"] == "reference" and p["SEEDS"] == "[200, 300]" for _, _, p in made), made
     out = commit(11, 48)
     made = rows(out)
     assert len(made) == 2 and all(p["ARCHITECT"] == "reference" and "SEEDS" not in p for _, _, p in made), made
-    assert words not in "".join(line for line in out.splitlines() if line.startswith("echo"))
+    said = "".join(line for line in out.splitlines() if line.startswith("echo"))
+    assert f"{words}:" not in said and f"{words} over" not in said

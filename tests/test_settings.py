@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -124,11 +125,27 @@ def test_the_committed_runs_of_a_row_hash_as_its_sidecars_record(row):
         assert key == sidecar["config_hash"], path.name
 
 
-def test_the_rows_are_the_makefiles_and_the_queue_runs_its_row():
+def test_the_makefile_reads_the_rows_and_the_queue_runs_its_row(tmp_path):
+    """make's include, written from the rows as loaded: each row's suffix and the notebook parameters that give its
+    configuration; the Makefile itself names no row's suffix."""
+    import argparse
+
+    from marlinkit.commands import ablation_rows
+
+    ablation_rows.command(argparse.Namespace(out=tmp_path / "rows.mk"))
+    made = dict(line.split(" := ", 1) for line in (tmp_path / "rows.mk").read_text().splitlines()[1:])
     makefile = (paths.REPO_ROOT / "Makefile").read_text()
+    assert made["ABLATION_ROWS"].split() == list(settings.ablation_rows())
     for name, row in settings.ablation_rows().items():
-        suffix = ablation.setting_suffix(presets.ablation_config("paper", record=False, **row.overrides()))
-        assert suffix in makefile, name
+        cfg = presets.ablation_config("paper", record=False, **row.overrides())
+        assert made[f"ROW_SUFFIX_{name}"] == ablation.setting_suffix(cfg) and made[f"ROW_SUFFIX_{name}"] not in makefile
+        given = dict(re.findall(r"-p (\S+) (\S+)", made[f"ROW_ARGS_{name}"]))
+        chosen = presets.ablation_config("paper", record=False, **reference_queue.overrides(
+            given.get("ARCHITECT"), given.get("MADDPG"), given.get("CURRICULUM")))
+        assert dataclasses.replace(chosen, ablations=cfg.ablations) == cfg, name
+        assert int(made[f"ROW_ALL_{name}"]) == len(chosen.ablations) * len(chosen.seeds)
+    with pytest.raises(ValueError, match="the notebooks choose a curriculum target with the reference architect only"):
+        ablation_rows.make_row("bad", settings.AblationRow("a row", curriculum="paper"))
     assert reference_queue.SETTINGS == settings.ablation_rows()[settings.queue().row].overrides()
     assert reference_queue.overrides("reference", "shared5", "paper") == {
         **settings.ablation_rows()["reference_architect_shared5"].overrides(), "ablations": ("A0", "A2", "A7", "A8")}
