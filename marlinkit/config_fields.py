@@ -82,9 +82,14 @@ def check_choices(config: Any) -> None:
 
 def literal_choices(config: Any, field: dataclasses.Field) -> tuple | None:
     """The values a ``Literal`` field allows (None allowed too when its type is ``Literal[...] | None``), else None."""
+    return class_literal_choices(type(config), field)
+
+
+def class_literal_choices(cls: type, field: dataclasses.Field) -> tuple | None:
+    """:func:`literal_choices` of a field of the dataclass ``cls``."""
     kind = field.type
     if isinstance(kind, str):  # a postponed annotation: read in the module that defines the field's class
-        owner = next(c for c in type(config).__mro__ if field.name in getattr(c, "__annotations__", {}))
+        owner = next(c for c in cls.__mro__ if field.name in getattr(c, "__annotations__", {}))
         module = sys.modules[owner.__module__].__dict__
         try:
             kind = eval(kind, module)  # noqa: S307 - the class's own annotation

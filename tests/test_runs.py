@@ -191,3 +191,32 @@ def test_an_unknown_llm_setting_is_refused_when_the_config_is_built(section):
         dataclasses.replace(part, llm="llama")
     if section == "ablation":  # the reference architect, a surrogate, is the ablation's own setting
         assert dataclasses.replace(config, llm="reference").llm == "reference"
+
+
+def test_every_field_typed_by_a_named_literal_has_its_choices_checked():
+    """A field annotated with a ``Literal`` alias (``EngineName``, ``FlowName``, ...) that the module declaring it does
+    not import would read as having no choices, and take any value: every such annotation must resolve."""
+    import importlib
+    import pkgutil
+    import re
+    import typing
+
+    import marlinkit
+
+    modules = [importlib.import_module(info.name) for info in pkgutil.walk_packages(marlinkit.__path__, "marlinkit.")
+               if not info.name.endswith("__main__") and ".sandbox.worker" not in info.name]
+    aliases = {name for module in modules for name, value in vars(module).items()
+               if typing.get_origin(value) is typing.Literal}
+    assert {"EngineName", "FlowName", "PresetName", "Executor"} <= aliases
+    unresolved, checked = [], 0
+    for module in modules:
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__):
+                continue
+            for f in dataclasses.fields(cls):
+                declared_here = f.name in cls.__dict__.get("__annotations__", {})
+                if declared_here and set(re.findall(r"\w+", str(f.type))) & aliases:
+                    checked += 1
+                    if config_fields.class_literal_choices(cls, f) is None:
+                        unresolved.append(f"{cls.__module__}.{cls.__name__}.{f.name}: {f.type}")
+    assert checked >= 8 and unresolved == []
