@@ -84,3 +84,25 @@ def test_a_closed_epochs_run_recomputes_by_its_own_commit_and_not_by_todays(comm
     assert verify_paper.compare_prefix(text, old["table"], verify_paper.TIMING_COLUMNS[run.kind])[0] == "same"
     new = recompute.recompute(run, 8, str(tmp_path / "new"))
     assert verify_paper.compare_prefix(text, new["table"], verify_paper.TIMING_COLUMNS[run.kind])[0] == "differs"
+
+
+def test_workers_that_need_one_commit_at_once_share_one_checkout(tmp_path, monkeypatch):
+    """Runs of one epoch are recomputed in parallel: every worker gets the same finished checkout (the second used to
+    fail with git's "already exists" while the first was checking out), and one cut short is made again."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    if provenance.history_note() is not None:
+        pytest.skip("needs the git history")
+    monkeypatch.setattr(epochs, "CHECKOUTS", tmp_path / "verify-code")
+    commit = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=paths.REPO_ROOT, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            folders = list(pool.map(lambda _: epochs.checkout(commit), range(3)))
+        assert len(set(folders)) == 1 and (folders[0] / epochs.CHECKED_OUT).read_text().strip() == commit
+        (folders[0] / epochs.CHECKED_OUT).unlink()  # as if the checkout had been cut short
+        assert epochs.checkout(commit) == folders[0] and (folders[0] / "marlinkit" / "__init__.py").is_file()
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tmp_path / "verify-code" / commit[:12])],
+                       cwd=paths.REPO_ROOT, capture_output=True, check=False)

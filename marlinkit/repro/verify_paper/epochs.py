@@ -26,6 +26,8 @@ from marlinkit.repro.verify_paper.runs import CommittedRun, repo_relative
 
 EPOCHS_FILE = paths.DATA_DIR / "numerics_epochs.toml"
 CHECKOUTS = paths.BUILD_DIR / "verify-code"
+#: The file a finished checkout holds (untracked in it): the commit checked out.
+CHECKED_OUT = ".marlinkit-checkout"
 _FIELDS = {"name": str, "kinds": list, "last_commit": str, "why": str}
 
 #: Run in the old commit's checkout: its own functions recompute the run's prefix and print it as JSON. Its imports
@@ -108,18 +110,30 @@ def here_can_check(run: CommittedRun) -> bool:
 
 
 def checkout(commit: str) -> Path:
-    """A git worktree of ``commit`` under ``build/verify-code/`` (made once), with this clone's data beside it."""
+    """A git worktree of ``commit`` under ``build/verify-code/`` (made once), with this clone's data beside it.
+
+    Runs of one epoch are recomputed in parallel worker processes: the first to need the commit checks it out while
+    the others wait on a lock file, then use its checkout. A checkout cut short (no completion mark) is made again."""
+    import fcntl
+    import shutil
+
     folder = CHECKOUTS / commit[:12]
-    if not (folder / "marlinkit").is_dir():
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["git", "worktree", "add", "--force", "--detach", str(folder), commit],
-                              cwd=paths.REPO_ROOT, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"could not check out commit {commit[:12]} for its runs: {done.stderr.strip()}")
-    for name in ("hangzhou_4x4",):  # data the clone fetched (never committed)
-        source, target = paths.DATA_DIR / name, folder / "data" / name
-        if source.exists() and not target.exists():
-            target.symlink_to(source.resolve())
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(CHECKOUTS / f"{commit[:12]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / CHECKED_OUT).is_file():
+            if folder.exists():
+                shutil.rmtree(folder)
+            subprocess.run(["git", "worktree", "prune"], cwd=paths.REPO_ROOT, capture_output=True, check=False)
+            done = subprocess.run(["git", "worktree", "add", "--force", "--detach", str(folder), commit],
+                                  cwd=paths.REPO_ROOT, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"could not check out commit {commit[:12]} for its runs: {done.stderr.strip()}")
+            (folder / CHECKED_OUT).write_text(commit + "\n")
+        for name in ("hangzhou_4x4",):  # data the clone fetched (never committed)
+            source, target = paths.DATA_DIR / name, folder / "data" / name
+            if source.exists() and not target.exists():
+                target.symlink_to(source.resolve())
     return folder
 
 
