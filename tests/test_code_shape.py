@@ -13,12 +13,10 @@ from marlinkit import paths
 
 MAX_FUNCTION_LINES = 60
 MAX_LINE = 120
-#: Lines whose text is data: the sandbox's attack programs state their own sizes and nesting depths, and the browser
-#: test's JavaScript is sent as written.
+#: Lines whose text is data: the sandbox's attack programs state their own sizes and nesting depths.
 LONG_LINES_KEPT = {"tests/maestro/sandbox_attacks/escape_huge_int_literal.py",
                    "tests/maestro/sandbox_attacks/parent_deep_unary_minus.py",
-                   "tests/maestro/sandbox_attacks/parent_nested_chained_comparisons.py",
-                   "tests/test_workshop_browser.py"}
+                   "tests/maestro/sandbox_attacks/parent_nested_chained_comparisons.py"}
 
 
 def tracked(*patterns: str) -> list[str]:

@@ -77,7 +77,8 @@ const outputs = cells.map(c => c.model.outputs.toJSON());
 return {status: w.sessionContext.session.kernel.status,
         pending: cells.filter(c => c.promptNode && c.promptNode.textContent.includes('*')).length,
         unexecuted: cells.filter(c => c.model.executionCount === null).length,
-        errors: outputs.flat().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue + ' | ' + (o.traceback || []).join(' ')),
+        errors: outputs.flat().filter(o => o.output_type === 'error')
+            .map(o => o.ename + ': ' + o.evalue + ' | ' + (o.traceback || []).join(' ')),
         stderr: outputs.flat().filter(o => o.output_type === 'stream' && o.name === 'stderr').map(o => o.text),
         lines: cells.map(c => c.model.outputs.toJSON().filter(o => o.output_type === 'display_data' && o.data
             && o.data['text/plain'] && !Object.keys(o.data).some(k => k.startsWith('image/'))).length),
@@ -86,7 +87,8 @@ return {status: w.sessionContext.session.kernel.status,
         text: outputs.flat().map(o => (o.text || '') + ((o.data || {})['text/plain'] || '')).join('\\n'),
         dirty: w.context.model.dirty};"""
 JS_SET_SOURCE = CURRENT + """
-const cell = w.content.widgets.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(arguments[0]));
+const cell = w.content.widgets.find(c => c.model.type === 'code'
+                                         && c.model.sharedModel.getSource().includes(arguments[0]));
 if (!cell) return 'no cell holds ' + arguments[0];
 const source = cell.model.sharedModel.getSource();
 if (!source.includes(arguments[1])) return 'the cell does not hold ' + arguments[1];
