@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from marlinkit import plots, presets
+from marlinkit import paths, plots, presets
 from marlinkit.commands import verify as verify_command
 from marlinkit.repro import comparisons, verify
 
@@ -138,6 +138,13 @@ def test_the_paper_presets_folder_and_ledger_inside_figures_are_not_part_of_the_
     assert not any(c.path.startswith("paper/") or c.path == "claims.csv" for c in checks)
     assert verify.summary(checks, 0, images_informational=False)[1]  # the rest is the same file by file
     assert verify.reference_root("paper") == verify.reference_root("quick") / "paper"
+
+
+def test_every_file_the_claims_ledger_writes_into_figures_is_left_out_of_the_quick_comparison():
+    from marlinkit import claims
+
+    written = {claims.LEDGER_PATH, claims.CELLS_PATH, claims.VALUES_PATH}
+    assert all(path.parent == paths.FIGURES_DIR and path.name in verify.PAPER_IN_FIGURES for path in written)
 
 
 @pytest.mark.slow

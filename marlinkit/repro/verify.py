@@ -7,10 +7,10 @@ transcript miss is an error; ``MARLINKIT_RECORD`` is removed), then compares eac
 reference folder (``figures/``; ``build/figures-smoke/`` for ``smoke``) with its scratch twin:
 
 * tables (``.csv``): byte equality; when the bytes differ, the differing cells are listed. Only
-  the measured wall-time columns of :data:`WALL_TIME_COLUMNS` are exempt: there both cells must be
-  numbers, of any value (wall time measures the machine and its load, and replayed LLM calls take
-  milliseconds where the recording took seconds). Every other cell, the header and the row count
-  must be identical.
+  the measured columns of :data:`WALL_TIME_COLUMNS` are exempt: there both cells must be numbers, of
+  any value (wall time measures the machine and its load, replayed LLM calls take milliseconds where
+  the recording took seconds, and a strict-replay rerun replays every call). Every other cell, the
+  header and the row count must be identical.
 * renderings of a table (``.md``, ``.tex`` next to a ``.csv``): byte equality; for a table with
   wall-time columns, tokens may differ only where both are numbers.
 * images (``.png``, ``.pdf``): byte equality (matplotlib is pinned and the writers drop dates);
@@ -46,9 +46,12 @@ from marlinkit.repro.comparisons import (GENERATION_TIMING_FIELDS, SHOWN, compar
                                          timing_field, transcript_records, without_timing)
 from marlinkit.repro.hooks import ExperimentHooks
 
-#: Columns holding measured wall time (or shares of it), per table relative to the reference folder.
+#: Columns holding measurements of how a run went rather than its results, per table relative to the reference folder:
+#: wall time (or shares of it), and how its LLM replies were obtained (Table 5: how many were replayed from the
+#: transcript rather than called, and the latency recorded for them; a strict-replay rerun replays them all).
 WALL_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
-    "maestro/table5_cost.csv": ("Total (s, all runs)", "Per run (s)", "Percentage"),
+    "maestro/table5_cost.csv": ("of them replayed", "Model latency per call (s)", "Total (s, all runs)", "Per run (s)",
+                                "Percentage"),
     "maestro/traffic_baselines.csv": ("wall_s",),
 }
 TABLE_SUFFIXES = (".csv",)
@@ -97,7 +100,7 @@ def compare_rendering(reference: Path, scratch: Path, numbers_may_differ: bool) 
 
 #: What other commands write inside the default preset's figures/: the paper preset's own folder and the claims ledger
 #: beside it, and the trained policies' animations (``python -m marlinkit policies --gif figures/policies``).
-PAPER_IN_FIGURES = ("paper", "claims.csv", "policies")
+PAPER_IN_FIGURES = ("paper", "claims.csv", "claims_cells.csv", "claims_values.csv", "policies")
 
 
 def compare_trees(reference: Path, scratch: Path,
