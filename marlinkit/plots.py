@@ -25,6 +25,29 @@ import pandas as pd  # noqa: E402
 from marlinkit.progress import in_notebook  # noqa: E402
 from marlinkit.files import atomic_write_bytes, atomic_write_text  # noqa: E402
 
+
+
+def use_bundled_fonts() -> None:
+    """Draw every figure with the fonts matplotlib ships, never the system's (called on import).
+
+    matplotlib prefers an installed font to its own copy of it, and a system DejaVu of another version (Debian's
+    ``fonts-dejavu-core``) has other bounding boxes and is another file, both of which a PDF records: the same figure
+    would have other bytes on a machine with those fonts installed."""
+    from matplotlib import font_manager
+
+    fonts = Path(matplotlib.get_data_path()) / "fonts"
+    manager = font_manager.fontManager
+    manager.ttflist, manager.afmlist = [], []  # the font list matplotlib cached may hold the system's alone
+    for kind, folders in (("ttf", ("ttf",)), ("afm", ("afm", "pdfcorefonts"))):
+        for path in sorted(font_manager.findSystemFonts([str(fonts / f) for f in folders], fontext=kind)):
+            manager.addfont(path)
+    cached = getattr(font_manager.FontManager, "_findfont_cached", None)  # lookups made before this call
+    if cached is not None:
+        cached.cache_clear()
+
+
+use_bundled_fonts()
+
 PAPER_COLORS = {"MARL": "#1f77b4", "MARLIN": "#d62728", "LLM-only": "#7f7f7f"}
 
 

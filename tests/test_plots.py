@@ -139,3 +139,19 @@ def test_a_table_prints_missing_values_as_a_dash_and_no_negative_zero(tmp_path):
     assert "nan" not in md.lower() and "-0.000" not in md and " 0.000 |" in md and "-1.500" in md and "d-0" in md
     assert md.count(plots.MISSING) == 2 and "NaN" not in (tmp_path / "t.tex").read_text()
     assert pd.read_csv(tmp_path / "t.csv").x.isna().sum() == 1  # the CSV keeps the raw values
+
+
+def test_figures_use_matplotlibs_own_fonts_never_the_systems():
+    """A system DejaVu of another version (Debian's) has other bounding boxes and is another file, both of which a
+    PDF records: the fonts found are those matplotlib ships, whatever is installed or cached."""
+    from pathlib import Path
+
+    import matplotlib
+    from matplotlib import font_manager
+
+    bundled = Path(matplotlib.get_data_path()).resolve()
+    for properties in (dict(family="DejaVu Sans"), dict(family="DejaVu Sans", weight="bold"), dict(family="monospace"),
+                       dict(family="serif", style="italic")):
+        found = Path(font_manager.findfont(font_manager.FontProperties(**properties), fallback_to_default=False))
+        assert found.resolve().is_relative_to(bundled), (properties, found)
+    assert all(Path(f.fname).resolve().is_relative_to(bundled) for f in font_manager.fontManager.ttflist)
