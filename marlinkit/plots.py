@@ -26,7 +26,6 @@ from marlinkit.progress import in_notebook  # noqa: E402
 from marlinkit.files import atomic_write_bytes, atomic_write_text  # noqa: E402
 
 
-
 def use_bundled_fonts() -> None:
     """Draw every figure with the fonts matplotlib ships, never the system's (called on import).
 

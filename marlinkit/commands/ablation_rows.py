@@ -46,7 +46,7 @@ def notebook_parameters(name: str, row: Any) -> tuple[tuple[str, str], ...]:
                          "architect only")
     given = (("ARCHITECT", REFERENCE_LLM if architect else None), ("MADDPG", row.maddpg_setting),
              ("CURRICULUM", row.curriculum))
-    return tuple((name, value) for name, value in given if value is not None)
+    return tuple((parameter, value) for parameter, value in given if value is not None)
 
 
 def make_row(name: str, row: Any) -> MakeRow:

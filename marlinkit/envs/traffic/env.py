@@ -149,8 +149,7 @@ class TrafficSignalEnv(ParallelEnv):
     def __init__(self, config: TrafficEnvConfig | None = None, **overrides):
         config = config or TrafficEnvConfig()
         if overrides:
-            config = TrafficEnvConfig(**{**config.__dict__, **overrides})
-        config.validate()
+            config = TrafficEnvConfig(**{**config.__dict__, **overrides})  # checked when built
         self.config = config
         self.network = load_network(find_data_dir(config.data_dir))
         self.possible_agents = list(self.network.agents)
