@@ -54,7 +54,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/marlin/*.ipynb notebooks/maestro/*.ipyn
 BUILD_ROOT ?= build/$(PRESET)
 EXECUTED  := $(patsubst notebooks/%,$(BUILD_ROOT)/%,$(NOTEBOOKS))
 ifeq ($(PRESET),paper)
-EXECUTED  += $(foreach variant,code_switch exact_planner separate_plan_steps llm__quick_negotiation,$(BUILD_ROOT)/marlin/fig3_training__$(variant).ipynb)
+MARLIN_VARIANTS := code_switch exact_planner separate_plan_steps llm__quick_negotiation
+EXECUTED  += $(foreach variant,$(MARLIN_VARIANTS),$(BUILD_ROOT)/marlin/fig3_training__$(variant).ipynb)
 # MAESTRO's ablation rows beyond the preset's own (marlinkit/settings/ablation_rows.toml: the sweep's chosen MADDPG
 # cadence, the reference architect, the shared5 learner): `python -m marlinkit ablation-rows` writes what make needs
 # of each row <name> (its notebook parameters ROW_ARGS_<name>, the suffix its runs and outputs carry ROW_SUFFIX_<name>,
@@ -67,22 +68,28 @@ include $(ROWS_MK)
 # The seeds of run folder $(1) whose runs of every configuration in $(2) are committed, and such seeds as the YAML
 # flow list papermill reads (its commas from a variable: a literal one would split make's calls).
 COMMA := ,
-complete_seeds = $(sort $(foreach s,$(patsubst $(1)/$(firstword $(2))__seed%.json,%,$(wildcard $(1)/$(firstword $(2))__seed*.json)),\
-    $(if $(strip $(foreach a,$(wordlist 2,$(words $(2)),$(2)),$(if $(wildcard $(1)/$(a)__seed$(s).json),,$(a)))),,$(s))))
+first_seeds = $(patsubst $(1)/$(firstword $(2))__seed%.json,%,$(wildcard $(1)/$(firstword $(2))__seed*.json))
+missing_runs = $(foreach a,$(wordlist 2,$(words $(2)),$(2)),$(if $(wildcard $(1)/$(a)__seed$(3).json),,$(a)))
+complete_seed = $(if $(strip $(call missing_runs,$(1),$(2),$(3))),,$(3))
+complete_seeds = $(sort $(foreach s,$(call first_seeds,$(1),$(2)),$(call complete_seed,$(1),$(2),$(s))))
 seed_list = [$(subst $(eval) ,$(COMMA) ,$(strip $(1)))]
 define ABLATION_ROW
 RUNS_DIR_$(1) ?= data/results/maestro/paper/$(ROW_SUFFIX_$(1))
 ROW_SIDECARS_$(1) := $$(wildcard $$(RUNS_DIR_$(1))/A*__seed*.json)
 ROW_SEEDS_$(1) := $$(call complete_seeds,$$(RUNS_DIR_$(1)),$(ROW_ABLATIONS_$(1)))
-ROW_NOTEBOOKS_$(1) := $(foreach nb,ablation_results cost_breakdown,$(BUILD_ROOT)/maestro/$(nb)__$(ROW_SUFFIX_$(1)).ipynb)
+ROW_NOTEBOOKS_$(1) := $(patsubst %,$(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb,ablation_results cost_breakdown)
 ROW_SEEDS_ARG_$(1) :=
 ifeq ($$(if $$(RECORD)$$(MARLINKIT_RECORD),$(ROW_ALL_$(1)),$$(words $$(ROW_SIDECARS_$(1)))),$(ROW_ALL_$(1)))
 EXECUTED += $$(ROW_NOTEBOOKS_$(1))
 else ifeq ($$(ROW_SEEDS_$(1)),)
-ROW_NOTE_$(1) := PRESET=paper skips the MAESTRO ablation row $(1): $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) runs are committed$$(COMMA) no seed has all $(words $(ROW_ABLATIONS_$(1))) ($(ROW_TRAINS_$(1)))
+ROW_NOTE_$(1) := PRESET=paper skips the MAESTRO ablation row $(1): \
+    $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) runs are committed$$(COMMA) \
+    no seed has all $(words $(ROW_ABLATIONS_$(1))) ($(ROW_TRAINS_$(1)))
 else
 ROW_SEEDS_ARG_$(1) := -y 'SEEDS: $$(call seed_list,$$(ROW_SEEDS_$(1)))'
-ROW_NOTE_$(1) := PRESET=paper makes the MAESTRO ablation row $(1) over seeds $$(call seed_list,$$(ROW_SEEDS_$(1))) only$$(COMMA) those with all $(words $(ROW_ABLATIONS_$(1))) runs committed: $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) are ($(ROW_TRAINS_$(1)))
+ROW_NOTE_$(1) := PRESET=paper makes the MAESTRO ablation row $(1) over seeds $$(call seed_list,$$(ROW_SEEDS_$(1))) \
+    only$$(COMMA) those with all $(words $(ROW_ABLATIONS_$(1))) runs committed: \
+    $$(words $$(ROW_SIDECARS_$(1))) of its $(ROW_ALL_$(1)) are ($(ROW_TRAINS_$(1)))
 EXECUTED += $$(ROW_NOTEBOOKS_$(1))
 endif
 endef
@@ -97,7 +104,9 @@ PAPER_NEGOTIATIONS ?= $(if $(RECORD)$(MARLINKIT_RECORD),1,0)
 ifneq ($(PAPER_NEGOTIATIONS),1)
 LEFT_OUT  := $(PAPER_NEGOTIATION_NOTEBOOKS)
 # A variable, not inline in the recipe's $(if ...): a comma there would split the $(if)'s arguments.
-LEFT_OUT_NOTE := PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; RECORD=1 records them (hundreds of hours with smollm2 on a CPU, see the README), PAPER_NEGOTIATIONS=1 replays transcripts of your own
+LEFT_OUT_NOTE := PRESET=$(PRESET) leaves out $(LEFT_OUT): the paper's negotiation protocol has no recorded LLM calls; \
+    RECORD=1 records them (hundreds of hours with smollm2 on a CPU, see the README), \
+    PAPER_NEGOTIATIONS=1 replays transcripts of your own
 EXECUTED  := $(filter-out $(foreach nb,$(LEFT_OUT),$(BUILD_ROOT)/$(nb).ipynb),$(EXECUTED))
 endif
 endif
@@ -112,7 +121,9 @@ EXECUTED  += $(CLAIMS_LEDGER)
 endif
 # Smoke runs never overwrite the committed figures; the paper preset's go to figures/paper/, beside the default
 # (quick) preset's figures/marlin and figures/maestro (marlinkit.repro.verify.reference_root says the same).
-FIGURES_ROOT ?= $(if $(filter smoke,$(PRESET)),build/figures-smoke,$(if $(filter paper,$(PRESET)),figures/paper,figures))
+FIGURES_ROOT_smoke := build/figures-smoke
+FIGURES_ROOT_paper := figures/paper
+FIGURES_ROOT ?= $(or $(FIGURES_ROOT_$(PRESET)),figures)
 # MAESTRO's held-out evaluation (marlinkit/maestro/heldout.py): the random switcher, fixed-time, max-pressure, the peer
 # DQN and every committed run's saved actor, on the real flow, real_5816, real_5734 and five unseen curriculum contexts.
 HELDOUT_RUNS_DIRS := $(RUNS_DIR_reference_architect_shared5)
@@ -126,17 +137,17 @@ endif
 help:
 	@echo "make figures [PRESET=smoke|quick|paper]  regenerate every figure and table (default: quick)"
 	@echo "             [EXECUTOR=ray RAY_ADDRESS=auto] run the experiment grids on Ray (optional)"
-	@echo "             [RECORD=1]                  call the LLM on transcript misses and record them (else: strict replay)"
-	@echo "make verify [PRESET=quick]               recompute the preset in build/verify-PRESET/, compare with $(FIGURES_ROOT)/"
+	@echo "             [RECORD=1]                  call the LLM on transcript misses and record them (else: replay)"
+	@echo "make verify [PRESET=quick]               recompute the preset, compare with $(FIGURES_ROOT)/"
 	@echo "make verify PRESET=paper [SEED_CHOICE=N] recompute a prefix of one committed paper run per family, compare"
 	@echo "make test                                the fast tests + nbval over most notebooks (smoke preset; minutes)"
 	@echo "make test-all                            every test (slow ones too) + nbval over every notebook: what CI runs"
 	@echo "make lab                                 JupyterLab on the project's environment"
 	@echo "make workshop                            JupyterLab on your own copies of the workshop notebooks (in workshop/)"
 	@echo "make bench                               every speed benchmark, one JSON line each (installs RLlib, its peer)"
-	@echo "make docs                               the documentation site in build/docs/html/ (Sphinx, warnings are errors)"
+	@echo "make docs                                the documentation site in build/docs/html/ (Sphinx)"
 	@echo "make data                                download the Hangzhou 4x4 files (pinned, SHA-256 checked) into data/"
-	@echo "make cityflow                            build and install CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
+	@echo "make cityflow                            build CityFlow, the paper's traffic engine [CITYFLOW_SRC=...]"
 	@echo "make setup                               create $(VENV) (the other targets do it for you)"
 
 setup: $(STAMP) $(JUPYTER_SAVE)
@@ -179,7 +190,8 @@ data: $(STAMP)
 
 cityflow: $(CITYFLOW_STAMP)
 
-$(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt tools/cityflow_reads/cityflow_reads.cpp | $(STAMP)
+CITYFLOW_SOURCES := tools/build_cityflow.sh $(addprefix tools/cityflow_reads/,CMakeLists.txt cityflow_reads.cpp)
+$(CITYFLOW_STAMP): $(CITYFLOW_SOURCES) | $(STAMP)
 	tools/build_cityflow.sh $(PY)
 	@touch $@
 
@@ -188,7 +200,8 @@ $(CITYFLOW_STAMP): tools/build_cityflow.sh tools/cityflow_reads/CMakeLists.txt t
 # workshop notebooks default to the class's sizes, so tests/test_workshop_notebooks.py runs them at smoke instead.
 # The three MAESTRO ablation notebooks share one smoke ablation (trained by the first of them, ~70 CPU-s); the paper
 # audit and MARLIN's executed-vs-policy notebooks (~9 CPU-s each) have their code tested by tests/ in `make test` too.
-NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb maestro_framework.ipynb paper_audit.ipynb) \
+NOTEBOOKS_SLOW := $(addprefix notebooks/maestro/,ablation_results.ipynb cost_breakdown.ipynb \
+                                                  maestro_framework.ipynb paper_audit.ipynb) \
                   notebooks/marlin/executed_vs_policy.ipynb
 # `make test` spreads test files and notebooks over TEST_WORKERS processes (pytest-xdist; `--dist loadfile` keeps a
 # file's tests, and a notebook's cells, in order in one process); TEST_WORKERS=0 runs it all in this process.
@@ -218,7 +231,8 @@ figures: $(STAMP) data $(if $(filter smoke,$(PRESET)),,cityflow)
 # with $(FIGURES_ROOT)/; exits non-zero on any difference (see marlinkit/repro/verify.py). PRESET=paper recomputes
 # a prefix of one committed run per run family instead (marlinkit/repro/verify_paper/; SEED_CHOICE=N repeats a choice).
 verify: $(STAMP)
-	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT)$(if $(SEED_CHOICE), --seed-choice $(SEED_CHOICE))
+	$(PY) -m marlinkit verify --preset $(PRESET) --reference $(FIGURES_ROOT) \
+	    $(if $(SEED_CHOICE),--seed-choice $(SEED_CHOICE))
 
 # A notebook re-runs only when it, the package or its data changed. NOTEBOOK_ARGS: a variant's parameters.
 define NOTEBOOK_RECIPE
@@ -240,7 +254,8 @@ $(BUILD_ROOT)/marlin/executed_vs_policy.ipynb: $(BUILD_ROOT)/marlin/fig3_trainin
 
 # The paper preset's other rows of Fig. 3 and Table I: MARLIN under the authors' code variant of
 # Algorithm 1's switch, with the exact planner, with its plan steps kept out of MAPPO's updates, and with smollm2's
-# plans; their outputs carry the suffixes __code_switch, __exact_planner, __separate_plan_steps and __llm__quick_negotiation.
+# plans; their outputs carry the suffixes __code_switch, __exact_planner, __separate_plan_steps and
+# __llm__quick_negotiation.
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: NOTEBOOK_ARGS := -p SWITCH_RULE code
 $(BUILD_ROOT)/marlin/%__code_switch.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
@@ -252,17 +267,20 @@ $(BUILD_ROOT)/marlin/%__separate_plan_steps.ipynb: notebooks/marlin/%.ipynb $(PA
 	$(NOTEBOOK_RECIPE)
 # smollm2's plans at the paper's length: negotiated by the quick preset's protocol (the paper's is out of a CPU's
 # reach), at most 2 new plans per training; every call replays from data/transcripts/marlin_training__smollm2__*.
-$(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: NOTEBOOK_ARGS := -p PLAN_SOURCE llm -p NEGOTIATION quick -p PLAN_BUDGET 2
+$(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: \
+    NOTEBOOK_ARGS := -p PLAN_SOURCE llm -p NEGOTIATION quick -p PLAN_BUDGET 2
 $(BUILD_ROOT)/marlin/%__llm__quick_negotiation.ipynb: notebooks/marlin/%.ipynb $(PACKAGE_SOURCES) $(STAMP)
 	$(NOTEBOOK_RECIPE)
-$(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
+$(HELDOUT): $(PACKAGE_SOURCES) $(STAMP) \
+    $(foreach d,$(HELDOUT_RUNS_DIRS) data/results/maestro/paper/peer_dqn,$(wildcard $(d)/*.actor.pt))
 	$(PY) -m marlinkit heldout --runs $(wildcard $(HELDOUT_RUNS_DIRS)) --out $@
 
 # Each ablation row's notebooks, with the row's parameters (and its seeds while some runs are missing).
 ifeq ($(PRESET),paper)
 define ABLATION_ROW_RULES
 $(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb: NOTEBOOK_ARGS := $(ROW_ARGS_$(1)) $(ROW_SEEDS_ARG_$(1))
-$(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) $(ROW_SIDECARS_$(1))
+$(BUILD_ROOT)/maestro/%__$(ROW_SUFFIX_$(1)).ipynb: notebooks/maestro/%.ipynb $(PACKAGE_SOURCES) $(STAMP) \
+    $(ROW_SIDECARS_$(1))
 	$$(NOTEBOOK_RECIPE)
 endef
 $(foreach row,$(ABLATION_ROWS),$(eval $(call ABLATION_ROW_RULES,$(row))))
@@ -288,7 +306,8 @@ lab: $(STAMP) $(JUPYTER_SAVE) data
 # there is kept (delete it for a fresh one).
 WORKSHOP_DIR ?= workshop
 workshop: $(STAMP) $(JUPYTER_SAVE)
-	@$(PY) -c 'import sys; from marlinkit.marlin import workshop; print(*workshop.copy_notebooks(sys.argv[1]), sep="\n")' $(WORKSHOP_DIR)
+	@$(PY) -c 'import sys; from marlinkit.marlin import workshop; print(*workshop.copy_notebooks(sys.argv[1]), sep="\n")' \
+	    $(WORKSHOP_DIR)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(WORKSHOP_DIR)
 
 # The documentation site: Sphinx + MyST over docs/ and the generated pages (tools/docs_site.py), warnings as errors.
@@ -308,7 +327,8 @@ $(BENCH_STAMP): pyproject.toml | $(STAMP)
 	@touch $@
 
 bench: $(STAMP) $(BENCH_STAMP) data
-	@set -o pipefail; for target in $(BENCHES); do echo "== bench $$target"; $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
+	@set -o pipefail; for target in $(BENCHES); do echo "== bench $$target"; \
+	    $(PY) -m marlinkit bench $$target --json | tail -n 1 || exit 1; done
 
 clean:
 	rm -rf build

@@ -23,7 +23,9 @@ RAPIDJSON_SDIST=${RAPIDJSON_SDIST:-python-rapidjson==1.22}
 WORK=${CITYFLOW_BUILD_DIR:-build/cityflow}
 
 die() { echo "build_cityflow: $*" >&2; exit 1; }
-for tool in cmake g++ make; do command -v $tool >/dev/null || die "$tool is required (Debian: apt-get install cmake g++ make)"; done
+for tool in cmake g++ make; do
+    command -v $tool >/dev/null || die "$tool is required (Debian: apt-get install cmake g++ make)"
+done
 
 rm -rf "$WORK" && mkdir -p "$WORK/download"
 WORK=$(realpath "$WORK")
@@ -33,8 +35,9 @@ if [[ -n "${CITYFLOW_SRC:-}" ]]; then
     [[ -e "$CITYFLOW_SRC" ]] || die "CITYFLOW_SRC=$CITYFLOW_SRC does not exist (a CityFlow folder or .tar.gz)"
     if [[ -d "$CITYFLOW_SRC" ]]; then
         cp -a "$CITYFLOW_SRC" "$SRC"
+        folder=$(basename "$(realpath "$CITYFLOW_SRC")")
         commit=$( { [[ -e "$CITYFLOW_SRC/.git" ]] && git -C "$CITYFLOW_SRC" rev-parse --short=7 HEAD 2>/dev/null; } \
-                 || sed -nE 's#^CityFlow-([0-9a-f]{7,40})$#\1#p' <<<"$(basename "$(realpath "$CITYFLOW_SRC")")" | cut -c1-7)
+                 || sed -nE 's#^CityFlow-([0-9a-f]{7,40})$#\1#p' <<<"$folder" | cut -c1-7)
     else
         mkdir -p "$SRC" && tar -xzf "$CITYFLOW_SRC" -C "$SRC" --strip-components=1
         top=$(tar -tzf "$CITYFLOW_SRC" | sed -n 1p)
@@ -45,7 +48,8 @@ else
     command -v git >/dev/null || die "git is required to fetch CityFlow (or set CITYFLOW_SRC)"
     git init -q "$SRC"
     git -C "$SRC" fetch -q --depth 1 "$CITYFLOW_REPO" "$CITYFLOW_COMMIT" \
-        || die "cannot fetch $CITYFLOW_COMMIT from $CITYFLOW_REPO (no network?). Set CITYFLOW_SRC to a local CityFlow tree or tarball."
+        || die "cannot fetch $CITYFLOW_COMMIT from $CITYFLOW_REPO (no network?)." \
+               "Set CITYFLOW_SRC to a local CityFlow tree or tarball."
     git -C "$SRC" checkout -q FETCH_HEAD
     commit=${CITYFLOW_COMMIT:0:7}
 fi
@@ -76,7 +80,8 @@ text = cmake.read_text()
 text = text.replace('"extern/pybind11/CMakeLists.txt"', "")
 if "add_subdirectory(extern/pybind11)" not in text:
     sys.exit("build_cityflow: CMakeLists.txt has no add_subdirectory(extern/pybind11) to replace")
-text = text.replace("add_subdirectory(extern/pybind11)", f'find_package(pybind11 CONFIG REQUIRED PATHS "{cmakedir}" NO_DEFAULT_PATH)')
+found = f'find_package(pybind11 CONFIG REQUIRED PATHS "{cmakedir}" NO_DEFAULT_PATH)'
+text = text.replace("add_subdirectory(extern/pybind11)", found)
 cmake.write_text(text)
 setup = src / "setup.py"
 text, n = re.subn(r"version='([^']+)'", lambda m: f"version='{m.group(1)}+{commit}'", setup.read_text(), count=1)
@@ -89,23 +94,27 @@ echo "build_cityflow: building CityFlow $commit (about a minute on 2 cores)"
 start=$(date +%s)
 "$PY" -m pip install -q --no-build-isolation "$SRC"
 echo "build_cityflow: built and installed in $(( $(date +%s) - start )) s"
-"$PY" -c "import cityflow, importlib.metadata as m; print('build_cityflow: cityflow', cityflow.__version__, '/ package', m.version('CityFlow'))"
+"$PY" -c "import cityflow, importlib.metadata as m
+print('build_cityflow: cityflow', cityflow.__version__, '/ package', m.version('CityFlow'))"
 
 # marlinkit's own compiled reads of a CityFlow Engine (tools/cityflow_reads/cityflow_reads.cpp, the env's
 # per-second lane reads in C++), built against the same sources and pybind11 and installed beside `cityflow`.
 echo "build_cityflow: building marlinkit's CityFlow reads (tools/cityflow_reads/cityflow_reads.cpp)"
 start=$(date +%s)
 here=$(cd "$(dirname "$0")" && pwd)
+module_sha256=$("$PY" -c 'import cityflow, hashlib, pathlib
+print(hashlib.sha256(pathlib.Path(cityflow.__file__).read_bytes()).hexdigest())')
 cmake -S "$here/cityflow_reads" -B "$WORK/reads" -DCITYFLOW_SOURCE="$SRC" -Dpybind11_DIR="$cmakedir" \
       -DPYBIND11_FINDPYTHON=ON -DPython_EXECUTABLE="$PY" \
       -DCITYFLOW_VERSION="$("$PY" -c 'import cityflow; print(cityflow.__version__)')" \
-      -DCITYFLOW_MODULE_SHA256="$("$PY" -c 'import cityflow, hashlib, pathlib; print(hashlib.sha256(pathlib.Path(cityflow.__file__).read_bytes()).hexdigest())')" \
+      -DCITYFLOW_MODULE_SHA256="$module_sha256" \
       >"$WORK/reads.log" 2>&1 \
     && cmake --build "$WORK/reads" -j "$(nproc 2>/dev/null || echo 2)" >>"$WORK/reads.log" 2>&1 \
     || { tail -n 30 "$WORK/reads.log" >&2; die "building marlinkit's CityFlow reads failed (log: $WORK/reads.log)"; }
 platlib=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
 module=$(find "$WORK/reads" -maxdepth 1 -name 'marlinkit_cityflow_reads*.so' | sed -n 1p)
 [[ -n "$module" ]] || die "no marlinkit_cityflow_reads module in $WORK/reads"
-cp "$module" "$platlib/$(basename "$module").partial" && mv "$platlib/$(basename "$module").partial" "$platlib/$(basename "$module")"
+installed="$platlib/$(basename "$module")"
+cp "$module" "$installed.partial" && mv "$installed.partial" "$installed"
 echo "build_cityflow: marlinkit's CityFlow reads built and installed in $(( $(date +%s) - start )) s"
 "$PY" -c "import marlinkit_cityflow_reads as m; print('build_cityflow:', m.__file__)"

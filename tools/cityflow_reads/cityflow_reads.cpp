@@ -84,7 +84,8 @@ template struct Expose<EngineRunningVehicles, &CityFlow::Engine::getRunningVehic
 
 class LaneReads {
 public:
-    explicit LaneReads(const std::vector<std::string> &lane_ids) : ids_(lane_ids), before_(lane_ids.size()), now_(lane_ids.size()) {
+    explicit LaneReads(const std::vector<std::string> &lane_ids)
+        : ids_(lane_ids), before_(lane_ids.size()), now_(lane_ids.size()) {
         std::unordered_map<std::string, int> seen;
         for (size_t j = 0; j < ids_.size(); ++j) {
             if (!seen.emplace(ids_[j], static_cast<int>(j)).second)
@@ -104,7 +105,8 @@ public:
         for (size_t j = 0; j < n; ++j) {  // each lane's vehicle list, as Engine::getLaneVehicles reads it
             std::vector<int> &ids = now_[j];
             ids.clear();
-            for (const CityFlow::Vehicle *vehicle : lanes_[j]->getVehicles()) ids.push_back(flow_index(vehicle->getId()));
+            for (const CityFlow::Vehicle *vehicle : lanes_[j]->getVehicles())
+                ids.push_back(flow_index(vehicle->getId()));
         }
         for (size_t j = 0; j < n; ++j) {
             const std::vector<int> &ids = now_[j], &old = before_[j];
@@ -137,8 +139,10 @@ public:
         }
         std::sort(running.begin(), running.end());
         std::vector<int> departed, arrived;
-        std::set_difference(running.begin(), running.end(), running_.begin(), running_.end(), std::back_inserter(departed));
-        std::set_difference(running_.begin(), running_.end(), running.begin(), running.end(), std::back_inserter(arrived));
+        std::set_difference(running.begin(), running.end(), running_.begin(), running_.end(),
+                            std::back_inserter(departed));
+        std::set_difference(running_.begin(), running_.end(), running.begin(), running.end(),
+                            std::back_inserter(arrived));
         running_.swap(running);
         return py::make_tuple(engine.getCurrentTime(), lanes, departed, arrived);
     }
@@ -151,9 +155,11 @@ private:
     void bind(CityFlow::Engine &engine) {
         if (engine_ == &engine) return;
         if (engine_ != nullptr)
-            throw std::invalid_argument("marlinkit_cityflow_reads: a LaneReads reads one Engine (make one per episode)");
+            throw std::invalid_argument("marlinkit_cityflow_reads: a LaneReads reads one Engine "
+                                        "(make one per episode)");
         std::unordered_map<std::string, const CityFlow::Lane *> by_id;
-        for (const CityFlow::Lane *lane : (engine.*member(EngineRoadnet())).getLanes()) by_id.emplace(lane->getId(), lane);
+        for (const CityFlow::Lane *lane : (engine.*member(EngineRoadnet())).getLanes())
+            by_id.emplace(lane->getId(), lane);
         for (const std::string &id : ids_) {
             auto found = by_id.find(id);
             if (found == by_id.end())
@@ -180,8 +186,8 @@ PYBIND11_MODULE(marlinkit_cityflow_reads, m) {
     fingerprint["cityflow_version"] = CITYFLOW_VERSION;
     fingerprint["cityflow_module_sha256"] = CITYFLOW_MODULE_SHA256;
     fingerprint["compiler"] = __VERSION__;
-    fingerprint["pybind11"] = std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR) + "."
-                              + std::to_string(PYBIND11_VERSION_PATCH);
+    fingerprint["pybind11"] = std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR)
+                              + "." + std::to_string(PYBIND11_VERSION_PATCH);
     m.attr("fingerprint") = fingerprint;
     m.attr("cityflow_version") = CITYFLOW_VERSION;
     py::class_<LaneReads>(m, "LaneReads")
