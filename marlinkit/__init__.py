@@ -7,4 +7,4 @@ Layers, bottom up (docs/operations.md, "Architecture"): the shared base, the rep
 
 from marlinkit.repro import numerics as _numerics  # first: pins MKL/ATen/NumPy before they load
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
